@@ -1,0 +1,315 @@
+"""The canonical tree on disk and its manifest (formats/tree.md §8).
+
+This module touches the filesystem; the path rules it relies on are pure and live in
+:mod:`archiver.urls`. Reading is streaming: records are yielded one at a time, files are hashed in
+fixed-size chunks, so a tree of any size is read in constant memory (the manifest reader keeps one
+``path → offset`` map to apply "later record wins").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from archiver import __version__
+from archiver.errors import FormatError
+from archiver.media import media_type_for
+from archiver.urls import RESERVED_DIR
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MANIFEST_NAME",
+    "Header",
+    "ManifestWriter",
+    "Record",
+    "hash_file",
+    "infer_records",
+    "manifest_path",
+    "page_title",
+    "read_header",
+    "read_records",
+    "records",
+    "title_from_html",
+    "write_records",
+]
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.jsonl"
+_CHUNK = 1 << 20
+
+
+class Header(msgspec.Struct, kw_only=True):
+    """The first line of ``_archiver/manifest.jsonl`` (tree.md §8.1)."""
+
+    format: Literal["archiver-tree"] = "archiver-tree"
+    version: int = FORMAT_VERSION
+    home: str
+    created: str
+    tool: str = f"archiver/{__version__}"
+    seeds: list[str] = msgspec.field(default_factory=list)
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Record(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One stored file (tree.md §8.1)."""
+
+    path: str
+    kind: Literal["page", "asset"]
+    media_type: str
+    size: int
+    sha256: str
+    urls: list[str] = msgspec.field(default_factory=list)
+    title: str | None = None
+    status: int | None = None
+    fetched: str | None = None
+    depth: int | None = None
+    referrer: str | None = None
+    redirects: list[str] = msgspec.field(default_factory=list)
+
+
+_header_decoder = msgspec.json.Decoder(Header)
+_record_decoder = msgspec.json.Decoder(Record)
+_encoder = msgspec.json.Encoder()
+
+
+def manifest_path(root: Path) -> Path:
+    return root / RESERVED_DIR / MANIFEST_NAME
+
+
+def read_header(root: Path) -> Header | None:
+    """The manifest header of the tree at ``root``, or None when the tree has no manifest."""
+    path = manifest_path(root)
+    if not path.is_file():
+        return None
+    with path.open("rb") as f:
+        first = f.readline()
+    return _decode_header(first, path)
+
+
+def _decode_header(line: bytes, path: Path) -> Header:
+    try:
+        header = _header_decoder.decode(line)
+    except msgspec.DecodeError as e:
+        raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(path)) from None
+    if header.version > FORMAT_VERSION:
+        raise FormatError(
+            f"tree format {header.version} is newer than this archiver reads ({FORMAT_VERSION}); upgrade",
+            subject=str(path),
+        )
+    return header
+
+
+def read_records(root: Path) -> Iterator[Record]:
+    """The records of the tree's manifest, later records for a path replacing earlier ones, in the
+    order their paths first appeared. A torn last line (a crash mid-append) is ignored; any other bad
+    line is a :class:`FormatError` naming the line."""
+    path = manifest_path(root)
+    offsets: dict[str, int] = {}
+    order: list[str] = []
+    with path.open("rb") as f:
+        _decode_header(f.readline(), path)
+        lineno = 1
+        while True:
+            offset = f.tell()
+            line = f.readline()
+            if not line:
+                break
+            lineno += 1
+            if not line.endswith(b"\n"):
+                break  # torn last line
+            if not line.strip():
+                continue
+            try:
+                record = _record_decoder.decode(line)
+            except msgspec.DecodeError as e:
+                raise FormatError(f"line {lineno}: {e}", subject=str(path)) from None
+            if record.path not in offsets:
+                order.append(record.path)
+            offsets[record.path] = offset
+        for p in order:
+            f.seek(offsets[p])
+            yield _record_decoder.decode(f.readline())
+
+
+def records(root: Path) -> Iterator[Record]:
+    """The records of the tree at ``root``: from its manifest when it has one, inferred otherwise."""
+    if manifest_path(root).is_file():
+        yield from read_records(root)
+    else:
+        yield from infer_records(root)
+
+
+def hash_file(path: Path) -> tuple[int, str]:
+    """(size, SHA-256 hex) of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.IGNORECASE)
+
+
+def page_title(path: Path, *, limit: int = 1 << 20) -> str | None:
+    """The text of a page's ``<title>``, entities decoded and whitespace collapsed, read from its
+    first ``limit`` bytes (the title belongs in the head)."""
+    with path.open("rb") as f:
+        head = f.read(limit)
+    return title_from_html(head)
+
+
+def title_from_html(data: bytes) -> str | None:
+    """The ``<title>`` of an HTML document's bytes (see :func:`page_title`)."""
+    m = _TITLE.search(data)
+    if not m:
+        return None
+    cs = _CHARSET.search(data)
+    encoding = cs.group(1).decode("ascii") if cs else "utf-8"
+    try:
+        text = m.group(1).decode(encoding, "replace")
+    except LookupError:
+        text = m.group(1).decode("utf-8", "replace")
+    title = " ".join(html.unescape(text).split())
+    return title or None
+
+
+def infer_records(root: Path) -> Iterator[Record]:
+    """Records for a tree without a manifest (tree.md §8.2): every regular file under ``root`` in
+    sorted path order, except the files directly inside the reserved folder (metadata); symlinks
+    that leave the root and special files are skipped."""
+    root = root.resolve()
+    for rel in _walk(root, root):
+        full = root / rel
+        size, sha = hash_file(full)
+        is_page = rel.lower().endswith((".html", ".htm"))
+        yield Record(
+            path=rel,
+            kind="page" if is_page else "asset",
+            media_type=media_type_for(rel),
+            size=size,
+            sha256=sha,
+            title=page_title(full) if is_page else None,
+        )
+
+
+def _walk(root: Path, folder: Path) -> Iterator[str]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as e:
+        raise FormatError(f"cannot list folder: {e.strerror}", subject=str(folder)) from None
+    for entry in entries:
+        full = Path(entry.path)
+        rel = full.relative_to(root).as_posix()
+        if folder == root / RESERVED_DIR and not entry.is_dir(follow_symlinks=False):
+            continue  # files directly in the reserved folder are metadata; only folders are hosts
+        if entry.is_symlink():
+            target = full.resolve()
+            if not target.is_relative_to(root):
+                continue
+        if entry.is_dir():
+            yield from _walk(root, full)
+        elif entry.is_file():
+            yield rel
+
+
+class ManifestWriter:
+    """Appends records to a tree's manifest as files land (tree.md §8.1).
+
+    Opening an existing manifest keeps it (a resumed capture), after cutting a torn last line;
+    :meth:`compact` rewrites it with one record per path, atomically."""
+
+    def __init__(self, root: Path, header: Header) -> None:
+        self.root = root
+        self.path = manifest_path(root)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size:
+            with self.path.open("rb") as f:
+                _decode_header(f.readline(), self.path)
+            _cut_torn_line(self.path)
+            self._file = self.path.open("ab")
+        else:
+            self._file = self.path.open("wb")
+            self._file.write(_encoder.encode(header) + b"\n")
+            self._flush()
+        self.header = header
+
+    def add(self, record: Record) -> None:
+        self._file.write(_encoder.encode(record) + b"\n")
+        self._flush()
+
+    def _flush(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> ManifestWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def compact(self) -> None:
+        """Rewrite the manifest with one record per path (temp file + rename)."""
+        self._file.flush()
+        header = read_header(self.root)
+        assert header is not None
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("wb") as out:
+            out.write(_encoder.encode(header) + b"\n")
+            for record in read_records(self.root):
+                out.write(_encoder.encode(record) + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        self._file.close()
+        os.replace(tmp, self.path)
+        self._file = self.path.open("ab")
+
+
+def _cut_torn_line(path: Path) -> None:
+    with path.open("rb+") as f:
+        f.seek(0, os.SEEK_END)
+        end = f.tell()
+        if end == 0:
+            return
+        f.seek(end - 1)
+        if f.read(1) == b"\n":
+            return
+        # walk back to the last newline and cut there
+        pos = end
+        while pos > 0:
+            step = min(_CHUNK, pos)
+            f.seek(pos - step)
+            block = f.read(step)
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                f.truncate(pos - step + nl + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
+def write_records(root: Path, header: Header, items: Iterable[Record]) -> None:
+    """Write a whole manifest at once (temp file + rename), for tools that build a tree in one go."""
+    path = manifest_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as out:
+        out.write(_encoder.encode(header) + b"\n")
+        for record in items:
+            out.write(_encoder.encode(record) + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,163 @@
+"""Hypothesis properties of the mapping core (tree.md §7). The "ci" profile in conftest.py runs each
+property with at least 1,000 examples, derandomized."""
+
+from __future__ import annotations
+
+import posixpath
+from urllib.parse import quote, unquote
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from archiver import urls
+from archiver.errors import URLError
+
+HOME = "https://ex.com/"
+
+_seg_chars = st.characters(codec="utf-8", exclude_characters="/\\?#\t\n\r", exclude_categories=("Cs",))
+# what local_path can put in a name: no separator, no control character (those stay %XX-escaped)
+_name_chars = st.characters(codec="utf-8", exclude_characters="/", exclude_categories=("Cs", "Cc"))
+segments = st.one_of(
+    st.text(_seg_chars, min_size=0, max_size=12),
+    st.sampled_from(
+        [".", "..", "%2e%2E", "index.html", "a.html", "_archiver", "%2F", "%25", "cdn.io", "x__q-1"]
+    ),
+)
+hosts = st.sampled_from(
+    ["ex.com", "EX.com", "sub.ex.com", "cdn.io", "127.0.0.1", "[::1]", "b\u00fccher.example", "localhost"]
+)
+ports = st.sampled_from(["", ":80", ":443", ":8080"])
+queries = st.one_of(
+    st.none(),
+    st.lists(
+        st.tuples(st.sampled_from(["q", "utm_source", "ref", "page", "a b", "\u00e9"]), st.text(max_size=6)),
+        max_size=4,
+    ).map(lambda kv: "&".join(f"{k}={v}" for k, v in kv)),
+)
+
+
+@st.composite
+def url_strings(draw: st.DrawFn) -> str:
+    scheme = draw(st.sampled_from(["http", "https", "HTTPS"]))
+    path = "/".join(quote(s, safe="%.") if draw(st.booleans()) else s for s in draw(st.lists(segments)))
+    url = f"{scheme}://{draw(hosts)}{draw(ports)}/{path}"
+    query = draw(queries)
+    if query is not None:
+        url += "?" + query.replace("#", "%23")
+    if draw(st.booleans()):
+        url += "#" + draw(st.sampled_from(["top", "!/route", "/r/1", ""]))
+    return url
+
+
+def _canonical(text: str) -> str:
+    try:
+        return urls.canonicalize(text)
+    except URLError:
+        assume(False)
+        raise
+
+
+@given(url_strings())
+def test_canonicalize_is_idempotent(text: str) -> None:
+    once = _canonical(text)
+    assert urls.canonicalize(once) == once
+    key = urls.dedup_key(once)
+    assert urls.dedup_key(key) == key
+    assert urls.canonicalize(key) == key
+
+
+@given(url_strings(), st.sampled_from(["page", "asset"]))
+def test_local_path_is_safe_and_deterministic(text: str, kind: str) -> None:
+    url = _canonical(text)
+    path = urls.local_path(url, kind=kind, home=HOME)  # type: ignore[arg-type]
+    assert path == urls.local_path(url, kind=kind, home=HOME)  # type: ignore[arg-type]
+    parts = path.split("/")
+    assert "" not in parts, "no empty segment, no leading or trailing slash"
+    assert "." not in parts and ".." not in parts
+    assert "\x00" not in path
+    assert posixpath.normpath(path) == path, "never escapes the root"
+    if kind == "page":
+        assert parts[0].lower() != urls.RESERVED_DIR, "pages never land in the reserved folder"
+        assert parts[-1].lower().endswith((".html", ".htm"))
+    else:
+        assert parts[0] == urls.RESERVED_DIR
+        assert parts[1] not in urls.RESERVED_NAMES
+
+
+@given(
+    st.lists(segments, max_size=4),
+    st.sampled_from(["page", "asset"]),
+    st.text(max_size=20),
+    st.text(max_size=20),
+)
+def test_different_queries_never_share_a_path(segs: list[str], kind: str, q1: str, q2: str) -> None:
+    base = "https://ex.com/" + "/".join(quote(s) for s in segs)
+    u1 = _canonical(base + "?" + quote(q1, safe="=&"))
+    u2 = _canonical(base + "?" + quote(q2, safe="=&"))
+    assume(urls.dedup_key(u1) != urls.dedup_key(u2))
+    assume(u1.split("?")[0] == u2.split("?")[0])
+    p1 = urls.local_path(u1, kind=kind, home=HOME)  # type: ignore[arg-type]
+    p2 = urls.local_path(u2, kind=kind, home=HOME)  # type: ignore[arg-type]
+    assert p1 != p2
+
+
+tree_paths = st.one_of(
+    st.builds(
+        lambda u, k: urls.local_path(u, kind=k, home=HOME),
+        url_strings()
+        .filter(lambda t: urls.ref_action(t) == "fetch")
+        .map(lambda t: urls.canonicalize(t) if _ok(t) else HOME),
+        st.sampled_from(["page", "asset"]),
+    ),
+    st.lists(
+        st.text(_name_chars, min_size=1, max_size=8).filter(lambda s: s not in (".", "..")),
+        min_size=1,
+        max_size=5,
+    ).map("/".join),
+)
+
+
+def _ok(text: str) -> bool:
+    try:
+        urls.canonicalize(text)
+        return True
+    except URLError:
+        return False
+
+
+@given(tree_paths, tree_paths)
+def test_rel_round_trips(src: str, dst: str) -> None:
+    href = urls.rel(src, dst)
+    assert urls.ref_action(href) == "fetch", "an href never reads as a scheme or a fragment"
+    assert "?" not in href and "#" not in href and " " not in href
+    assert href.isascii()
+    assert posixpath.normpath(posixpath.join(posixpath.dirname(src), unquote(href))) == dst
+
+
+@given(st.text(max_size=300), st.one_of(st.none(), st.just(HOME), st.text(max_size=50)))
+def test_bad_input_raises_only_url_error(text: str, base: str | None) -> None:
+    for call in (
+        lambda: urls.canonicalize(text, base),
+        lambda: urls.parse_seed(text),
+        lambda: urls.dedup_key(text),
+        lambda: urls.local_path(text, kind="page", home=HOME),
+        lambda: urls.same_site(HOME, text, subdomains=True),
+        lambda: urls.ext(text),
+    ):
+        try:
+            result = call()
+        except URLError as e:
+            assert str(e) and "\n" not in str(e)
+        else:
+            assert isinstance(result, str | bool)
+
+
+@given(st.text(alphabet=st.characters(codec="ascii"), max_size=40))
+def test_bad_input_with_url_shapes(tail: str) -> None:
+    for text in (f"http://{tail}", f"https://ex.com:{tail}/", f"http://[{tail}]/", f"https://ex.com/{tail}"):
+        try:
+            result = urls.canonicalize(text)
+        except URLError as e:
+            assert "\n" not in str(e)
+        else:
+            assert result.startswith(("http://", "https://")) and urls.canonicalize(result) == result
