@@ -1,0 +1,312 @@
+"""SingleFile input: split a self-contained HTML page's ``data:`` URIs out into v1-named assets
+(formats/gwtar.md §3): ``BASE.html`` and ``BASE/BASE-asset-N.EXT``.
+
+Every ``data:`` URI in an attribute (``src``, ``href``, ``poster``, ``srcset`` candidates, ``style``
+``url()``, …) or a ``<style>`` block is decoded (base64 or percent-encoded, any media type, any
+parameters such as ``charset``; WHATWG's data: URL rules), written once per distinct (media type,
+bytes) and replaced by its relative asset URL. A URI that does not decode is left inline. Links
+(``<a href>``, ``<area href>``, ``<form action>``) and ``<meta>`` values stay as they are. The
+``Content-Security-Policy`` ``<meta>`` SingleFile adds is removed (it would block the loader).
+
+The page itself is read whole (it must be parsed and rewritten); each decoded asset goes straight to
+its own file, so assets never accumulate in memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import html
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote_to_bytes
+
+from archiver import tree
+from archiver.errors import UsageError
+from archiver.gwtar import refs
+from archiver.gwtar.layout import MemberSpec, Meta
+from archiver.gwtar.write import TOOL, Source, _epoch, _fallback_created
+
+__all__ = ["EXTENSIONS", "DataURI", "parse_data_uri", "rewrite", "safe_base", "singlefile_source"]
+
+#: Media type → file extension; anything else is ``.dat`` (as v1). Every JavaScript type is ``.js``.
+EXTENSIONS = {
+    "image/png": "png", "image/apng": "png", "image/jpeg": "jpg", "image/jpg": "jpg", "image/pjpeg": "jpg",
+    "image/gif": "gif", "image/webp": "webp", "image/avif": "avif", "image/svg+xml": "svg",
+    "image/bmp": "bmp",
+    "image/x-icon": "ico", "image/vnd.microsoft.icon": "ico", "image/tiff": "tiff", "image/jxl": "jxl",
+    "text/css": "css", "text/html": "html", "text/plain": "txt", "text/xml": "xml", "application/xml": "xml",
+    "application/json": "json", "application/pdf": "pdf", "application/wasm": "wasm",
+    "text/javascript": "js", "application/javascript": "js", "application/x-javascript": "js",
+    "text/ecmascript": "js", "application/ecmascript": "js", "text/x-javascript": "js", "module": "js",
+    "font/woff": "woff", "font/woff2": "woff2", "font/ttf": "ttf", "font/otf": "otf", "font/sfnt": "ttf",
+    "application/font-woff": "woff", "application/font-woff2": "woff2", "application/x-font-woff": "woff",
+    "application/x-font-ttf": "ttf", "application/x-font-truetype": "ttf", "application/x-font-otf": "otf",
+    "application/font-sfnt": "ttf", "application/vnd.ms-fontobject": "eot",
+    "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/ogg": "ogg", "audio/wav": "wav", "audio/x-wav": "wav",
+    "audio/webm": "weba", "audio/flac": "flac", "audio/aac": "aac", "audio/mp4": "m4a",
+    "video/mp4": "mp4", "video/webm": "webm", "video/ogg": "ogv", "text/vtt": "vtt",
+}  # fmt: skip
+_TYPE_FOR_EXT = {"js": "text/javascript", "jpg": "image/jpeg", "ttf": "font/ttf", "woff": "font/woff",
+                 "woff2": "font/woff2", "otf": "font/otf"}  # fmt: skip
+
+_ASCII_WS = " \t\n\f\r"
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*")
+_SKIP_ATTRS = {("a", "href"), ("area", "href"), ("form", "action")}
+_ATTR = re.compile(r"""(\s+)([^\s"'>/=]+)(\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
+_CSS_URL = re.compile(r"""url\(\s*(?:"(data:[^"]*)"|'(data:[^']*)'|(data:[^)\s"']*))\s*\)""", re.IGNORECASE)
+_SAVED_URL = re.compile(r"^\s*url:\s*(\S+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class DataURI:
+    """A decoded ``data:`` URI: its media type (lowercased, parameters dropped; ``text/plain`` when
+    empty), its parameters and its bytes."""
+
+    media_type: str
+    params: tuple[str, ...]
+    data: bytes
+
+
+def parse_data_uri(text: str) -> DataURI | None:
+    """Decode a ``data:`` URI by the WHATWG data: URL processor (percent-decoding, then forgiving
+    base64 when the last parameter is ``base64``), or None when it is not one or does not decode."""
+    text = text.strip(_ASCII_WS)
+    if text[:5].lower() != "data:" or "," not in text:
+        return None
+    head, _, body = text[5:].partition(",")
+    parts = [p.strip(_ASCII_WS) for p in head.split(";")]
+    is_base64 = len(parts) > 1 and parts[-1].lower() == "base64"
+    if is_base64:
+        parts.pop()
+    media = parts[0].lower() if parts[0] else "text/plain"
+    if "/" not in media:
+        media = "text/plain"
+    try:
+        raw = unquote_to_bytes(body)
+    except ValueError:
+        return None
+    if is_base64:
+        try:
+            compact = "".join(raw.decode("ascii").split())
+        except UnicodeDecodeError:
+            return None
+        if len(compact) % 4 == 0:
+            compact = compact[:-2] if compact.endswith("==") else compact.removesuffix("=")
+        if len(compact) % 4 == 1 or not _BASE64.fullmatch(compact):
+            return None
+        try:
+            raw = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    return DataURI(media, tuple(parts[1:]), raw)
+
+
+def safe_base(stem: str) -> str:
+    """The v1 BASE name for an input file stem: ``[A-Za-z0-9._-]`` only (others become ``_``), no
+    leading dot, at most 64 characters, so every member name fits one ustar header and the v1 loader's
+    unescaped regular expression matches it."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip(".")[:64]
+    return base or "page"
+
+
+@dataclass
+class _Assets:
+    """Assigns ``BASE/BASE-asset-N.EXT`` names, one per distinct (media type, bytes), writing each
+    file as it is first seen."""
+
+    base: str
+    folder: Path
+    names: dict[tuple[str, str], str] = field(default_factory=dict)
+    order: list[tuple[str, str, int]] = field(default_factory=list)  # (path, media type, size)
+
+    def url_for(self, uri: DataURI) -> str:
+        key = (uri.media_type, hashlib.sha256(uri.data).hexdigest())
+        found = self.names.get(key)
+        if found is not None:
+            return found
+        ext = EXTENSIONS.get(uri.media_type, "dat")
+        path = f"{self.base}/{self.base}-asset-{len(self.order) + 1}.{ext}"
+        target = self.folder / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(uri.data)
+        self.names[key] = path
+        self.order.append((path, uri.media_type, len(uri.data)))
+        return path
+
+
+def _rewrite_css(text: str, assets: _Assets) -> str:
+    def replace(m: re.Match[str]) -> str:
+        uri = parse_data_uri(m.group(1) or m.group(2) or m.group(3))
+        return f"url({assets.url_for(uri)})" if uri is not None else m.group(0)
+
+    return _CSS_URL.sub(replace, text) if "data:" in text.lower() else text
+
+
+def _rewrite_value(tag: str, name: str, value: str, assets: _Assets) -> str:
+    if name in ("srcset", "imagesrcset"):
+        out = value
+        for candidate in refs.parse_srcset(value):
+            uri = parse_data_uri(candidate)
+            if uri is not None:
+                out = out.replace(candidate, assets.url_for(uri), 1)
+        return out
+    if name == "style":
+        return _rewrite_css(value, assets)
+    uri = parse_data_uri(value)
+    return assets.url_for(uri) if uri is not None else value
+
+
+def _rewrite_tag(raw: str, tag: str, assets: _Assets) -> str:
+    if "data:" not in raw.lower() or tag == "meta":
+        return raw
+
+    def replace(m: re.Match[str]) -> str:
+        name = m.group(2).lower()
+        value_raw = next((g for g in (m.group(4), m.group(5), m.group(6)) if g is not None), None)
+        if value_raw is None or "data:" not in value_raw.lower() or (tag, name) in _SKIP_ATTRS:
+            return m.group(0)
+        value = html.unescape(value_raw)
+        new = _rewrite_value(tag, name, value, assets)
+        if new == value:
+            return m.group(0)
+        return f'{m.group(1)}{m.group(2)}="{html.escape(new, quote=True)}"'
+
+    head = re.match(r"<[^\s/>]+", raw)
+    if head is None:
+        return raw
+    return head.group(0) + _ATTR.sub(replace, raw[head.end() :])
+
+
+class _Scanner(HTMLParser):
+    """Collects (start, end, kind, tag) spans of start tags and ``<style>`` text, in source order."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=False)
+        self._lines = [0]
+        for m in re.finditer("\n", text):
+            self._lines.append(m.end())
+        self.spans: list[tuple[int, int, str, str]] = []
+        self.comments: list[str] = []
+        self._style = False
+
+    def _at(self) -> int:
+        line, col = self.getpos()
+        return self._lines[line - 1] + col
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        raw = self.get_starttag_text() or ""
+        start = self._at()
+        kind = "tag"
+        if tag == "meta" and any(
+            k == "http-equiv" and (v or "").strip().lower().startswith("content-security-policy")
+            for k, v in attrs
+        ):
+            kind = "csp"
+        self.spans.append((start, start + len(raw), kind, tag))
+        self._style = tag == "style"
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        self._style = False
+
+    def handle_endtag(self, tag: str) -> None:
+        self._style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._style:
+            start = self._at()
+            self.spans.append((start, start + len(data), "style", "style"))
+
+    def handle_comment(self, data: str) -> None:
+        if len(self.comments) < 4:
+            self.comments.append(data)
+
+
+def rewrite(text: str, assets: _Assets) -> tuple[str, str | None]:
+    """The page with its data: URIs replaced and the CSP meta removed, and the URL SingleFile recorded
+    in its "Page saved with SingleFile" comment (None when there is none)."""
+    scanner = _Scanner(text)
+    try:
+        scanner.feed(text)
+        scanner.close()
+    except (AssertionError, RecursionError):
+        pass
+    out: list[str] = []
+    pos = 0
+    for start, end, kind, tag in scanner.spans:
+        if start < pos or text[start:end] == "":
+            continue
+        out.append(text[pos:start])
+        piece = text[start:end]
+        if kind == "csp":
+            piece = ""
+        elif kind == "tag":
+            piece = _rewrite_tag(piece, tag, assets)
+        else:
+            piece = _rewrite_css(piece, assets)
+        out.append(piece)
+        pos = end
+    out.append(text[pos:])
+    home = None
+    for comment in scanner.comments:
+        if "SingleFile" in comment:
+            m = _SAVED_URL.search(comment)
+            if m:
+                home = m.group(1)
+    return "".join(out), home
+
+
+def _category(media_type: str) -> refs.Category:
+    if media_type == "text/css":
+        return "style"
+    if media_type.startswith("font/") or "font" in media_type:
+        return "font"
+    if EXTENSIONS.get(media_type) == "js":
+        return "script"
+    if media_type.startswith(("audio/", "video/")):
+        return "media"
+    if media_type.startswith("image/"):
+        return "image"
+    return "other"
+
+
+def singlefile_source(src: Path, work: Path, *, created: str | None = None) -> Source:
+    """Split ``src`` (a SingleFile-style page) into ``work`` and describe the result as a
+    :class:`~archiver.gwtar.write.Source` with v1 names."""
+    try:
+        data = src.read_bytes()
+        mtime = src.stat().st_mtime
+    except OSError as e:
+        raise UsageError(f"cannot read: {e.strerror}", subject=str(src)) from None
+    base = safe_base(src.name.rsplit(".", 1)[0])
+    text = data.decode("utf-8", "surrogateescape")
+    assets = _Assets(base, work)
+    page, home = rewrite(text, assets)
+    page_bytes = page.encode("utf-8", "surrogateescape")
+    main = f"{base}.html"
+    (work / main).write_bytes(page_bytes)
+    title = tree.title_from_html(page_bytes[: 1 << 20])
+    specs = {main: MemberSpec(main, len(page_bytes), "text/html", "page", title)}
+    files = {main: work / main}
+    for path, media_type, size in assets.order:
+        specs[path] = MemberSpec(path, size, media_type)
+        files[path] = work / path
+    when = created or _fallback_created(mtime)
+    meta = Meta(
+        tool=TOOL,
+        created=when,
+        main=main,
+        basename=base,
+        source="singlefile",
+        home=home,
+        title=title,
+        original={"name": src.name, "sha256": hashlib.sha256(data).hexdigest()},
+    )
+    main_assets = [(p, _category(t)) for p, t, _ in assets.order]
+    return Source(
+        specs, files, dict.fromkeys(specs), meta, _epoch(when, "created"), main_assets, v1_names=True
+    )

@@ -1,0 +1,254 @@
+"""archiver.gwtar.pack on trees: reproducible, atomic, faithful to the tree and its manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from archiver import tree
+from archiver.errors import EnvironmentProblem, FormatError, UsageError
+from archiver.gwtar import PackResult, layout, loader_source, pack, verify
+from archiver.gwtar import open as open_gwtar
+from archiver.gwtar import write as write_module
+from tests.gwtar.corpus import MINI, STUB_LOADER
+
+
+def test_pack_twice_gives_identical_bytes(tmp_path: Path, mini_gwtar: PackResult) -> None:
+    again = pack(MINI, tmp_path / "again.gwtar.html", loader=STUB_LOADER)
+    assert again.path.read_bytes() == mini_gwtar.path.read_bytes()
+    assert again == PackResult(**{**mini_gwtar.__dict__, "path": again.path})
+
+
+def test_plain_writes_give_the_same_bytes_as_copy_file_range(
+    tmp_path: Path, mini_gwtar: PackResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(os, "copy_file_range")
+    plain = pack(MINI, tmp_path / "plain.gwtar.html", loader=STUB_LOADER)
+    assert plain.path.read_bytes() == mini_gwtar.path.read_bytes()
+
+
+def test_members_are_the_tree_and_its_manifest(mini_gwtar: PackResult) -> None:
+    records = {r.path: r for r in tree.read_records(MINI)}
+    with open_gwtar(mini_gwtar.path) as g:
+        assert g.main == "index.html" and g.meta is not None
+        assert g.meta["home"] == "https://mini.example/" and g.meta["created"] == "2026-11-29T12:00:00Z"
+        assert g.meta["title"] == "Mini home" and g.meta["source"] == "tree"
+        paths = [m.path for m in g.members]
+        assert sorted(paths) == sorted([*records, "_archiver/manifest.jsonl"])
+        for m in g.members:
+            data = g.read(m)
+            assert hashlib.sha256(data).hexdigest() == m.sha256
+            assert data == (MINI / m.path).read_bytes()
+            if m.path in records:
+                r = records[m.path]
+                assert (m.size, m.media_type, m.kind, m.title, list(m.urls)) == (
+                    r.size, r.media_type, r.kind, r.title, r.urls)  # fmt: skip
+        assert [m.key for m in g.members if m.key] == list(g.assets)
+    assert mini_gwtar.pages == 7 and mini_gwtar.members == 15 and mini_gwtar.listed == 8
+    assert oct(mini_gwtar.path.stat().st_mode & 0o777) == "0o644"
+
+
+def test_first_render_order_on_mini(mini_gwtar: PackResult) -> None:
+    with open_gwtar(mini_gwtar.path) as g:
+        assert list(g.assets) == [
+            "0",
+            "_archiver/mini.example/css/main__q-269fc2.css",
+            "_archiver/mini.example/css/base.css",  # @import of main.css
+            "_archiver/mini.example/fonts/field.woff2",  # @font-face of base/main
+            "_archiver/mini.example/img/a b.png",  # a background in main.css, before the <img>s
+            "_archiver/mini.example/img/logo__q-951eba.png",
+            "_archiver/mini.example/img/hash#1.png",
+            "_archiver/cdn.mini.example/img/diagram.svg",
+        ]
+        tar_order = [m.path for m in g.members]
+        assert tar_order[8:14] == sorted(tar_order[8:14])  # other pages in tree path order
+
+
+def test_tree_without_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "plain"
+    (root / "sub").mkdir(parents=True)
+    (root / "index.html").write_text("<title>Plain</title><img src='sub/a.png'>")
+    (root / "sub" / "a.png").write_bytes(b"png")
+    (root / "_archiver").mkdir()
+    (root / "_archiver" / "crawl.sqlite").write_bytes(b"state")  # never packed
+    (root / "_archiver" / "gwtar-index.json").write_bytes(b"{}")  # left by an earlier extraction
+    os.utime(root / "sub" / "a.png", (1767225600, 1767225600))
+    os.utime(root / "index.html", (1767225000, 1767225000))
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    result = pack(root, tmp_path / "p.gwtar.html", loader=STUB_LOADER)
+    with open_gwtar(result.path) as g:
+        assert [m.path for m in g.members] == ["index.html", "sub/a.png"]
+        assert g.meta is not None and g.meta["created"] == "2026-01-01T00:00:00Z" and g.meta["home"] is None
+        assert g.member("index.html").title == "Plain"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    again = pack(root, tmp_path / "q.gwtar.html", loader=STUB_LOADER)
+    with open_gwtar(again.path) as g:
+        assert g.meta is not None and g.meta["created"] == "1970-01-01T00:00:00Z"
+    explicit = pack(root, tmp_path / "r.gwtar.html", loader=STUB_LOADER, created="2030-05-06T07:08:09Z")
+    with open(explicit.path, "rb") as f:
+        f.seek(explicit.overhead)
+        with tarfile.open(fileobj=f) as t:
+            info = t.next()
+        assert (
+            info is not None and info.mtime == 1904281689
+        )  # 2030-05-06T07:08:09Z and (info.uid, info.gid, info.mode) == (0, 0, 0o644)
+
+
+def test_main_and_single_page(tmp_path: Path, mini_tree: Path) -> None:
+    result = pack(mini_tree, tmp_path / "docs.gwtar.html", main="docs/intro/index.html", single_page=True,
+                  loader=STUB_LOADER)  # fmt: skip
+    with open_gwtar(result.path) as g:
+        assert g.main == "docs/intro/index.html" and g.assets["0"]["basename"] == "docs/intro/index"
+        assert [m.kind for m in g.members].count("page") == 1
+        assert all(m.key is not None for m in g.members)
+    assert verify(result.path).ok
+    with pytest.raises(UsageError, match="no such page"):
+        pack(mini_tree, tmp_path / "x.gwtar.html", main="nope.html", loader=STUB_LOADER)
+    with pytest.raises(UsageError, match="must be an HTML page"):
+        pack(
+            mini_tree,
+            tmp_path / "x.gwtar.html",
+            main="_archiver/mini.example/css/base.css",
+            loader=STUB_LOADER,
+        )
+
+
+def _no_output(folder: Path) -> None:
+    assert sorted(p.name for p in folder.iterdir()) == ["tree"], "no output and no temporary file is left"
+
+
+def test_lying_manifest_hash_fails_and_leaves_nothing(tmp_path: Path, mini_tree: Path) -> None:
+    (mini_tree / "greatwork.html").write_bytes((mini_tree / "greatwork.html").read_bytes().upper())
+    with pytest.raises(FormatError, match="does not match the manifest"):
+        pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    _no_output(tmp_path)
+
+
+def test_changed_size_or_missing_file_fails_and_leaves_nothing(tmp_path: Path, mini_tree: Path) -> None:
+    with (mini_tree / "greatwork.html").open("ab") as f:
+        f.write(b"more")
+    with pytest.raises(FormatError, match="expected 1065"):
+        pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    _no_output(tmp_path)
+    (mini_tree / "greatwork.html").unlink()
+    with pytest.raises(FormatError, match="not a file in the tree"):
+        pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    _no_output(tmp_path)
+
+
+def test_failure_mid_copy_removes_the_temporary_file(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = write_module._Copier.copy
+    calls = []
+
+    def failing(self: write_module._Copier, path: Path, out: int, size: int, head: bytes = b"") -> str:
+        calls.append(path)
+        if len(calls) == 5:
+            raise OSError(28, "No space left on device")
+        return original(self, path, out, size, head)
+
+    monkeypatch.setattr(write_module._Copier, "copy", failing)
+    with pytest.raises(OSError, match="No space"):
+        pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    _no_output(tmp_path)
+
+
+def test_long_names_use_pax_after_the_listed_members(tmp_path: Path) -> None:
+    root = tmp_path / "long"
+    deep = "/".join(["folder-with-a-long-name"] * 12)
+    (root / deep).mkdir(parents=True)
+    (root / "index.html").write_text("<p>hi</p>")
+    (root / deep / "page.html").write_text("<p>deep</p>")
+    (root / deep / ("n" * 120 + ".png")).write_bytes(b"x" * 700)
+    result = pack(root, tmp_path / "long.gwtar.html", loader=STUB_LOADER)
+    assert verify(result.path).ok
+    with open_gwtar(result.path) as g, open(result.path, "rb") as f:
+        f.seek(g.overhead)
+        with tarfile.open(fileobj=f) as t:
+            found = {i.name: i.offset_data for i in t}
+        for m in g.members:
+            assert found[m.path] == m.offset
+
+
+def test_argument_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file"):
+        pack(tmp_path / "missing", tmp_path / "o.gwtar.html", loader=STUB_LOADER)
+    with pytest.raises(UsageError, match="is a folder"):
+        pack(MINI, tmp_path, loader=STUB_LOADER)
+    with pytest.raises(UsageError, match="folder does not exist"):
+        pack(MINI, tmp_path / "no" / "o.gwtar.html", loader=STUB_LOADER)
+    (tmp_path / "x.txt").write_text("x")
+    with pytest.raises(UsageError, match="neither a tree"):
+        pack(tmp_path / "x.txt", tmp_path / "o.gwtar.html", loader=STUB_LOADER)
+    with pytest.raises(UsageError, match="already a gwtar"):
+        pack(
+            MINI / ".." / ".." / "gwtar" / "v1" / "reference.gwtar.html", tmp_path / "o.gwtar.html", loader=""
+        )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FormatError, match="no HTML page"):
+        pack(empty, tmp_path / "o.gwtar.html", loader=STUB_LOADER)
+    with pytest.raises(UsageError, match="RFC 3339"):
+        pack(MINI, tmp_path / "o.gwtar.html", loader=STUB_LOADER, created="yesterday")
+
+
+def test_loader_source(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="loader is missing"):
+        loader_source([tmp_path / "js" / "loader.js"])
+    (tmp_path / "loader.js").write_text("window.stop();\n")
+    assert loader_source([tmp_path / "nope.js", tmp_path / "loader.js"]) == "window.stop();\n"
+
+
+def test_a_loader_that_cannot_be_embedded_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="</script"):
+        pack(MINI, tmp_path / "o.gwtar.html", loader="x = '</script>';")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_header_meta_matches_pack_result(mini_gwtar: PackResult) -> None:
+    data = mini_gwtar.path.read_bytes()
+    ph = layout.parse_header(data[: mini_gwtar.overhead])
+    assert ph.problems == [] and ph.meta is not None
+    assert ph.meta["members"] == 15 and ph.meta["pages"] == 7
+    offset, size, _ = layout.index_location(ph.meta)  # type: ignore[misc]
+    assert mini_gwtar.index_offset == mini_gwtar.overhead + offset
+    index = json.loads(data[mini_gwtar.index_offset : mini_gwtar.index_offset + size])
+    assert index["format"] == "archiver-gwtar-index" and len(index["members"]) == 15
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_large_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool) -> None:
+    if not kernel_copy:
+        monkeypatch.delattr(os, "copy_file_range")
+    root = tmp_path / "big"
+    (root / "m").mkdir(parents=True)
+    big = os.urandom(1 << 20) * 3 + b"tail"  # more than one 1 MiB chunk, not a multiple of 512
+    clip = os.urandom(1 << 16) * 80  # 5 MiB: "large", so it goes last
+    (root / "index.html").write_text('<video src="m/clip.mp4"></video><img src="m/big.png">')
+    (root / "m" / "big.png").write_bytes(big)
+    (root / "m" / "clip.mp4").write_bytes(clip)
+    (root / "m" / "small.txt").write_bytes(b"s")
+    result = pack(root, tmp_path / "big.gwtar.html", loader=STUB_LOADER)
+    assert verify(result.path).ok
+    with open_gwtar(result.path) as g:
+        assert [m.path for m in g.members] == ["index.html", "m/big.png", "m/clip.mp4", "m/small.txt"]
+        assert list(g.assets) == ["0", "m/big.png", "m/clip.mp4"]
+        assert hashlib.sha256(g.read("m/big.png")).hexdigest() == hashlib.sha256(big).hexdigest()
+        with g.open_member("m/clip.mp4") as f:
+            assert f.read() == clip
+
+
+def test_default_loader_is_js_loader_verbatim(tmp_path: Path) -> None:
+    """With js/loader.js in the checkout, pack embeds it unchanged (and it meets formats/gwtar.md §7)."""
+    text = loader_source()
+    assert layout.loader_problem(text) is None
+    result = pack(MINI, tmp_path / "real.gwtar.html")
+    header = result.path.read_bytes()[: result.overhead].decode("ascii")
+    assert f"<script>\n{text}\n</script>\n<noscript>" in header
+    assert verify(result.path).ok
