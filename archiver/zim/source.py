@@ -1,0 +1,305 @@
+"""What ``pack`` reads: a canonical tree, a ZIM or a gwtar, seen as one stream of entries.
+
+Each source yields :class:`SourceEntry` values in a stable order, streams their bytes on demand, and
+knows its home URL, a main page candidate, its redirects and whether its crawl is complete. Nothing
+here writes anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from archiver.errors import FormatError, URLError, UsageError
+from archiver.media import media_type_for
+from archiver.tree import Header, Record, read_header, read_records, records
+from archiver.urls import RESERVED_DIR, local_path
+
+__all__ = [
+    "INCOMPLETE_MARKER",
+    "STORED_MANIFEST",
+    "Source",
+    "SourceEntry",
+    "SourceRedirect",
+    "TreeSource",
+    "ZimSource",
+    "aliases",
+    "check_entry_path",
+    "open_source",
+]
+
+#: A file in the reserved folder that marks a crawl as unfinished (formats/zim.md §2).
+INCOMPLETE_MARKER = "INCOMPLETE"
+#: Where the tree's manifest travels inside a ZIM (formats/zim.md §3).
+STORED_MANIFEST = f"{RESERVED_DIR}/manifest.jsonl"
+_CHUNK = 1 << 20
+_ZIM_MAGIC = b"ZIM\x04"
+
+
+@dataclass
+class SourceEntry:
+    """One stored file. ``page`` is True for HTML pages (front articles); ``record`` is the tree
+    manifest record it came from (or one made up for other sources)."""
+
+    path: str
+    media_type: str
+    title: str
+    page: bool
+    size: int
+    sha256: str | None
+    source: Source = field(repr=False)
+    record: Record | None = None
+
+    def chunks(self) -> Iterator[bytes]:
+        """The bytes, in pieces of at most 1 MiB."""
+        return self.source.chunks(self)
+
+
+@dataclass(frozen=True)
+class SourceRedirect:
+    """An alias of a stored file: ``path`` leads to ``target``."""
+
+    path: str
+    target: str
+    title: str = ""
+
+
+class Source(Protocol):
+    """The interface every input offers."""
+
+    kind: str
+    label: str
+    home: str | None
+    incomplete: bool
+    carried_metadata: dict[str, str]
+    carried_illustration: bytes | None
+    header: Header | None
+
+    def entries(self) -> Iterator[SourceEntry]: ...
+    def chunks(self, entry: SourceEntry) -> Iterator[bytes]: ...
+    def redirects(self) -> Iterable[SourceRedirect]: ...
+    def has(self, path: str) -> bool: ...
+    def head(self, path: str, limit: int = _CHUNK) -> bytes | None: ...
+    def main_candidates(self) -> list[str]: ...
+    def close(self) -> None: ...
+
+
+def aliases(record: Record, home: str, urls: list[str] | None = None) -> Iterator[SourceRedirect]:
+    """The redirects a manifest record asks for (formats/zim.md §5): every extra URL (``urls[1:]``)
+    and every URL that redirected to it (``redirects``), at the path LocalPath gives it (tree.md §4),
+    when that differs from the record's own path."""
+    for url in urls if urls is not None else [*record.urls[1:], *record.redirects]:
+        try:
+            path = local_path(url, kind=record.kind, home=home)
+        except (URLError, ValueError):
+            continue
+        if path != record.path:
+            yield SourceRedirect(path, record.path, record.title or "")
+
+
+def check_entry_path(path: str, label: str) -> None:
+    """Refuse an entry path that is not a clean relative path (empty, leading ``/``, ``.``/``..``
+    or empty segments, NUL): it could not be extracted safely, and libzim would store ``/x`` apart
+    from ``x``."""
+    if not path or path.startswith("/") or "\0" in path:
+        raise FormatError(f"entry path {path!r} is not a relative path", subject=label)
+    if any(seg in ("", ".", "..") for seg in path.split("/")):
+        raise FormatError(f"entry path {path!r} has an empty, '.' or '..' segment", subject=label)
+
+
+class TreeSource:
+    """A canonical tree (formats/tree.md): its manifest's records, or inferred ones."""
+
+    kind = "tree"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._resolved = self.root.resolve()
+        self.label = str(root)
+        self.header = read_header(self.root)
+        self.home = self.header.home if self.header else None
+        options = self.header.options if self.header else {}
+        self.incomplete = (
+            bool(options.get("incomplete")) or (self.root / RESERVED_DIR / INCOMPLETE_MARKER).exists()
+        )
+        self.carried_metadata: dict[str, str] = {}
+        self.carried_illustration: bytes | None = None
+        self._pending: list[tuple[Record, str]] = []
+        self._listed: set[str] | None = None
+        self._first_page: str | None = None
+        if self.header is not None:
+            # one streaming pass over the manifest: the set of paths (for main/icon look-ups)
+            self._listed = set()
+            for r in read_records(self.root):
+                self._listed.add(r.path)
+                if self._first_page is None and r.kind == "page":
+                    self._first_page = r.path
+
+    def _file(self, path: str) -> Path:
+        return self.root / path
+
+    def has(self, path: str) -> bool:
+        if self._listed is not None:
+            return path in self._listed
+        if not path or path.startswith("/") or any(s in ("", ".", "..") for s in path.split("/")):
+            return False
+        top, _, rest = path.partition("/")
+        if top == RESERVED_DIR and "/" not in rest:
+            return False  # metadata files of the reserved folder are never content
+        return self._file(path).is_file()
+
+    def head(self, path: str, limit: int = _CHUNK) -> bytes | None:
+        if not self.has(path):
+            return None
+        with self._file(path).open("rb") as f:
+            return f.read(limit)
+
+    def main_candidates(self) -> list[str]:
+        out = []
+        if self.home:
+            with contextlib.suppress(URLError):
+                out.append(local_path(self.home, kind="page", home=self.home))
+        out += ["index.html", "index.htm"]
+        if self._first_page:
+            out.append(self._first_page)
+        elif self._listed is None:
+            out += sorted(
+                p.relative_to(self.root).as_posix() for p in self.root.glob("*.htm*") if p.is_file()
+            )
+        return out
+
+    def entries(self) -> Iterator[SourceEntry]:
+        for record in records(self.root):
+            if record.path == STORED_MANIFEST:
+                continue
+            check_entry_path(record.path, self.label)
+            full = self._file(record.path)
+            try:
+                st = full.stat()
+            except OSError:
+                raise FormatError(
+                    f"{record.path!r} is in the manifest but not on disk", subject=self.label
+                ) from None
+            if not full.is_file():
+                raise FormatError(f"{record.path!r} is not a regular file", subject=self.label)
+            if not full.resolve().is_relative_to(self._resolved):
+                raise FormatError(f"{record.path!r} is a symlink that leaves the tree", subject=self.label)
+            if st.st_size != record.size:
+                raise FormatError(
+                    f"{record.path!r} has {st.st_size} bytes on disk, the manifest says {record.size}",
+                    subject=self.label,
+                )
+            for url in [*record.urls[1:], *record.redirects]:
+                self._pending.append((record, url))
+            yield SourceEntry(
+                path=record.path,
+                media_type=record.media_type or media_type_for(record.path),
+                title=record.title or "",
+                page=record.kind == "page" and record.media_type in ("text/html", "application/xhtml+xml"),
+                size=record.size,
+                sha256=record.sha256 or None,
+                source=self,
+                record=record,
+            )
+
+    def chunks(self, entry: SourceEntry) -> Iterator[bytes]:
+        with self._file(entry.path).open("rb") as f:
+            while chunk := f.read(_CHUNK):
+                yield chunk
+
+    def redirects(self) -> Iterator[SourceRedirect]:
+        """Aliases from the manifest (:func:`aliases`). Valid once :meth:`entries` is exhausted."""
+        if not self.home:
+            return
+        for record, url in self._pending:
+            yield from aliases(record, self.home, [url])
+
+    def close(self) -> None:
+        pass
+
+
+class ZimSource:
+    """A ZIM file: its content entries, redirects, metadata and illustration."""
+
+    kind = "zim"
+
+    def __init__(self, path: Path) -> None:
+        from archiver.zim.read import open_archive
+
+        self.reader = open_archive(path)
+        self.label = str(path)
+        self.header = None
+        self.incomplete = False
+        meta = self.reader.metadata
+        self.home = meta.get("Source") or None
+        self.carried_metadata = meta
+        self.carried_illustration = self.reader.illustration
+        self._redirects: list[SourceRedirect] = []
+
+    def has(self, path: str) -> bool:
+        return self.reader.has(path)
+
+    def head(self, path: str, limit: int = _CHUNK) -> bytes | None:
+        try:
+            return self.reader.get(path).read(0, limit)
+        except KeyError:
+            return None
+
+    def main_candidates(self) -> list[str]:
+        main = self.reader.main_path
+        return [main] if main else ["index.html"]
+
+    def entries(self) -> Iterator[SourceEntry]:
+        for entry in self.reader.iter_entries():
+            check_entry_path(entry.path, self.label)
+            if entry.is_redirect:
+                title = entry.title if entry.title != entry.path else ""
+                self._redirects.append(SourceRedirect(entry.path, entry.redirect_target or "", title))
+                continue
+            mimetype = entry.mimetype.split(";", 1)[0].strip()
+            page = mimetype in ("text/html", "application/xhtml+xml") and entry.path != STORED_MANIFEST
+            yield SourceEntry(
+                path=entry.path,
+                media_type=mimetype,
+                title=entry.title if entry.title != entry.path else "",
+                page=page,
+                size=entry.size,
+                sha256=None,
+                source=self,
+            )
+
+    def chunks(self, entry: SourceEntry) -> Iterator[bytes]:
+        return self.reader.get(entry.path).chunks(_CHUNK)
+
+    def redirects(self) -> list[SourceRedirect]:
+        return self._redirects
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def _is_zim(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == _ZIM_MAGIC
+
+
+def open_source(src: Path) -> Source:
+    """The right reader for ``src``: a folder is a tree; a file starting with the ZIM magic number is
+    a ZIM; a ``.gwtar.html`` (or any file :mod:`archiver.gwtar` opens) is a gwtar."""
+    src = Path(src)
+    if src.is_dir():
+        return TreeSource(src)
+    if not src.exists():
+        raise UsageError("no such file or folder", subject=str(src))
+    if not src.is_file():
+        raise UsageError("not a folder (tree), a .zim or a .gwtar.html", subject=str(src))
+    if _is_zim(src):
+        return ZimSource(src)
+    if src.name.lower().endswith((".html", ".htm")):
+        from archiver.zim.convert import GwtarSource
+
+        return GwtarSource(src)
+    raise UsageError("not a folder (tree), a .zim or a .gwtar.html", subject=str(src))
