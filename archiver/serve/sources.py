@@ -1,0 +1,773 @@
+"""What a request path maps to: files, trees, gwtar archives and their members, ZIM entries.
+
+This module touches the filesystem (it opens what it serves) but never the network. A served PATH
+becomes one or more *mounts* (:func:`mounts_for`):
+
+- a gwtar file (``*.gwtar.html``, or any file that starts with the gwtar magic) → ``/<file name>``,
+  its members at ``/<file name>/~/<member path>``;
+- a ZIM file → ``/<name without .zim>/``, the main page at that prefix, entries below it;
+- a canonical tree (a folder with ``index.html`` or ``_archiver/``) → ``/<folder name>/``, served as
+  static files; a ``*.gwtar.html`` file inside a tree also gets member URLs;
+- any other file → ``/<file name>``;
+- any other folder → each of its entries that is one of the above becomes a mount of its own.
+
+``/`` is the index page and ``/~/`` is reserved for the server (``/~/search/<zim>?q=…``), so no
+mount is called ``~``. Request paths are checked before any file is touched
+(:func:`split_request_path`): no ``.``/``..`` segment (also percent-encoded), no backslash, NUL or
+control character, valid UTF-8 and escapes, at most 8 KiB; files are opened by their real path only
+when it lies inside the mount's real root (symlinks leaving a root are 404). Errors carry a fixed
+message and never a host path.
+
+Opened files stay open (a bounded cache keyed by request path, at most a quarter of the open-file
+limit); a tree file is re-checked with one ``stat`` at most every :data:`REVALIDATE_SECONDS`, so a
+replaced file is noticed. Archives named on the command line are opened once and are assumed not to
+change while served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import re
+import stat
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import quote, unquote_to_bytes
+
+from archiver.errors import UsageError
+from archiver.media import is_text, media_type_for
+from archiver.serve.ranges import format_http_date
+
+__all__ = [
+    "GWTAR_MAGIC",
+    "MAX_PATH_BYTES",
+    "REVALIDATE_SECONDS",
+    "FileSlice",
+    "InMemory",
+    "Mount",
+    "Problem",
+    "Redirect",
+    "Representation",
+    "Site",
+    "is_gwtar_name",
+    "mounts_for",
+    "plan_mounts",
+    "split_request_path",
+]
+
+#: Request paths longer than this (as sent, percent-encoded) get 414, like nginx's 8 KiB line buffer.
+MAX_PATH_BYTES: Final = 8192
+#: How often (seconds) a cached tree file is checked against the disk.
+REVALIDATE_SECONDS: Final = 2.0
+#: The first bytes of every gwtar file (gwtar.md §2).
+GWTAR_MAGIC: Final = b"<html>\n<!-- Gwtar self-extracting HTML archive"
+#: The reserved first segment: server pages, never a mount.
+RESERVED: Final = "~"
+
+_CACHE_ENTRIES: Final = 4096  # at most; a quarter of the open-file limit when that is lower
+_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+# ------------------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """An error answer: a status and a fixed one-line message (never a host path)."""
+
+    status: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """A redirect answer; ``location`` is an absolute path, already percent-encoded."""
+
+    status: int
+    location: str
+
+
+class Representation:
+    """Bytes to serve with their validators. ``head`` is the list of response header pairs a 200
+    about it carries (Content-Type, ETag, Last-Modified, Accept-Ranges, extra ones); ``head_partial``
+    the same without Accept-Ranges, for a 206."""
+
+    __slots__ = ("checked", "content_type", "etag", "head", "head_partial", "last_modified", "path", "size")
+
+    def __init__(
+        self,
+        size: int,
+        content_type: str,
+        etag: str,
+        last_modified: int,
+        extra: Sequence[tuple[bytes, bytes]] = (),
+    ) -> None:
+        self.size = size
+        self.content_type = content_type
+        self.etag = etag
+        self.last_modified = last_modified
+        self.checked = time.monotonic()
+        self.path: str | None = None  # the file on disk to revalidate against, when there is one
+        self.head: list[tuple[bytes, bytes]] = [
+            (b"content-type", content_type.encode("latin-1")),
+            (b"etag", etag.encode("latin-1")),
+            (b"last-modified", format_http_date(last_modified).encode("latin-1")),
+            (b"accept-ranges", b"bytes"),
+            *extra,
+        ]
+        # A 206 carries the same validators; Accept-Ranges only tells a client of a 200 (as nginx).
+        self.head_partial = [h for h in self.head if h[0] != b"accept-ranges"]
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` of the representation (``0 <= start <= stop <= size``)."""
+        raise NotImplementedError
+
+    def fresh(self, now: float) -> bool:
+        """False when the bytes on disk may have changed since this was opened (only called when
+        ``path`` is set)."""
+        return True
+
+
+class FileSlice(Representation):
+    """``size`` bytes of an open file from ``offset`` (a whole file, or a gwtar member), read with
+    ``os.pread``: no seek, no shared position, safe for concurrent responses. The file object
+    stays open while anything refers to it, so evicting it from a cache never breaks a response."""
+
+    __slots__ = ("fd", "file", "identity", "offset")
+
+    def __init__(
+        self,
+        file: Any,
+        offset: int,
+        size: int,
+        content_type: str,
+        etag: str,
+        last_modified: int,
+        *,
+        path: str | None = None,
+        identity: tuple[int, int, int] | None = None,
+        extra: Sequence[tuple[bytes, bytes]] = (),
+    ) -> None:
+        super().__init__(size, content_type, etag, last_modified, extra)
+        self.file = file
+        self.fd: int = file.fileno()
+        self.offset = offset
+        self.path = path  # set for tree files, which are revalidated
+        self.identity = identity
+
+    def read(self, start: int, stop: int) -> bytes:
+        want = stop - start
+        data = os.pread(self.fd, want, self.offset + start)
+        if len(data) == want:
+            return data
+        # A short read: the file shrank under us, or a read was interrupted. Keep reading; pad never.
+        parts = [data]
+        got = len(data)
+        while got < want:
+            more = os.pread(self.fd, want - got, self.offset + start + got)
+            if not more:
+                raise OSError("file shrank while being served")
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
+
+    def fresh(self, now: float) -> bool:
+        if now - self.checked < REVALIDATE_SECONDS:
+            return True
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        if (st.st_ino, st.st_size, st.st_mtime_ns) != self.identity:
+            return False
+        self.checked = now
+        return True
+
+
+class InMemory(Representation):
+    """Generated bytes (the index page, a search page)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes, content_type: str, last_modified: int) -> None:
+        etag = '"m-' + hashlib.blake2b(data, digest_size=12).hexdigest() + '"'
+        super().__init__(len(data), content_type, etag, last_modified)
+        self.data = data
+
+    def read(self, start: int, stop: int) -> bytes:
+        return self.data[start:stop]
+
+
+class _ZimEntry(Representation):
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: Any, content_type: str, etag: str, last_modified: int) -> None:
+        super().__init__(int(entry.size), content_type, etag, last_modified)
+        self.entry = entry
+
+    def read(self, start: int, stop: int) -> bytes:
+        return bytes(self.entry.read(start, stop - start))
+
+
+Result = Representation | Redirect | Problem
+
+_NOT_FOUND: Final = Problem(404, "not found")
+_BAD_PATH: Final = Problem(400, "bad request path")
+
+
+# ------------------------------------------------------------------------------------ paths
+
+
+def split_request_path(raw: bytes) -> tuple[list[str], bool] | Problem:
+    """The decoded segments of a request path as sent (``raw_path``, no query) and whether it ends
+    with ``/``; or a 400/414 :class:`Problem` for anything that could leave a root: a ``.`` or ``..``
+    segment (``%2e``, ``%2f`` included: the path is decoded once, then split), a backslash, NUL or
+    other control character, invalid UTF-8 or ``%`` escapes, or more than :data:`MAX_PATH_BYTES`.
+    Empty segments (``a//b``) are dropped, as nginx's merge_slashes does."""
+    if len(raw) > MAX_PATH_BYTES:
+        return Problem(414, "request path too long")
+    if not raw.startswith(b"/"):
+        return _BAD_PATH
+    if b"%" in raw and _BAD_ESCAPE.search(raw):
+        return _BAD_PATH
+    try:
+        text = unquote_to_bytes(raw).decode("utf-8") if b"%" in raw else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _BAD_PATH
+    if _CONTROL.search(text):
+        return _BAD_PATH
+    segments = [s for s in text.split("/") if s]
+    for s in segments:
+        if s in (".", ".."):
+            return _BAD_PATH
+    return segments, text.endswith("/")
+
+
+def _href(*segments: str) -> str:
+    """An absolute, percent-encoded URL path from decoded segments."""
+    return "/" + "/".join(quote(s, safe="!$&'()*+,;=:@~") for s in segments if s)
+
+
+def _with_charset(media: str) -> str:
+    return f"{media}; charset=utf-8" if ";" not in media and is_text(media) else media
+
+
+def _file_etag(st: os.stat_result) -> str:
+    # nginx's format ("mtime-size" in hex), so the two servers agree on a file's ETag.
+    return f'"{int(st.st_mtime):x}-{st.st_size:x}"'
+
+
+def _open_regular(real: str) -> tuple[Any, os.stat_result] | None:
+    """Open a regular file by its real path without following a last-moment symlink; None if it is
+    not a regular file or cannot be opened."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        return os.fdopen(fd, "rb", buffering=0), st
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root + os.sep)
+
+
+def is_gwtar_name(name: str) -> bool:
+    """Whether a file name is a gwtar file's (``*.gwtar.html``, any case)."""
+    return name.lower().endswith(".gwtar.html")
+
+
+# ------------------------------------------------------------------------------------ mounts
+
+
+class Mount:
+    """One served thing at ``/<name>`` (files, gwtar) or ``/<name>/`` (trees, ZIM)."""
+
+    def __init__(self, name: str, kind: str, path: Path) -> None:
+        self.name = name
+        self.kind = kind  # "file", "gwtar", "tree", "zim"
+        self.path = path
+
+    @property
+    def href(self) -> str:
+        return _href(self.name) + ("/" if self.kind in ("tree", "zim") else "")
+
+    def describe(self) -> str:
+        """One line for the index page."""
+        return ""
+
+    def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
+        """The answer for the path segments after the mount's name."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the mount opened."""
+
+
+class _FileMount(Mount):
+    """A single file at ``/<name>``; a gwtar file also answers ``/<name>/~/<member>``."""
+
+    def __init__(self, name: str, path: Path, gwtar: bool, gwtar_mime: str) -> None:
+        super().__init__(name, "gwtar" if gwtar else "file", path)
+        opened = _open_regular(os.path.realpath(path))
+        if opened is None:
+            raise UsageError("cannot open as a regular file", subject=str(path))
+        file, st = opened
+        self.size = st.st_size
+        if gwtar:
+            self.rep: FileSlice = _gwtar_whole(file, st, gwtar_mime)
+            self.members: _Members | None = _Members(file, path, st)
+        else:
+            self.rep = _plain_file(file, st, path.name)
+            self.members = None
+
+    def describe(self) -> str:
+        text = f"{self.size:,} bytes"
+        if self.members is not None and self.members.count() is not None:
+            text += f", {self.members.count():,} members"
+        return text
+
+    def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
+        if not rest:
+            return _NOT_FOUND if slash else self.rep
+        if self.members is not None and rest[0] == RESERVED:
+            return self.members.get(rest[1:], slash)
+        return _NOT_FOUND
+
+    def close(self) -> None:
+        self.rep.file.close()
+
+
+def _plain_file(file: Any, st: os.stat_result, name: str) -> FileSlice:
+    media = _with_charset(media_type_for(name))
+    return FileSlice(file, 0, st.st_size, media, _file_etag(st), int(st.st_mtime))
+
+
+def _gwtar_whole(file: Any, st: os.stat_result, gwtar_mime: str) -> FileSlice:
+    # The whole archive: its own type (text/html or x-gwtar, which browsers sniff as HTML and CDNs
+    # leave Range on), never compressed, never sniffed into something else by a cache.
+    return FileSlice(file, 0, st.st_size, gwtar_mime, _file_etag(st), int(st.st_mtime))
+
+
+class _Members:
+    """The member URLs of one gwtar file, through :func:`archiver.gwtar.open` (opened on first use)."""
+
+    def __init__(self, file: Any, path: Path, st: os.stat_result) -> None:
+        self.file = file
+        self.path = path
+        self.last_modified = int(st.st_mtime)
+        self.stamp = f"{int(st.st_mtime):x}-{st.st_size:x}"
+        self.table: dict[str, Any] | None = None
+        self.failed = False
+
+    def _load(self) -> dict[str, Any] | None:
+        if self.table is None and not self.failed:
+            try:
+                from archiver import gwtar
+            except ImportError:
+                self.failed = True  # no reader in this build: the whole file still works
+                return None
+            try:
+                reader = gwtar.open(self.path)
+                self.table = {m.path: m for m in reader.members}
+                closer = getattr(reader, "close", None)
+                if callable(closer):
+                    closer()
+            except Exception:  # a damaged or foreign archive: its member URLs are 404
+                self.failed = True
+                return None
+        return self.table
+
+    def count(self) -> int | None:
+        table = self._load()
+        return None if table is None else len(table)
+
+    def get(self, segments: list[str], slash: bool) -> Result:
+        table = self._load()
+        if table is None or not segments:
+            return _NOT_FOUND
+        key = "/".join(segments)
+        member = table.get(key + "/index.html" if slash else key)
+        if member is None:
+            return _NOT_FOUND
+        sha = getattr(member, "sha256", None)
+        etag = f'"{sha[:40]}"' if sha else f'"{self.stamp}-{int(member.offset):x}"'
+        media = getattr(member, "media_type", None) or media_type_for(member.path)
+        media = _with_charset(media)
+        return FileSlice(self.file, int(member.offset), int(member.size), media, etag, self.last_modified)
+
+
+class _TreeMount(Mount):
+    """A folder served as static files below ``/<name>/``: ``dir/`` serves ``dir/index.html``, a
+    folder without its ``/`` is redirected (301), no listings. gwtar files inside get member URLs."""
+
+    def __init__(self, name: str, path: Path, gwtar_mime: str) -> None:
+        super().__init__(name, "tree", path)
+        self.root = os.path.realpath(path)
+        self.gwtar_mime = gwtar_mime
+        self.gwtars: OrderedDict[str, tuple[tuple[int, int, int], _Members]] = OrderedDict()
+
+    def describe(self) -> str:
+        index = os.path.join(self.root, "index.html")
+        return "canonical tree" if os.path.isfile(index) else "folder"
+
+    def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
+        # A gwtar member URL inside the tree: <...>.gwtar.html/~/<member>
+        if RESERVED in rest:
+            cut = rest.index(RESERVED)
+            if cut > 0 and is_gwtar_name(rest[cut - 1]):
+                return self._member(rest[:cut], rest[cut + 1 :], slash)
+        candidate = os.path.join(self.root, *rest)
+        real = os.path.realpath(candidate)
+        if not _inside(real, self.root):
+            return _NOT_FOUND
+        if os.path.isdir(real):
+            if not slash and rest:
+                return Redirect(301, _href(self.name, *rest) + "/" + _query_suffix(raw_query))
+            real = os.path.realpath(os.path.join(real, "index.html"))
+            if not _inside(real, self.root):
+                return _NOT_FOUND
+        elif slash:
+            return _NOT_FOUND
+        opened = _open_regular(real)
+        if opened is None:
+            return _NOT_FOUND
+        file, st = opened
+        name = os.path.basename(real)
+        gwtar = is_gwtar_name(name)
+        rep = _gwtar_whole(file, st, self.gwtar_mime) if gwtar else _plain_file(file, st, name)
+        rep.path = real
+        rep.identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        return rep
+
+    def _member(self, archive: list[str], member: list[str], slash: bool) -> Result:
+        real = os.path.realpath(os.path.join(self.root, *archive))
+        if not _inside(real, self.root):
+            return _NOT_FOUND
+        opened = _open_regular(real)
+        if opened is None:
+            return _NOT_FOUND
+        file, st = opened
+        identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self.gwtars.get(real)
+        if known is not None and known[0] == identity:
+            file.close()
+            members = known[1]
+            self.gwtars.move_to_end(real)
+        else:
+            members = _Members(file, Path(real), st)
+            self.gwtars[real] = (identity, members)
+            while len(self.gwtars) > 64:
+                self.gwtars.popitem(last=False)
+        result = members.get(member, slash)
+        if isinstance(result, FileSlice):
+            result.path = real  # revalidated like the archive it lives in
+            result.identity = identity
+        return result
+
+
+def _query_suffix(raw_query: bytes) -> str:
+    return "?" + raw_query.decode("latin-1") if raw_query else ""
+
+
+class _ZimMount(Mount):
+    """A ZIM file below ``/<name>/`` through :func:`archiver.zim.open`: entries with their media
+    types, the main page at ``/<name>/`` (a redirect when it is not in the top folder, so its
+    relative links resolve), redirect entries as 302."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        super().__init__(name, "zim", path)
+        try:
+            from archiver import zim
+        except ImportError:
+            raise UsageError("ZIM support is not available in this build", subject=str(path)) from None
+        try:
+            self.reader = zim.open(path)
+        except Exception as e:  # the adapter's own error, whatever its class
+            raise UsageError(f"cannot open as a ZIM file: {e}", subject=str(path)) from None
+        st = os.stat(path)
+        self.last_modified = int(st.st_mtime)
+        self.stamp = f"{int(st.st_mtime):x}-{st.st_size:x}"
+        self.size = st.st_size
+
+    def describe(self) -> str:
+        return f"ZIM, {self.size:,} bytes"
+
+    def _lookup(self, key: str) -> Any:
+        try:
+            return self.reader.get(key)
+        except (KeyError, LookupError):
+            return None
+        except Exception:
+            return None
+
+    def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
+        main = getattr(self.reader, "main_path", None)
+        if not rest:
+            if not main:
+                return _NOT_FOUND
+            if "/" in main:
+                return Redirect(302, _href(self.name, *main.split("/")))
+            return self._entry(main, redirects_left=8)
+        return self._entry("/".join(rest) + ("/" if slash else ""), redirects_left=8)
+
+    def _entry(self, key: str, *, redirects_left: int) -> Result:
+        entry = self._lookup(key)
+        if entry is None:
+            return _NOT_FOUND
+        if getattr(entry, "is_redirect", False):
+            target = getattr(entry, "redirect_target", None)
+            if not target:
+                return _NOT_FOUND
+            return Redirect(302, _href(self.name, *str(target).split("/")))
+        media = str(getattr(entry, "mimetype", "") or media_type_for(key))
+        digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
+        return _ZimEntry(entry, _with_charset(media), f'"z{self.stamp}-{digest}"', self.last_modified)
+
+    def search(self, query: str, limit: int) -> list[tuple[str, str]]:
+        """(path, title) of the entries matching a full-text query."""
+        finder = getattr(self.reader, "search", None)
+        if finder is None or not query.strip():
+            return []
+        try:
+            found = finder(query, limit)
+        except Exception:
+            return []
+        out: list[tuple[str, str]] = []
+        for item in found:
+            if isinstance(item, str):
+                out.append((item, item))
+            elif isinstance(item, tuple) and item:
+                out.append((str(item[0]), str(item[1] if len(item) > 1 and item[1] else item[0])))
+            else:
+                path = str(getattr(item, "path", ""))
+                out.append((path, str(getattr(item, "title", "") or path)))
+        return out
+
+    def close(self) -> None:
+        closer = getattr(self.reader, "close", None)
+        if callable(closer):
+            closer()
+
+
+# ------------------------------------------------------------------------------------ discovery
+
+
+def _is_tree(folder: Path) -> bool:
+    return (folder / "index.html").is_file() or (folder / "_archiver").is_dir()
+
+
+def _sniff_gwtar(path: Path) -> bool:
+    if is_gwtar_name(path.name):
+        return True
+    try:
+        with path.open("rb") as f:
+            return f.read(len(GWTAR_MAGIC)) == GWTAR_MAGIC
+    except OSError:
+        return False
+
+
+def _classify(path: Path) -> str | None:
+    if path.is_dir():
+        return "tree" if _is_tree(path) else "folder"
+    if path.is_file():
+        if path.suffix.lower() == ".zim":
+            return "zim"
+        return "gwtar" if _sniff_gwtar(path) else "file"
+    return None
+
+
+def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
+    """``(kind, name, path)`` of every mount the PATHs given to ``archiver serve`` make, in order,
+    with unique names (``name-2``… on a clash); nothing is opened. A missing PATH, or a set of PATHs
+    with nothing to serve, is a :class:`UsageError`."""
+    plan: list[tuple[str, Path]] = []
+    for given in paths:
+        path = Path(given)
+        kind = _classify(path)
+        if kind is None:
+            raise UsageError("no such file or folder", subject=str(path))
+        if kind != "folder":
+            plan.append((kind, path))
+            continue
+        found = False
+        for child in sorted(path.iterdir(), key=lambda p: p.name):
+            if child.name.startswith("."):
+                continue
+            child_kind = _classify(child)
+            if child_kind in (None, "folder"):
+                continue
+            plan.append((child_kind, child))
+            found = True
+        if not found:
+            raise UsageError("no gwtar, ZIM, tree or file in this folder", subject=str(path))
+    if not plan:
+        raise UsageError("nothing to serve")
+    named: list[tuple[str, str, Path]] = []
+    taken: set[str] = {RESERVED, ""}
+    for kind, path in plan:
+        base = path.name[:-4] if kind == "zim" and path.name.lower().endswith(".zim") else path.name
+        base = base or "archive"
+        name = base
+        n = 2
+        while name in taken:
+            name = f"{base}-{n}"
+            n += 1
+        taken.add(name)
+        named.append((kind, name, path))
+    return named
+
+
+def mounts_for(paths: Iterable[Path | str], *, gwtar_mime: str = "text/html") -> list[Mount]:
+    """The mounts of :func:`plan_mounts`, opened (archives are opened once, here)."""
+    mounts: list[Mount] = []
+    try:
+        for kind, name, path in plan_mounts(paths):
+            if kind == "zim":
+                mounts.append(_ZimMount(name, path))
+            elif kind == "tree":
+                mounts.append(_TreeMount(name, path, gwtar_mime))
+            else:
+                mounts.append(_FileMount(name, path, kind == "gwtar", gwtar_mime))
+    except BaseException:
+        for m in mounts:
+            m.close()
+        raise
+    return mounts
+
+
+# ------------------------------------------------------------------------------------ the site
+
+
+class Site:
+    """Every mount plus the index and search pages; :meth:`resolve` maps a request path to a
+    :class:`Representation`, a :class:`Redirect` or a :class:`Problem`. Results for static paths
+    are cached (bounded; the oldest entry goes first)."""
+
+    def __init__(self, mounts: list[Mount], *, clock: Callable[[], float] = time.time) -> None:
+        self.mounts = {m.name: m for m in mounts}
+        self.clock = clock
+        self.started = int(clock())
+        self.index = InMemory(_index_page(mounts), "text/html; charset=utf-8", self.started)
+        self.cache: dict[bytes, Representation] = {}
+        self.cache_entries = _cache_entries()
+
+    def resolve(self, raw_path: bytes, raw_query: bytes = b"") -> Result:
+        cached = self.cache.get(raw_path)
+        if cached is not None:
+            if cached.path is None or cached.fresh(time.monotonic()):
+                return cached
+            del self.cache[raw_path]
+        result = self._resolve(raw_path, raw_query)
+        if isinstance(result, Representation) and not isinstance(result, InMemory):
+            if len(self.cache) >= self.cache_entries:
+                del self.cache[next(iter(self.cache))]  # the oldest entry out: a bounded cache
+            self.cache[raw_path] = result
+        return result
+
+    def _resolve(self, raw_path: bytes, raw_query: bytes) -> Result:
+        split = split_request_path(raw_path)
+        if isinstance(split, Problem):
+            return split
+        segments, slash = split
+        if not segments:
+            return self.index
+        head, rest = segments[0], segments[1:]
+        if head == RESERVED:
+            return self._server_page(rest, raw_query)
+        mount = self.mounts.get(head)
+        if mount is None:
+            return _NOT_FOUND
+        if mount.kind in ("tree", "zim") and not rest and not slash:
+            return Redirect(301, mount.href + _query_suffix(raw_query))
+        return mount.resolve(rest, slash, raw_query)
+
+    def _server_page(self, rest: list[str], raw_query: bytes) -> Result:
+        if len(rest) == 2 and rest[0] == "search":
+            mount = self.mounts.get(rest[1])
+            if isinstance(mount, _ZimMount):
+                query = _query_param(raw_query, "q")
+                hits = mount.search(query, 50) if query else []
+                page = _search_page(mount, query, hits)
+                return InMemory(page, "text/html; charset=utf-8", int(self.clock()))
+        return _NOT_FOUND
+
+    def close(self) -> None:
+        self.cache.clear()
+        for m in self.mounts.values():
+            m.close()
+
+
+def _cache_entries() -> int:
+    # Every cached tree file holds a descriptor: stay well below the process's open-file limit.
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 256
+    if soft == resource.RLIM_INFINITY:
+        return _CACHE_ENTRIES
+    return max(16, min(_CACHE_ENTRIES, soft // 4))
+
+
+def _query_param(raw_query: bytes, name: str) -> str:
+    from urllib.parse import parse_qs
+
+    values = parse_qs(raw_query.decode("latin-1"), encoding="utf-8", errors="replace").get(name)
+    return values[0][:500] if values else ""
+
+
+_STYLE = (
+    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem}"
+    "td,th{padding:.2rem .8rem;text-align:left}small{color:#555}</style>"
+)
+
+
+def _index_page(mounts: list[Mount]) -> bytes:
+    rows = []
+    for m in mounts:
+        extra = ""
+        if isinstance(m, _ZimMount):
+            extra = f' · <a href="{html.escape(_href(RESERVED, "search", m.name))}">search</a>'
+        rows.append(
+            f'<tr><td><a href="{html.escape(m.href)}">{html.escape(m.name)}</a>{extra}</td>'
+            f"<td>{html.escape(m.kind)}</td><td><small>{html.escape(m.describe())}</small></td></tr>"
+        )
+    text = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>archiver serve</title>'
+        f"{_STYLE}</head><body><h1>Served here</h1><table><tr><th>name</th><th>kind</th><th></th></tr>"
+        + "".join(rows)
+        + "</table></body></html>\n"
+    )
+    return text.encode("utf-8")
+
+
+def _search_page(mount: _ZimMount, query: str, hits: list[tuple[str, str]]) -> bytes:
+    items = "".join(
+        f'<li><a href="{html.escape(_href(mount.name, *path.split("/")))}">{html.escape(title)}</a></li>'
+        for path, title in hits
+    )
+    if query and not hits:
+        items = "<li>No results.</li>"
+    text = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Search {html.escape(mount.name)}'
+        f'</title>{_STYLE}</head><body><h1>Search <a href="{html.escape(mount.href)}">'
+        f"{html.escape(mount.name)}</a></h1>"
+        f'<form method="get"><input name="q" value="{html.escape(query)}" autofocus> '
+        f'<button>Search</button></form><ol>{items}</ol><p><a href="/">all archives</a></p></body></html>\n'
+    )
+    return text.encode("utf-8")
