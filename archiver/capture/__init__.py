@@ -1,4 +1,170 @@
 """Capture: render pages in Chromium, fetch their assets, write the canonical tree (formats/tree.md).
 
-Only the browser launcher has landed; the crawler arrives with the capture issue.
+The stages, one module each (data flows down):
+
+- :mod:`.seeds` — seed URLs from the command line, a seeds file or a bookmarks export;
+- :mod:`.crawl` — the frontier, scope and budget; drives the stages and writes the tree and report;
+- :mod:`.state` — the resume state, ``_archiver/crawl.sqlite``;
+- :mod:`.fetch` — the one network path: politeness, robots.txt, retries, size caps, address guard;
+- :mod:`.render` — Chromium via Playwright, every request routed through the fetcher;
+- :mod:`.rewrite_html`, :mod:`.rewrite_css`, :mod:`.srcset` — pure rewriting; :mod:`.policy` — the
+  one reference decision (pure); :mod:`.robots`, :mod:`.textcodec` — pure helpers;
+- :mod:`.browser` — finding and launching Chromium.
+
+:func:`capture` is the library entry point and :func:`capture_main` its command-line shape.
 """
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from archiver.capture.crawl import CaptureOptions, CaptureReport, Item, run_capture
+from archiver.capture.fetch import Resolver
+from archiver.errors import ArchiverError
+
+__all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main"]
+
+
+def capture(
+    seeds: list[str],
+    out: Path,
+    *,
+    render: bool = True,
+    depth: int = 3,
+    max_pages: int | None = None,
+    subdomains: bool = False,
+    scope_prefix: str | None = None,
+    exclude: list[str] = [],  # noqa: B006 (the lead's contract; never mutated)
+    chromium: str | None = None,
+    delay: float | None = None,
+    timeout: float = 30,
+    asset_cap: int = 25 << 20,
+    resume: bool = True,
+    as_json: bool = False,
+    allow_hosts: list[str] = [],  # noqa: B006
+    include: list[str] | None = None,
+    allow_domains: list[str] | None = None,
+    prefer: list[str] | None = None,
+    avoid: list[str] | None = None,
+    assets_any_host: bool = False,
+    skip_extensions: frozenset[str] | None = None,
+    ignore_robots: bool = False,
+    allow_private: bool = False,
+    refresh: bool = False,
+    concurrency: int = 12,
+    tabs: int = 3,
+    retries: int = 3,
+    backoff: float = 0.5,
+    max_retry_after: float = 60.0,
+    settle: float = 1.5,
+    progress: bool | None = None,
+    resolver: Resolver | None = None,
+    network_backend: Any = None,
+    seed_info: dict[str, tuple[str | None, str | None]] | None = None,
+) -> CaptureReport:
+    """Capture ``seeds`` into the canonical tree ``out`` and return the report.
+
+    Scope: pages on a seed's host (``subdomains``: its registrable domain; ``allow_domains``: those
+    domains and their subdomains too), under ``scope_prefix`` / any ``include`` prefix and no
+    ``exclude`` prefix, at most ``depth`` links from a seed, at most ``max_pages`` pages (frontier
+    ordered by ``prefer`` / ``avoid`` keywords in the path; avoid wins). Assets: on a seed's
+    registrable domain unless ``assets_any_host``, not on the skip list (``skip_extensions``, default
+    tree.md §6.3), at most ``asset_cap`` bytes (larger ones are skipped, never truncated).
+
+    Rendering (``render``) uses Chromium (``chromium``, else ``$ARCHIVER_CHROMIUM``, Playwright's own,
+    ``/usr/bin/chromium``) with ``tabs`` pages at once and a settle of at most ``settle`` seconds;
+    ``render=False`` fetches HTML only.
+
+    Politeness: ``delay`` seconds between requests to one host (default 1; raised by robots.txt's
+    Crawl-delay), ``concurrency`` requests in all, one per host; robots.txt obeyed unless
+    ``ignore_robots``; ``timeout`` seconds per request; ``retries`` with ``backoff``.
+
+    Safety: hosts that resolve to non-public addresses are refused, except the seeds' own hosts and
+    ``allow_hosts`` (all of them with ``allow_private``); ``resolver`` replaces DNS and
+    ``network_backend`` (an httpcore backend) the sockets, for tests that must not leave loopback.
+
+    An existing ``out`` holding a capture is resumed: failures are retried, finished work is not
+    repeated (``refresh`` fetches everything again; ``resume=False`` deletes the previous capture's
+    files and state and starts afresh, leaving files it did not write). A folder that is not empty
+    and holds no capture is refused. ``as_json`` is accepted for the command line's sake (see
+    :func:`capture_main`); ``progress`` forces the TTY progress line on or off. Raises
+    :class:`archiver.errors.ArchiverError` subclasses only for fatal problems (bad arguments, no
+    Chromium, an unwritable folder); every per-URL problem is an outcome in the report.
+    """
+    del as_json  # the library returns the report; capture_main prints it
+    options = CaptureOptions(
+        render=render,
+        depth=depth,
+        max_pages=max_pages,
+        subdomains=subdomains,
+        scope_prefix=scope_prefix,
+        include=list(include or []),
+        exclude=list(exclude),
+        allow_domains=list(allow_domains or []),
+        prefer=list(prefer or []),
+        avoid=list(avoid or []),
+        assets_any_host=assets_any_host,
+        skip_extensions=skip_extensions,
+        chromium=chromium,
+        delay=delay,
+        timeout=timeout,
+        asset_cap=asset_cap,
+        resume=resume,
+        refresh=refresh,
+        ignore_robots=ignore_robots,
+        allow_private=allow_private,
+        allow_hosts=list(allow_hosts),
+        concurrency=concurrency,
+        tabs=tabs,
+        retries=retries,
+        backoff=backoff,
+        max_retry_after=max_retry_after,
+        settle=settle,
+        progress=progress,
+        resolver=resolver,
+        network_backend=network_backend,
+        seed_info=dict(seed_info or {}),
+    )
+    return run_capture(list(seeds), Path(out), options)
+
+
+def capture_main(
+    seeds: list[str],
+    out: Path,
+    *,
+    seeds_file: Path | None = None,
+    bookmarks: Path | None = None,
+    as_json: bool = False,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    **options: object,
+) -> int:
+    """``archiver capture``: seeds from the arguments, ``seeds_file`` and ``bookmarks`` (deduplicated),
+    then :func:`capture` with ``options``. Prints the report (text, or one JSON object with
+    ``as_json``) and returns the exit code: 0 when the capture ran, whatever its per-URL failures
+    (they are listed); the error's exit code for a fatal error (one line on stderr)."""
+    from archiver.capture.seeds import collect_seeds
+
+    out_stream = stdout or sys.stdout
+    err_stream = stderr or sys.stderr
+    try:
+        found = collect_seeds(seeds, seeds_file=seeds_file, bookmarks=bookmarks)
+        if as_json and "progress" not in options:
+            options["progress"] = False
+        report = capture(
+            [s.url for s in found],
+            out,
+            seed_info={s.url: (s.folder, s.title) for s in found},
+            **options,  # type: ignore[arg-type]
+        )
+    except ArchiverError as e:
+        print(f"archiver: {e}", file=err_stream)
+        return e.exit_code
+    if as_json:
+        print(json.dumps(report.to_json(), ensure_ascii=False), file=out_stream)
+    else:
+        print(report.summary(), file=out_stream)
+    return 0

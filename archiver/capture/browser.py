@@ -18,9 +18,19 @@ from typing import TYPE_CHECKING
 from archiver.errors import EnvironmentProblem
 
 if TYPE_CHECKING:
+    from playwright.async_api import Browser as AsyncBrowser
+    from playwright.async_api import Playwright as AsyncPlaywright
     from playwright.sync_api import Browser, Playwright
 
-__all__ = ["CHROMIUM_ARGS", "DEBIAN_CHROMIUM", "ENV_VAR", "find_chromium", "launch"]
+__all__ = [
+    "CHROMIUM_ARGS",
+    "DEBIAN_CHROMIUM",
+    "ENV_VAR",
+    "NO_NETWORK_ARGS",
+    "find_chromium",
+    "launch",
+    "launch_async",
+]
 
 ENV_VAR = "ARCHIVER_CHROMIUM"
 DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
@@ -33,6 +43,16 @@ CHROMIUM_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+)
+
+#: Flags for a browser whose every request is routed through archiver's fetcher: Chromium resolves no
+#: host name and no IP literal itself (``MAP * ~NOTFOUND`` maps all of them to "not found"), so a
+#: request that escapes routing fails instead of reaching the network; WebRTC may not open its own
+#: UDP sockets.
+NO_NETWORK_ARGS = (
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 
 
@@ -69,3 +89,15 @@ def launch(playwright: Playwright, explicit: str | None = None, *, args: tuple[s
         own = None
     path = find_chromium(explicit, playwright_path=own)
     return playwright.chromium.launch(executable_path=str(path), args=[*CHROMIUM_ARGS, *args])
+
+
+async def launch_async(
+    playwright: AsyncPlaywright, explicit: str | None = None, *, args: tuple[str, ...] = ()
+) -> AsyncBrowser:
+    """:func:`launch` for Playwright's async API."""
+    try:
+        own = playwright.chromium.executable_path
+    except Exception:  # Playwright raises when it has no browser of its own registered
+        own = None
+    path = find_chromium(explicit, playwright_path=own)
+    return await playwright.chromium.launch(executable_path=str(path), args=[*CHROMIUM_ARGS, *args])

@@ -1,0 +1,663 @@
+"""The one network path of a capture: a polite, guarded httpx fetcher.
+
+Every byte a capture reads from the web comes through :meth:`Fetcher.fetch`: the crawler's own page
+and asset requests, robots.txt, and every request the browser makes while rendering (the renderer
+routes them here). So each rule below holds for all of them.
+
+Politeness
+    At most ``concurrency`` requests at once (12), **one at a time per host** (``host:port``), at least
+    ``delay`` seconds between the end of one request to a host and the start of the next (raised to
+    the host's robots.txt ``Crawl-delay``). robots.txt is read on every host before anything else is
+    fetched from it (RFC 9309, :mod:`.robots`; ``obey_robots=False`` ignores it). A 429 or 503 makes
+    the host wait ``Retry-After`` seconds (at most ``max_retry_after``; longer means "unconfirmed, try
+    on a later run"); 5xx answers and network errors are retried ``retries`` times with exponential
+    backoff (``backoff`` · 2ⁿ seconds). Timeouts: ``connect_timeout`` (3 s) to connect,
+    ``read_timeout`` (5 s) between bytes, ``total_timeout`` for the whole request and body. At most
+    ``max_redirects`` (5) redirects, followed here one hop at a time, each hop checked again (scheme,
+    robots, address guard); a hop back to a URL already visited is a loop. The ``User-Agent`` names
+    archiver.
+
+Size cap
+    A body larger than ``size_cap`` is **skipped, never truncated**: refused on its ``Content-Length``
+    before reading, or dropped as soon as the stream passes the cap. Bodies over 1 MiB are spooled to a
+    temporary file in ``tmp_dir`` (the crawler moves it into place), so memory stays bounded.
+
+Address guard
+    Only ``http`` and ``https``. A connection is made only to an address that is globally routable:
+    loopback, private, link-local, unique-local, multicast, reserved, unspecified and shared addresses
+    are refused, and an IPv4-mapped IPv6 address is judged by the IPv4 address inside it. **The rule for
+    local sites:** a host *named* in ``allow_hosts`` (the capture puts every seed's host there: the user
+    asked for that site by name) may connect to whatever its name resolves to; every other host name or
+    address, including redirect targets and links found on a page, must resolve only to global
+    addresses. ``allow_private=True`` turns the guard off. The check runs inside the connection itself
+    (an httpcore network backend): the host is resolved once, the addresses are checked, and the socket
+    is opened to a checked address, never re-resolved, so DNS rebinding has no window; every redirect
+    hop opens its connection through the same check. The resolver is injectable, so tests need no real
+    DNS and no packet leaves loopback.
+
+Outcomes (:class:`FetchResult.outcome`)
+    ``ok`` (2xx), ``redirected`` (2xx after redirects; the chain is kept), ``failed`` (4xx, 5xx after
+    retries, network errors, redirect loops and overlong chains), ``unconfirmed`` (401, 403, 408, 429
+    after backoff, timeouts: not proof the resource is gone), ``skipped`` (robots.txt, size cap,
+    scheme), ``refused`` (address guard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import functools
+import ipaddress
+import os
+import socket
+import ssl
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import httpcore
+import httpx
+
+from archiver import __version__, urls
+from archiver.capture import robots as robots_mod
+from archiver.capture.policy import redact
+from archiver.errors import CaptureError, URLError
+
+__all__ = [
+    "USER_AGENT",
+    "AddressGuard",
+    "AddressRefused",
+    "FetchPolicy",
+    "FetchResult",
+    "Fetcher",
+    "Outcome",
+    "Resolver",
+    "address_is_public",
+    "system_resolver",
+]
+
+# httpcore asks "which async library?" by trying `import sniffio` on every lock it creates; without
+# sniffio installed, each failed import walks sys.path (a third of a no-render capture's time). A None
+# entry in sys.modules makes that import fail at once, exactly as it would have.
+try:
+    import sniffio  # noqa: F401
+except ImportError:
+    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
+
+USER_AGENT = f"archiver/{__version__} (web archiving tool; +https://pypi.org/project/archiver/)"
+ROBOTS_AGENT = "archiver"
+SPOOL_LIMIT = 1 << 20
+_ERROR_BODY_LIMIT = 1 << 20
+
+Outcome = Literal["ok", "redirected", "failed", "unconfirmed", "skipped", "refused"]
+#: ``resolver(host, port)`` → the addresses the host name resolves to (strings, IPv4 or IPv6).
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+# Response headers worth keeping (for the browser, and for the record).
+_KEPT_HEADERS = frozenset(
+    {
+        "content-type",
+        "content-language",
+        "last-modified",
+        "etag",
+        "location",
+        "retry-after",
+        "access-control-allow-origin",
+        "timing-allow-origin",
+        "content-disposition",
+    }
+)
+_UNCONFIRMED_STATUS = frozenset({401, 403, 408, 429})
+_REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The host's addresses from the operating system (``getaddrinfo``), in its order, deduplicated."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    seen: dict[str, None] = {}
+    for _family, _type, _proto, _name, sockaddr in infos:
+        seen.setdefault(str(sockaddr[0]).split("%", 1)[0], None)
+    return list(seen)
+
+
+def address_is_public(address: str) -> bool:
+    """True for a globally routable unicast address. IPv4-mapped IPv6 (``::ffff:10.0.0.1``) is judged
+    by its IPv4 address; loopback, private, link-local, unique-local, multicast, reserved, unspecified
+    and shared (100.64/10) addresses are not public."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return bool(
+        ip.is_global
+        and not ip.is_multicast
+        and not ip.is_loopback
+        and not ip.is_private
+        and not ip.is_link_local
+        and not ip.is_reserved
+        and not ip.is_unspecified
+    )
+
+
+class AddressRefused(CaptureError):
+    """The address guard refused to connect (see the module docstring)."""
+
+    def __init__(self, host: str, address: str | None, why: str) -> None:
+        hint = "pass --allow-private (or --allow-host for this host) to capture a site on a private network"
+        super().__init__(f"{why}; {hint}", subject=host)
+        self.host = host
+        self.address = address
+
+
+def _strip_brackets(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+@dataclass
+class AddressGuard:
+    """Decides which addresses a host may be connected to (see the module docstring)."""
+
+    allow_hosts: frozenset[str] = frozenset()
+    allow_private: bool = False
+    resolver: Resolver = system_resolver
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """The checked addresses to connect to for ``host``; raises :class:`AddressRefused`."""
+        name = _strip_brackets(host).lower().rstrip(".")
+        try:
+            ipaddress.ip_address(name)
+            found = [name]
+        except ValueError:
+            try:
+                found = await self.resolver(name, port)
+            except OSError as e:
+                raise httpcore.ConnectError(f"cannot resolve {name}: {e}") from e
+        if not found:
+            raise httpcore.ConnectError(f"{name} resolves to no address")
+        if self.allow_private or name in self.allow_hosts:
+            return found
+        public = [a for a in found if address_is_public(a)]
+        if not public:
+            self.refused.append((name, found[0]))
+            what = "is" if found == [name] else f"resolves to {found[0]}, which is"
+            raise AddressRefused(name, found[0], f"{name} {what} not a public address")
+        return public
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """An httpcore network backend that opens sockets only to addresses the guard checked."""
+
+    def __init__(self, guard: AddressGuard, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+        self.guard = guard
+        self.inner = inner if inner is not None else httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await self.guard.addresses(host, port)
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self.inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as e:
+                error = e
+        assert error is not None
+        raise error
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are not used by a capture")
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes tens of milliseconds: do it once per process.
+    return httpx.create_ssl_context(trust_env=False)
+
+
+class _GuardedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport with its connection pool built on :class:`_GuardedBackend`.
+
+    httpx 0.28 has no public hook for the network backend, so the pool it builds is replaced by an
+    identical one that has ours (tests/capture/test_fetch.py fails if httpx stops using ``_pool``)."""
+
+    def __init__(self, backend: _GuardedBackend, limits: httpx.Limits) -> None:
+        context = _ssl_context()
+        super().__init__(verify=context, trust_env=False, limits=limits)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=backend,
+        )
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """The fetcher's rules, with the defaults of the module docstring."""
+
+    delay: float = 1.0
+    concurrency: int = 12
+    connect_timeout: float = 3.0
+    read_timeout: float = 5.0
+    total_timeout: float = 30.0
+    max_redirects: int = 5
+    retries: int = 3
+    backoff: float = 0.5
+    max_retry_after: float = 60.0
+    obey_robots: bool = True
+    size_cap: int | None = 25 << 20
+    user_agent: str = USER_AGENT
+    robots_agent: str = ROBOTS_AGENT
+
+
+@dataclass
+class FetchResult:
+    """The end of one fetch. ``body`` holds the bytes of a small answer, ``file`` the temporary file
+    of a large one (the caller moves or deletes it); both are None when nothing was kept."""
+
+    url: str
+    final_url: str
+    outcome: Outcome
+    status: int | None = None
+    reason: str = ""
+    media_type: str | None = None
+    charset: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    file: Path | None = None
+    redirects: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def read(self) -> bytes:
+        """The body, from memory or from its temporary file."""
+        if self.body is not None:
+            return self.body
+        if self.file is not None:
+            return self.file.read_bytes()
+        return b""
+
+    def discard(self) -> None:
+        """Delete the temporary file, if any."""
+        if self.file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.file.unlink()
+            self.file = None
+
+
+@dataclass
+class _Host:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    next_time: float = 0.0
+    crawl_delay: float = 0.0
+    robots: robots_mod.Robots | None = None
+    robots_task: asyncio.Task[robots_mod.Robots] | None = None
+
+
+class _Skip(Exception):
+    def __init__(self, outcome: Outcome, reason: str, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.outcome: Outcome = outcome
+        self.reason = reason
+        self.status = status
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _media(headers: httpx.Headers) -> tuple[str | None, str | None]:
+    value = headers.get("content-type")
+    if not value:
+        return None, None
+    media, _, params = value.partition(";")
+    charset = None
+    for param in params.split(";"):
+        name, _, v = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = v.strip().strip("\"'") or None
+    return media.strip().lower() or None, charset
+
+
+class Fetcher:
+    """Fetches URLs by the rules of the module docstring. Use as an async context manager."""
+
+    def __init__(
+        self,
+        policy: FetchPolicy | None = None,
+        *,
+        guard: AddressGuard | None = None,
+        tmp_dir: Path | None = None,
+        backend: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
+        self.policy = policy or FetchPolicy()
+        self.guard = guard or AddressGuard()
+        self.tmp_dir = tmp_dir
+        p = self.policy
+        limits = httpx.Limits(max_connections=max(p.concurrency, 1) * 2, max_keepalive_connections=32)
+        transport = _GuardedTransport(_GuardedBackend(self.guard, backend), limits)
+        self.client = httpx.AsyncClient(
+            transport=transport,
+            follow_redirects=False,
+            trust_env=False,
+            timeout=httpx.Timeout(p.read_timeout, connect=p.connect_timeout),
+            headers={"User-Agent": p.user_agent},
+        )
+        self._global = asyncio.Semaphore(max(p.concurrency, 1))
+        self._hosts: dict[str, _Host] = {}
+        self.requests = 0
+        self.bytes = 0
+
+    async def __aenter__(self) -> Fetcher:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    # ---- hosts, politeness, robots
+
+    def _host(self, netloc: str) -> _Host:
+        host = self._hosts.get(netloc)
+        if host is None:
+            host = self._hosts[netloc] = _Host()
+        return host
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, netloc: str) -> AsyncIterator[_Host]:
+        host = self._host(netloc)
+        async with host.lock:
+            wait = host.next_time - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            async with self._global:
+                try:
+                    yield host
+                finally:
+                    gap = max(self.policy.delay, host.crawl_delay)
+                    host.next_time = max(host.next_time, time.monotonic() + gap)
+
+    def robots_allows(self, url: str) -> bool | None:
+        """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None."""
+        if not self.policy.obey_robots:
+            return True
+        try:
+            netloc = urls.host_of(url)
+        except URLError:
+            return None
+        host = self._hosts.get(netloc)
+        if host is None or host.robots is None:
+            return None
+        return host.robots.allowed(_target(url))
+
+    async def robots_for(self, url: str) -> robots_mod.Robots:
+        """The robots.txt rules of ``url``'s host, fetched once per host (concurrent callers wait)."""
+        netloc = urls.host_of(url)
+        host = self._host(netloc)
+        if host.robots is not None:
+            return host.robots
+        if host.robots_task is None:
+            host.robots_task = asyncio.ensure_future(self._read_robots(url.split("://", 1)[0], netloc))
+        rules = await asyncio.shield(host.robots_task)
+        host.robots = rules
+        host.crawl_delay = rules.crawl_delay or 0.0
+        return rules
+
+    async def _read_robots(self, scheme: str, netloc: str) -> robots_mod.Robots:
+        url = f"{scheme}://{netloc}/robots.txt"
+        result = await self._fetch(url, referrer=None, cap=512 * 1024, check_robots=False, retries=1)
+        if result.outcome in ("ok", "redirected") and result.status and 200 <= result.status < 300:
+            text = result.read().decode("utf-8", "replace")
+            result.discard()
+            return robots_mod.parse(text, self.policy.robots_agent)
+        result.discard()
+        if result.status is not None and 400 <= result.status < 500:
+            return robots_mod.Robots.allow_everything()
+        if result.outcome == "refused":
+            return robots_mod.Robots.allow_everything()  # nothing will be fetched from it anyway
+        return robots_mod.Robots.disallow_everything()
+
+    # ---- fetching
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        referrer: str | None = None,
+        cap: int | Literal["default"] | None = "default",
+        accept: str = "*/*",
+    ) -> FetchResult:
+        """Fetch ``url`` (a canonical http(s) URL) by every rule of the module docstring. Never
+        raises for anything the network or the server does: the outcome says what happened."""
+        size_cap = self.policy.size_cap if cap == "default" else cap
+        return await self._fetch(url, referrer=referrer, cap=size_cap, check_robots=True, accept=accept)
+
+    async def _fetch(
+        self,
+        url: str,
+        *,
+        referrer: str | None,
+        cap: int | None,
+        check_robots: bool,
+        retries: int | None = None,
+        accept: str = "*/*",
+    ) -> FetchResult:
+        chain: list[str] = []
+        current = url
+        seen = {url}
+        while True:
+            result = await self._fetch_one(
+                url,
+                current,
+                referrer,
+                cap,
+                check_robots,
+                self.policy.retries if retries is None else retries,
+                accept,
+            )
+            result.redirects = chain
+            if result.status not in _REDIRECT_STATUS or result.outcome != "ok":
+                if chain and result.outcome == "ok":
+                    result.outcome = "redirected"
+                return result
+            location = result.headers.get("location")
+            result.discard()
+            if not location:
+                return FetchResult(url, current, "failed", result.status, "redirect without a Location")
+            try:
+                target = urls.canonicalize(location, current)
+            except URLError as e:
+                return FetchResult(url, current, "failed", result.status, f"bad redirect: {e}")
+            chain.append(current)
+            if target in seen:
+                return FetchResult(
+                    url,
+                    current,
+                    "failed",
+                    result.status,
+                    f"redirect loop back to {redact(target)}",
+                    redirects=chain,
+                )
+            if len(chain) > self.policy.max_redirects:
+                return FetchResult(
+                    url,
+                    current,
+                    "failed",
+                    result.status,
+                    f"more than {self.policy.max_redirects} redirects",
+                    redirects=chain,
+                )
+            seen.add(target)
+            current = target
+
+    async def _fetch_one(
+        self,
+        url: str,
+        current: str,
+        referrer: str | None,
+        cap: int | None,
+        check_robots: bool,
+        retries: int,
+        accept: str,
+    ) -> FetchResult:
+        scheme = current.split(":", 1)[0].lower()
+        if scheme not in ("http", "https"):
+            return FetchResult(url, current, "skipped", None, f"unsupported scheme {scheme}")
+        netloc = urls.host_of(current)
+        if check_robots and self.policy.obey_robots:
+            try:
+                rules = await self.robots_for(current)
+            except AddressRefused as e:
+                return FetchResult(url, current, "refused", None, str(e))
+            if not rules.allowed(_target(current)):
+                return FetchResult(url, current, "skipped", None, "disallowed by robots.txt")
+        attempt = 0
+        while True:
+            try:
+                async with self._slot(netloc) as host:
+                    result = await self._request(url, current, referrer, cap, accept)
+                    status = result.status or 0
+                    if status in (429, 503):
+                        wait = _retry_after(result.headers.get("retry-after"))
+                        if wait is None:
+                            wait = self.policy.backoff * 2**attempt
+                        if wait > self.policy.max_retry_after:
+                            result.outcome = "unconfirmed" if status == 429 else "failed"
+                            result.reason = f"HTTP {status}, Retry-After {wait:.0f} s is too long; try later"
+                            return result
+                        host.next_time = max(host.next_time, time.monotonic() + wait)
+                        backoff = 0.0
+                    else:
+                        backoff = self.policy.backoff * 2**attempt
+            except AddressRefused as e:
+                return FetchResult(url, current, "refused", None, str(e))
+            except _Skip as e:
+                return FetchResult(url, current, e.outcome, e.status, e.reason)
+            except (httpx.TimeoutException, TimeoutError) as e:
+                return FetchResult(url, current, "unconfirmed", None, f"timed out ({type(e).__name__})")
+            except (httpx.TransportError, OSError) as e:
+                if attempt < retries:
+                    await asyncio.sleep(self.policy.backoff * 2**attempt)
+                    attempt += 1
+                    continue
+                return FetchResult(url, current, "failed", None, f"network error: {e or type(e).__name__}")
+            status = result.status or 0
+            if (status >= 500 or status == 429) and attempt < retries:
+                result.discard()
+                if backoff:
+                    await asyncio.sleep(backoff)
+                attempt += 1
+                continue
+            if status in _UNCONFIRMED_STATUS:
+                result.outcome = "unconfirmed"
+                result.reason = f"HTTP {status}" + (" after backoff" if status == 429 else "")
+            elif status >= 400:
+                result.outcome = "failed"
+                result.reason = f"HTTP {status}" + (f" after {attempt} retries" if attempt else "")
+            return result
+
+    async def _request(
+        self, url: str, current: str, referrer: str | None, cap: int | None, accept: str
+    ) -> FetchResult:
+        headers = {"Accept": accept}
+        if referrer:
+            headers["Referer"] = referrer
+        self.requests += 1
+        async with asyncio.timeout(self.policy.total_timeout):
+            async with self.client.stream("GET", current, headers=headers) as response:
+                kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+                media, charset = _media(response.headers)
+                status = response.status_code
+                result = FetchResult(url, current, "ok", status, "", media, charset, kept)
+                if status in _REDIRECT_STATUS:
+                    return result
+                limit = cap if 200 <= status < 300 else min(cap or _ERROR_BODY_LIMIT, _ERROR_BODY_LIMIT)
+                length = response.headers.get("content-length")
+                if limit is not None and length and length.isdigit() and int(length) > limit:
+                    if 200 <= status < 300:
+                        raise _Skip(
+                            "skipped", f"larger than the size cap ({int(length)} > {limit} bytes)", status
+                        )
+                    return result
+                await self._read_body(response, result, limit)
+                return result
+
+    async def _read_body(self, response: httpx.Response, result: FetchResult, limit: int | None) -> None:
+        buffer = bytearray()
+        spool: Any = None
+        size = 0
+        try:
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if limit is not None and size > limit:
+                    if result.status and 200 <= result.status < 300:
+                        raise _Skip(
+                            "skipped", f"larger than the size cap (over {limit} bytes)", result.status
+                        )
+                    break
+                if spool is None:
+                    buffer += chunk
+                    if len(buffer) > SPOOL_LIMIT:
+                        spool = self._spool_file()
+                        spool.write(buffer)
+                        buffer = bytearray()
+                else:
+                    spool.write(chunk)
+        except BaseException:
+            if spool is not None:
+                spool.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(spool.name)
+            raise
+        self.bytes += size
+        result.size = min(size, limit) if limit is not None else size
+        if spool is not None:
+            spool.flush()
+            os.fsync(spool.fileno())
+            spool.close()
+            result.file = Path(spool.name)
+        else:
+            result.body = bytes(buffer)
+
+    def _spool_file(self) -> Any:
+        if self.tmp_dir is not None:
+            self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
+
+
+def _target(url: str) -> str:
+    """The request target (path and query) of an absolute URL."""
+    rest = url.split("://", 1)[-1]
+    slash = rest.find("/")
+    if slash < 0:
+        return "/"
+    return rest[slash:].split("#", 1)[0]

@@ -1,0 +1,219 @@
+"""What a capture takes: scope, the one reference decision, frontier priority, and URL redaction.
+
+Pure: no network, no filesystem, no clock.
+
+Every reference in every document, HTML or CSS, is decided by :meth:`Scope.decide` (the rewriters
+only find references; they never judge them):
+
+- an **in-scope page** (same site as a seed, or an allowed domain; under the include prefixes and no
+  exclude prefix; within the depth limit; not known to be disallowed by robots.txt) → ``local``: the
+  crawler enqueues it and writes a relative link;
+- a **wanted asset** (tree.md §6.3: not on the skip list and, unless ``assets_any_host``, on a seed's
+  registrable domain) → ``local``: enqueued, relative link;
+- **anything else** that is an http(s) URL → ``absolute``: the reference becomes the absolute URL it
+  names (a reference already written absolute is left as it was), so it still works from disk;
+- references that are never fetched (``#top``, ``mailto:``, ``data:`` …, tree.md §2.2) and references
+  that are not valid URLs → ``keep``: left exactly as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import unquote
+
+from archiver import urls
+from archiver.errors import URLError
+from archiver.urls import DEFAULT_HYGIENE, DEFAULT_SKIP_EXTENSIONS, Hygiene, Kind
+
+__all__ = [
+    "SECRET_PARAMS",
+    "Decision",
+    "Hint",
+    "Scope",
+    "redact",
+    "split_fragment",
+]
+
+#: ``link``: a navigation (``<a href>``, ``<iframe src>``, meta refresh): page or asset by its URL.
+#: ``embed``: something the page loads to display itself (img, CSS url(), fonts): always an asset.
+#: ``stylesheet``: an asset that is CSS (``<link rel=stylesheet>``, ``@import``).
+#: ``absolute``: never fetched, only made absolute (``<form action>``).
+Hint = Literal["link", "embed", "stylesheet", "absolute"]
+
+#: Query parameters whose values never reach a manifest, a log or a report (case-insensitive;
+#: also any name ending in ``_token``, ``_key``, ``_secret`` or ``_password``).
+SECRET_PARAMS = frozenset(
+    {
+        "token",
+        "access_token",
+        "key",
+        "secret",
+        "sign",
+        "signature",
+        "auth",
+        "password",
+        "sessionid",
+        "email",
+        "phone",
+    }
+)
+_SECRET_SUFFIXES = ("_token", "_key", "_secret", "_password")
+REDACTED = "REDACTED"
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one reference. ``url`` is the dedup key for ``local``, the absolute URL to
+    write for ``absolute`` (None when the reference is already absolute and stays as written),
+    None for ``keep``. ``fragment`` is the reference's ``#…`` part (with the ``#``) to write back."""
+
+    action: Literal["keep", "absolute", "local"]
+    url: str | None = None
+    kind: Kind | None = None
+    fragment: str = ""
+    reason: str = ""
+
+
+def split_fragment(ref: str) -> tuple[str, str]:
+    """``(reference without fragment, "#fragment" or "")``."""
+    head, sep, frag = ref.partition("#")
+    return head, (sep + frag if sep else "")
+
+
+def _secret(name: str) -> bool:
+    key = unquote(name).lower()
+    return key in SECRET_PARAMS or key.endswith(_SECRET_SUFFIXES)
+
+
+def redact(url: str) -> str:
+    """``url`` with the value of every secret-looking query parameter replaced by ``REDACTED``
+    (``?token=abc&page=2`` → ``?token=REDACTED&page=2``). Everything else is unchanged."""
+    head, frag = split_fragment(url)
+    base, sep, query = head.partition("?")
+    if not sep:
+        return url
+    parts = []
+    for part in query.split("&"):
+        name, eq, value = part.partition("=")
+        parts.append(f"{name}={REDACTED}" if eq and value and _secret(name) else part)
+    return f"{base}?{'&'.join(parts)}{frag}"
+
+
+def _host_name(key: str) -> str:
+    netloc = urls.host_of(key)
+    if netloc.startswith("["):
+        return netloc[: netloc.index("]") + 1]
+    return netloc.partition(":")[0]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The capture's scope rules (tree.md §6), built once from the options."""
+
+    home: str
+    seeds: tuple[str, ...]
+    max_depth: int = 3
+    subdomains: bool = False
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    allow_domains: tuple[str, ...] = ()
+    assets_any_host: bool = False
+    skip_extensions: frozenset[str] = DEFAULT_SKIP_EXTENSIONS
+    prefer: tuple[str, ...] = ()
+    avoid: tuple[str, ...] = ()
+    hygiene: Hygiene = field(default=DEFAULT_HYGIENE)
+
+    # ---- pages
+
+    def _allowed_domain(self, key: str) -> bool:
+        host = _host_name(key)
+        return any(host == d or host.endswith("." + d) for d in self.allow_domains)
+
+    def on_site(self, key: str) -> bool:
+        """Same site as some seed (tree.md §6.1), or in an allowed domain."""
+        return self._allowed_domain(key) or any(
+            urls.same_site(seed, key, subdomains=self.subdomains) for seed in self.seeds
+        )
+
+    def page_in_scope(self, key: str) -> bool:
+        """On the site, under an include prefix (when there are any) and under no exclude prefix."""
+        if not self.on_site(key):
+            return False
+        if self.include and not any(
+            urls.in_scope(key, key, prefix=p, exclude=self.exclude) for p in self.include
+        ):
+            return False
+        return urls.in_scope(key, key, exclude=self.exclude)
+
+    def priority(self, key: str) -> int:
+        """Frontier order under a page budget: 0 for a path matching a ``prefer`` keyword, 2 for one
+        matching an ``avoid`` keyword (avoid wins over prefer), 1 otherwise."""
+        path = unquote(key.split("://", 1)[-1].partition("/")[2].partition("?")[0]).lower()
+        if any(word in path for word in self.avoid):
+            return 2
+        if any(word in path for word in self.prefer):
+            return 0
+        return 1
+
+    # ---- assets
+
+    def want_asset(self, key: str) -> bool:
+        """tree.md §6.3 against every seed (and the allowed domains)."""
+        if urls.ext(key) in self.skip_extensions:
+            return False
+        if self.assets_any_host or self._allowed_domain(key):
+            return True
+        return any(
+            urls.want_asset(seed, key, same_domain=True, skip=self.skip_extensions) for seed in self.seeds
+        )
+
+    # ---- the one decision
+
+    def decide(
+        self,
+        ref: str,
+        base: str,
+        hint: Hint,
+        depth: int,
+        robots_allows: Callable[[str], bool | None] = lambda key: None,
+    ) -> Decision:
+        """Decide what becomes of reference ``ref`` written in a document at ``base`` (its URL, or
+        its ``<base href>``) found at link ``depth``. See the module docstring."""
+        if urls.ref_action(ref) == "keep":
+            return Decision("keep")
+        stripped = ref.strip()
+        _, fragment = split_fragment(stripped)
+        try:
+            canonical = urls.canonicalize(stripped, base)
+            key = urls.dedup_key(canonical, self.hygiene)
+        except URLError as e:
+            return Decision("keep", reason=str(e))
+        if "#" in canonical:  # a route fragment (tree.md §2.1) is part of the key, not written back
+            fragment = ""
+        already_absolute = bool(_SCHEME.match(stripped))
+
+        def absolute(reason: str) -> Decision:
+            text = None if already_absolute else canonical + fragment
+            return Decision("absolute", text, None, fragment, reason)
+
+        if hint == "absolute":
+            return absolute("not fetched")
+        kind: Kind = urls.guess_kind(key) if hint == "link" else "asset"
+        if kind == "page":
+            if not self.page_in_scope(key):
+                return absolute("out of scope")
+            if depth + 1 > self.max_depth:
+                return absolute("beyond the depth limit")
+            if robots_allows(key) is False:
+                return absolute("disallowed by robots.txt")
+            return Decision("local", key, "page", fragment)
+        if not self.want_asset(key):
+            reason = "skip list" if urls.ext(key) in self.skip_extensions else "asset on another site"
+            return absolute(reason)
+        if robots_allows(key) is False:
+            return absolute("disallowed by robots.txt")
+        return Decision("local", key, "asset", fragment)

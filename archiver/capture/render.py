@@ -1,0 +1,214 @@
+"""Render pages in headless Chromium (Playwright, async API) with no network of the browser's own.
+
+The browser is launched with :data:`archiver.capture.browser.NO_NETWORK_ARGS`: it resolves no host
+name, so it cannot reach anything by itself. Every request it makes (documents, frames, styles,
+images, fonts, scripts, XHR/fetch) is intercepted with ``context.route`` and answered by the
+caller's ``answer`` function, which fetches through :class:`archiver.capture.fetch.Fetcher` (every
+politeness and safety rule applies) and keeps what it fetched, so nothing is fetched twice. Requests
+other than GET/HEAD and anything ``answer`` declines are aborted; WebSockets are closed before they
+connect; service workers are blocked (they would bypass routing); pop-ups are closed; once a page
+has loaded, further top-level navigations (a script or meta refresh moving on) are aborted.
+
+A render is: ``goto`` until ``load`` → a bounded settle (network idle, at most ``settle`` seconds) →
+a bounded scroll to the bottom, one viewport at a time (at most ``scroll_steps`` steps), so lazy
+content loads → if the scroll made the page request anything, another bounded settle → the DOM
+serialised with its doctype (``page.content()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archiver.capture.browser import NO_NETWORK_ARGS, launch_async
+from archiver.errors import CaptureError
+
+__all__ = ["Answer", "Renderer", "Reply"]
+
+
+@dataclass
+class Reply:
+    """What the browser gets for one request: status, headers and a body (bytes or a file)."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    path: Path | None = None
+
+
+#: ``answer(url, resource_type, referrer)`` → the reply, or None to abort the request.
+Answer = Callable[[str, str, "str | None"], Awaitable["Reply | None"]]
+
+_SCROLL_JS = """() => {
+  const el = document.scrollingElement || document.documentElement;
+  window.scrollBy(0, window.innerHeight);
+  return [window.scrollY + window.innerHeight, el ? el.scrollHeight : 0];
+}"""
+
+
+class Renderer:
+    """A browser and one context whose requests are all answered by ``answer``."""
+
+    def __init__(
+        self,
+        answer: Answer,
+        *,
+        chromium: str | None = None,
+        tabs: int = 2,
+        timeout: float = 30.0,
+        settle: float = 1.5,
+        scroll_steps: int = 20,
+        scroll_pause: float = 0.1,
+        viewport: tuple[int, int] = (1280, 800),
+    ) -> None:
+        self.answer = answer
+        self.chromium = chromium
+        self.timeout = timeout
+        self.settle = settle
+        self.scroll_steps = scroll_steps
+        self.scroll_pause = scroll_pause
+        self.viewport = viewport
+        self._tabs = asyncio.Semaphore(max(tabs, 1))
+        self._pw: Any = None
+        self._browser: Any = None
+        self._context: Any = None
+        self._loaded: set[Any] = set()
+        self._background: set[asyncio.Future[None]] = set()
+        self._requests: dict[Any, int] = {}
+
+    async def __aenter__(self) -> Renderer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start Playwright, launch Chromium (see :func:`archiver.capture.browser.find_chromium`)."""
+        from playwright.async_api import async_playwright
+
+        self._pw = await async_playwright().start()
+        try:
+            self._browser = await launch_async(self._pw, self.chromium, args=NO_NETWORK_ARGS)
+            await self._new_context()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _new_context(self) -> None:
+        width, height = self.viewport
+        self._context = await self._browser.new_context(
+            service_workers="block",
+            viewport={"width": width, "height": height},
+            accept_downloads=False,
+        )
+        await self._context.route("**/*", self._route)
+        with contextlib.suppress(AttributeError):  # Playwright < 1.48 has no WebSocket routing
+            await self._context.route_web_socket("**/*", self._websocket)
+        self._context.on("page", self._on_page)
+
+    async def close(self) -> None:
+        for closer in (self._context, self._browser):
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer.close()
+        if self._pw is not None:
+            with contextlib.suppress(Exception):
+                await self._pw.stop()
+        self._context = self._browser = self._pw = None
+
+    def _on_page(self, page: Any) -> None:
+        if getattr(page, "opener", None) is not None:
+            task = asyncio.ensure_future(self._close_popup(page))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _close_popup(self, page: Any) -> None:
+        with contextlib.suppress(Exception):
+            opener = await page.opener()
+            if opener is not None:
+                await page.close()
+
+    async def _websocket(self, ws: Any) -> None:
+        with contextlib.suppress(Exception):
+            await ws.close(code=1008, reason="archiver: no live connections while rendering")
+
+    async def _route(self, route: Any) -> None:
+        request = route.request
+        try:
+            if request.method not in ("GET", "HEAD"):
+                await route.abort("blockedbyclient")
+                return
+            frame = request.frame
+            page = frame.page if frame is not None else None
+            if (
+                request.is_navigation_request()
+                and page is not None
+                and frame == page.main_frame
+                and page in self._loaded
+            ):
+                await route.abort("blockedbyclient")
+                return
+            if page is not None:
+                self._requests[page] = self._requests.get(page, 0) + 1
+            referrer = request.headers.get("referer")
+            reply = await self.answer(request.url, request.resource_type, referrer)
+            if reply is None:
+                await route.abort("blockedbyclient")
+                return
+            if reply.path is not None:
+                await route.fulfill(status=reply.status, headers=reply.headers, path=reply.path)
+            else:
+                await route.fulfill(status=reply.status, headers=reply.headers, body=reply.body or b"")
+        except Exception:
+            with contextlib.suppress(Exception):
+                await route.abort("failed")
+
+    async def _idle(self, page: Any) -> None:
+        with contextlib.suppress(Exception):
+            await page.wait_for_load_state("networkidle", timeout=self.settle * 1000)
+
+    async def render(self, url: str) -> str:
+        """The rendered DOM of ``url`` with its doctype. Raises :class:`CaptureError` when the page
+        does not load."""
+        if self._context is None:
+            raise CaptureError("the renderer is not started", subject=url)
+        async with self._tabs:
+            page = await self._context.new_page()
+            try:
+                try:
+                    await page.goto(url, wait_until="load", timeout=self.timeout * 1000)
+                except Exception as e:
+                    raise CaptureError(f"render failed: {str(e).splitlines()[0]}", subject=url) from None
+                self._loaded.add(page)
+                await self._idle(page)
+                before = self._requests.get(page, 0)
+                scrolled = False
+                for _ in range(self.scroll_steps):
+                    try:
+                        reached, height = await page.evaluate(_SCROLL_JS)
+                    except Exception:
+                        break
+                    if reached >= height:
+                        break
+                    scrolled = True
+                    await asyncio.sleep(self.scroll_pause)
+                if scrolled:
+                    with contextlib.suppress(Exception):
+                        await page.evaluate("() => window.scrollTo(0, 0)")
+                    await asyncio.sleep(self.scroll_pause)
+                    if self._requests.get(page, 0) != before:
+                        await self._idle(page)  # the scroll loaded more: let it settle
+                try:
+                    return str(await page.content())
+                except Exception as e:
+                    raise CaptureError(f"cannot read the rendered page: {e}", subject=url) from None
+            finally:
+                self._loaded.discard(page)
+                self._requests.pop(page, None)
+                with contextlib.suppress(Exception):
+                    await page.close()

@@ -1,0 +1,362 @@
+"""Rewrite a parsed HTML document for the tree: every reference through one decision, scripts out.
+
+Pure: no network, no filesystem, no clock (it works on a parsed document in memory).
+
+**Parser.** Documents are parsed with selectolax's Lexbor engine, an HTML5-conformant parser that
+builds the tree a browser builds. lxml's HTML parser (libxml2, an HTML4 parser) does not: it treats
+``<source>`` as a container and nests the following ``<img>`` inside it, does not foster-parent stray
+content out of ``<table>``, and drops the doctype (which switches a page into quirks mode).
+``tests/capture/test_rewrite_html.py`` shows each of these on both parsers, so the choice is checked,
+not assumed.
+
+**What :func:`rewrite` does** (in this order):
+
+1. removes ``<script>``, ``<base>`` (the caller resolved references against it first: see
+   :func:`base_url`), Content-Security-Policy ``<meta>`` tags, ``<meta http-equiv=refresh>`` that
+   leads to ``javascript:``, and ``<link>`` tags that only serve scripts or the live network
+   (``modulepreload``, ``preconnect``, ``dns-prefetch``, ``prefetch``, ``prerender``, script preloads);
+2. unwraps ``<noscript>`` (its fallback is what a script-free copy should show), or drops it
+   (``noscript="drop"``: for a rendered page, whose scripts already ran);
+3. removes every ``on*`` event handler attribute and every attribute whose URL is ``javascript:``;
+4. promotes lazy-loading attributes: ``data-src`` / ``data-lazy-src`` become ``src`` and
+   ``data-srcset`` becomes ``srcset``, and ``loading=lazy`` is dropped, so the copy shows its images
+   without a script or a scroll;
+5. passes every reference, one at a time, to ``change(reference, hint)``, the caller's single decision
+   function, and writes back what it returns (``None`` leaves the reference as it was): element
+   attributes (table ``_URL_ATTRIBUTES``), ``srcset`` candidates (WHATWG parsing, :mod:`.srcset`),
+   ``style`` attributes and ``<style>`` elements (tinycss2, :mod:`.rewrite_css`), a meta refresh URL,
+   and ``<iframe srcdoc>`` documents (recursively);
+6. drops ``integrity`` and ``crossorigin`` from elements whose reference changed (the local copy is
+   rewritten, and CORS has no meaning for ``file://``);
+7. makes the document declare ``<meta charset="utf-8">`` first in ``<head>`` (the serialised text is
+   written as UTF-8), replacing any other charset declaration, and keeps the doctype exactly as it
+   was written (Lexbor would write every doctype as ``<!DOCTYPE html>``, which turns a quirks-mode
+   page into a standards-mode one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from archiver import urls
+from archiver.capture import srcset
+from archiver.capture.policy import Hint
+from archiver.capture.rewrite_css import Role, rewrite_declarations, rewrite_stylesheet
+from archiver.errors import URLError
+
+__all__ = ["Change", "HTMLResult", "base_url", "parse", "rewrite", "title_of"]
+
+#: ``change(reference, hint)`` → the text to write instead, or None to leave the reference as it is.
+Change = Callable[[str, Hint], "str | None"]
+
+# (tag, attribute) → hint; "*" is any tag. srcset-like attributes are handled apart.
+_URL_ATTRIBUTES: dict[tuple[str, str], Hint] = {
+    ("a", "href"): "link",
+    ("area", "href"): "link",
+    ("iframe", "src"): "link",
+    ("frame", "src"): "link",
+    ("img", "src"): "embed",
+    ("source", "src"): "embed",
+    ("video", "src"): "embed",
+    ("video", "poster"): "embed",
+    ("audio", "src"): "embed",
+    ("track", "src"): "embed",
+    ("embed", "src"): "embed",
+    ("object", "data"): "embed",
+    ("input", "src"): "embed",
+    ("body", "background"): "embed",
+    ("table", "background"): "embed",
+    ("tr", "background"): "embed",
+    ("td", "background"): "embed",
+    ("th", "background"): "embed",
+    ("image", "href"): "embed",
+    ("image", "xlink:href"): "embed",
+    ("use", "href"): "embed",
+    ("use", "xlink:href"): "embed",
+    ("feimage", "href"): "embed",
+    ("feimage", "xlink:href"): "embed",
+    ("form", "action"): "absolute",
+    ("button", "formaction"): "absolute",
+    ("input", "formaction"): "absolute",
+    ("blockquote", "cite"): "absolute",
+    ("q", "cite"): "absolute",
+    ("del", "cite"): "absolute",
+    ("ins", "cite"): "absolute",
+}
+_SRCSET_ATTRIBUTES = {("img", "srcset"), ("source", "srcset"), ("link", "imagesrcset")}
+_BY_TAG: dict[str, list[tuple[str, Hint]]] = {}
+for (_tag, _attr), _hint in _URL_ATTRIBUTES.items():
+    _BY_TAG.setdefault(_tag, []).append((_attr, _hint))
+_SRCSET_BY_TAG: dict[str, list[str]] = {}
+for _tag, _attr in _SRCSET_ATTRIBUTES:
+    _SRCSET_BY_TAG.setdefault(_tag, []).append(_attr)
+# Attributes that may carry a javascript: URL (removed when they do).
+_JS_URL_ATTRIBUTES = frozenset(
+    {"href", "src", "action", "formaction", "data", "poster", "background", "xlink:href", "cite"}
+)
+_LAZY_SRC = ("data-src", "data-lazy-src")
+_LAZY_TAGS = frozenset({"img", "source", "iframe", "video", "audio"})
+_LINK_ASSET_RELS = frozenset(
+    {
+        "icon",
+        "shortcut",
+        "apple-touch-icon",
+        "apple-touch-icon-precomposed",
+        "mask-icon",
+        "manifest",
+        "image_src",
+    }
+)
+_LINK_DROP_RELS = frozenset({"modulepreload", "preconnect", "dns-prefetch", "prefetch", "prerender"})
+_PRELOAD_DROP_AS = frozenset({"script", "fetch", "worker", "document", "audio", "video", "track"})
+_REFRESH = re.compile(r"^\s*(\d*(?:\.\d*)?)\s*(?:[;,]\s*(?:url\s*=\s*)?(['\"]?)(.*?)\2\s*)?$", re.I | re.S)
+_JS_SCHEME = re.compile(r"^\s*javascript:", re.I)
+_DOCTYPE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)", re.I | re.S)
+
+
+@dataclass
+class HTMLResult:
+    """The serialised document and its ``<title>`` text (whitespace collapsed, or None)."""
+
+    html: str
+    title: str | None = None
+    changed: list[str] = field(default_factory=list)
+
+
+def parse(text: str) -> LexborHTMLParser:
+    """Parse an HTML document (as a browser does) with Lexbor."""
+    return LexborHTMLParser(text)
+
+
+def base_url(doc: LexborHTMLParser, url: str) -> str:
+    """The URL that relative references in ``doc`` resolve against: its first ``<base href>``
+    resolved against ``url`` (the document's own URL), else ``url``."""
+    node = doc.css_first("base[href]")
+    if node is None:
+        return url
+    href = node.attributes.get("href") or ""
+    try:
+        return urls.canonicalize(href, url) if urls.ref_action(href) == "fetch" else url
+    except URLError:
+        return url
+
+
+def title_of(doc: LexborHTMLParser) -> str | None:
+    """The document's ``<title>`` text, whitespace collapsed (None when absent or blank)."""
+    node = doc.css_first("title")
+    if node is None:
+        return None
+    text = " ".join(node.text(deep=True).split())
+    return text or None
+
+
+def _rels(node: LexborNode) -> set[str]:
+    return set((node.attributes.get("rel") or "").lower().split())
+
+
+def _link_hint(node: LexborNode) -> Hint | None:
+    """The hint for a ``<link href>``; None when the tag should be dropped."""
+    rels = _rels(node)
+    kind = (node.attributes.get("as") or "").lower()
+    if rels & _LINK_DROP_RELS:
+        return None
+    if "preload" in rels:
+        if kind in _PRELOAD_DROP_AS:
+            return None
+        return "stylesheet" if kind == "style" else "embed"
+    if "stylesheet" in rels:
+        return "stylesheet"
+    if rels & _LINK_ASSET_RELS:
+        return "embed"
+    return "link"
+
+
+def _css_change(change: Change) -> Callable[[str, Role], str | None]:
+    def run(ref: str, role: Role) -> str | None:
+        return change(ref, "stylesheet" if role == "import" else "embed")
+
+    return run
+
+
+class _Rewriter:
+    def __init__(self, change: Change, noscript: Literal["unwrap", "drop", "keep"]) -> None:
+        self.change = change
+        self.noscript = noscript
+        self.changed: list[str] = []
+
+    def _apply(self, node: LexborNode, attr: str, hint: Hint) -> bool:
+        value = node.attributes.get(attr)
+        if value is None:
+            return False
+        new = self.change(value, hint)
+        if new is not None and new != value:
+            node.attrs[attr] = new
+            self.changed.append(new)
+            return True
+        return False
+
+    def _apply_srcset(self, node: LexborNode, attr: str) -> bool:
+        value = node.attributes.get(attr)
+        if not value:
+            return False
+        before = len(self.changed)
+
+        def one(ref: str) -> str:
+            new = self.change(ref, "embed")
+            if new is not None and new != ref:
+                self.changed.append(new)
+                return new
+            return ref
+
+        new_value = srcset.rewrite(value, one)
+        if len(self.changed) > before:
+            node.attrs[attr] = new_value
+            return True
+        return False
+
+    def _style_attribute(self, node: LexborNode) -> None:
+        style = node.attributes.get("style")
+        if not style:
+            return
+        result = rewrite_declarations(style, _css_change(self.change))
+        if result.text != style:
+            node.attrs["style"] = result.text
+
+    def _refresh(self, node: LexborNode) -> None:
+        content = node.attributes.get("content") or ""
+        m = _REFRESH.match(content)
+        if not m or not m.group(3):
+            return
+        target = m.group(3)
+        if _JS_SCHEME.match(target):
+            node.decompose()
+            return
+        new = self.change(target, "link")
+        if new is not None and new != target:
+            node.attrs["content"] = f"{m.group(1) or '0'}; url={new}"
+
+    def _promote_lazy(self, node: LexborNode, tag: str) -> None:
+        if tag not in _LAZY_TAGS:
+            return
+        attrs = node.attributes
+        for name in _LAZY_SRC:
+            value = attrs.get(name)
+            if value and value.strip():
+                node.attrs["src"] = value
+                break
+        lazy_srcset = attrs.get("data-srcset")
+        if lazy_srcset and lazy_srcset.strip():
+            node.attrs["srcset"] = lazy_srcset
+        for name in (*_LAZY_SRC, "data-srcset"):
+            if name in attrs:
+                del node.attrs[name]
+        if (attrs.get("loading") or "").lower() == "lazy":
+            del node.attrs["loading"]
+
+    def _strip_handlers(self, node: LexborNode) -> None:
+        for name, value in list(node.attributes.items()):
+            lower = name.lower()
+            if lower.startswith("on") or (
+                lower in _JS_URL_ATTRIBUTES and value is not None and _JS_SCHEME.match(value)
+            ):
+                del node.attrs[name]
+
+    def element(self, node: LexborNode) -> None:
+        tag = node.tag.lower() if node.tag else ""
+        self._strip_handlers(node)
+        self._promote_lazy(node, tag)
+        touched = False
+        if tag == "link":
+            hint = _link_hint(node)
+            if hint is None:
+                node.decompose()
+                return
+            touched |= self._apply(node, "href", hint)
+        elif tag == "meta":
+            equiv = (node.attributes.get("http-equiv") or "").lower()
+            if equiv == "refresh":
+                self._refresh(node)
+                return
+            if equiv == "content-security-policy":
+                node.decompose()
+                return
+        elif tag == "iframe":
+            srcdoc = node.attributes.get("srcdoc")
+            if srcdoc:
+                inner = parse(srcdoc)
+                _Rewriter(self.change, self.noscript).document(inner)
+                node.attrs["srcdoc"] = inner.html or ""
+        for attr, hint in _BY_TAG.get(tag, ()):
+            touched |= self._apply(node, attr, hint)
+        for attr in _SRCSET_BY_TAG.get(tag, ()):
+            touched |= self._apply_srcset(node, attr)
+        self._style_attribute(node)
+        if touched:
+            for name in ("integrity", "crossorigin"):
+                if name in node.attributes:
+                    del node.attrs[name]
+
+    def document(self, doc: LexborHTMLParser) -> None:
+        for tag in ("script", "base"):
+            for node in doc.css(tag):
+                node.decompose()
+        for node in doc.css("noscript"):
+            if self.noscript == "unwrap":
+                node.unwrap()
+            elif self.noscript == "drop":
+                node.decompose()
+        root = doc.root
+        if root is not None:
+            for node in list(root.traverse(include_text=False)):
+                if node.tag == "style":
+                    text = node.text(deep=True)
+                    result = rewrite_stylesheet(text, _css_change(self.change))
+                    if result.text != text:
+                        node.inner_html = result.text
+                    self._strip_handlers(node)
+                    continue
+                if node.tag and not node.tag.startswith("-"):
+                    self.element(node)
+        _ensure_charset(doc)
+
+
+def _ensure_charset(doc: LexborHTMLParser) -> None:
+    for node in doc.css("meta"):
+        attrs = node.attributes
+        if "charset" in attrs or (attrs.get("http-equiv") or "").lower() == "content-type":
+            node.decompose()
+    head = doc.head
+    if head is None:
+        return
+    meta = LexborHTMLParser('<meta charset="utf-8">').css_first("meta")
+    assert meta is not None
+    first = head.child
+    if first is None:
+        head.insert_child(meta)
+    else:
+        first.insert_before(meta)
+
+
+def rewrite(
+    doc: LexborHTMLParser,
+    change: Change,
+    *,
+    noscript: Literal["unwrap", "drop", "keep"] = "unwrap",
+) -> HTMLResult:
+    """Rewrite ``doc`` in place as the module docstring says, and serialise it (doctype kept).
+    ``change`` is called once per reference; resolve references against :func:`base_url` in it."""
+    title = title_of(doc)
+    rewriter = _Rewriter(change, noscript)
+    rewriter.document(doc)
+    out = doc.html or ""
+    # Lexbor writes every doctype as <!DOCTYPE html>; the original one decides quirks mode: keep it.
+    m = _DOCTYPE.match(doc.raw_html[:4096])
+    if m and out[:9].upper() == "<!DOCTYPE":
+        end = out.find(">")
+        out = m.group(1).decode("utf-8", "replace") + out[end + 1 :]
+    return HTMLResult(out, title, rewriter.changed)

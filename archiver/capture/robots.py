@@ -1,0 +1,123 @@
+"""robots.txt by RFC 9309: groups, longest match, ``*`` and ``$`` wildcards, and Crawl-delay.
+
+Pure: no network, no filesystem, no clock. (Python's ``urllib.robotparser`` knows no wildcards and
+applies the first matching rule instead of the longest, so ``Allow: /a/b`` under ``Disallow: /a``
+comes out wrong.)
+
+The group for a crawler is the one whose ``User-agent`` lines name its product token exactly
+(case-insensitive), else the ``*`` group; groups that name the same agent are merged. Among the
+rules of that group the longest matching path wins, and ``Allow`` wins a tie. An
+empty ``Disallow:`` allows everything. ``/robots.txt`` itself is always allowed.
+
+What a fetch result means (RFC 9309 §2.3.1, applied by the fetcher): 2xx → parse the body; 4xx →
+no restrictions; 5xx or unreachable → everything disallowed (the server may be in trouble).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import quote, unquote
+
+__all__ = ["Robots", "parse"]
+
+_MAX_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB; ignore the rest
+
+
+@dataclass(frozen=True)
+class _Rule:
+    allow: bool
+    path: str  # percent-normalised pattern
+
+
+@dataclass(frozen=True)
+class Robots:
+    """The rules that apply to one crawler on one host."""
+
+    rules: tuple[_Rule, ...] = ()
+    crawl_delay: float | None = None
+    disallow_all: bool = False
+    sitemaps: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def allow_everything(cls) -> Robots:
+        return cls()
+
+    @classmethod
+    def disallow_everything(cls) -> Robots:
+        return cls(disallow_all=True)
+
+    def allowed(self, path_and_query: str) -> bool:
+        """May ``path_and_query`` (``/a/b?x=1``, as sent on the request line) be fetched?"""
+        target = _normalise(path_and_query or "/")
+        if target == "/robots.txt":
+            return True
+        if self.disallow_all:
+            return False
+        best: _Rule | None = None
+        best_len = -1
+        for rule in self.rules:
+            if _matches(rule.path, target):
+                length = len(rule.path)
+                if length > best_len or (length == best_len and rule.allow and best and not best.allow):
+                    best, best_len = rule, length
+        return best is None or best.allow
+
+
+def _normalise(path: str) -> str:
+    # Compare paths percent-encoded the same way: decode, then encode everything but the reserved set.
+    return quote(unquote(path), safe="/?&=:;@!$'()*+,~-._%")
+
+
+@lru_cache(maxsize=1024)
+def _pattern(path: str) -> re.Pattern[str]:
+    anchored = path.endswith("$")
+    body = path[:-1] if anchored else path
+    regex = ".*".join(re.escape(part) for part in body.split("*"))
+    return re.compile(regex + ("$" if anchored else ""))
+
+
+def _matches(pattern: str, target: str) -> bool:
+    if "*" not in pattern and not pattern.endswith("$"):
+        return target.startswith(pattern)
+    return _pattern(pattern).match(target) is not None
+
+
+def parse(text: str, agent: str) -> Robots:
+    """The rules of ``text`` (a robots.txt body) that apply to product token ``agent``."""
+    agent = agent.lower()
+    groups: list[tuple[list[str], list[_Rule], list[float]]] = []
+    sitemaps: list[str] = []
+    current: tuple[list[str], list[_Rule], list[float]] | None = None
+    in_agents = False
+    for raw in text[:_MAX_BYTES].splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if ":" not in line:
+            continue
+        name, _, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if name == "user-agent":
+            if current is None or not in_agents:
+                current = ([], [], [])
+                groups.append(current)
+            current[0].append(value.lower())
+            in_agents = True
+            continue
+        if name == "sitemap":
+            sitemaps.append(value)
+            continue
+        in_agents = False
+        if current is None:
+            continue
+        if name in ("allow", "disallow"):
+            if value:  # "Disallow:" with no path allows everything: no rule
+                current[1].append(_Rule(name == "allow", _normalise(value)))
+        elif name == "crawl-delay":
+            with contextlib.suppress(ValueError):
+                current[2].append(max(0.0, float(value)))
+    chosen = [g for g in groups if agent in g[0]] or [g for g in groups if "*" in g[0]]
+    rules = tuple(rule for g in chosen for rule in g[1])
+    delays = [d for g in chosen for d in g[2]]
+    return Robots(rules, max(delays) if delays else None, False, tuple(sitemaps))

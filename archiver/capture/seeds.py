@@ -1,0 +1,141 @@
+"""Seed URLs from the command line, a seeds file and a browser's bookmarks export, deduplicated.
+
+Seeds file: one URL a line; blank lines and lines starting with ``#`` are ignored; ``example.com``
+means ``https://example.com/`` (tree.md §2.4).
+
+Bookmarks: the "Netscape bookmark file" every browser exports (``<!DOCTYPE NETSCAPE-Bookmark-file-1>``):
+``<DT><A HREF="…" ADD_DATE="…">title</A>`` entries inside ``<DL>`` lists, with ``<DT><H3>folder</H3>``
+opening a nested ``<DL>``. Browsers write the attributes in different orders and cases, and some omit
+closing tags, so the file is read with an HTML tokenizer (attributes by name) and a folder stack, not
+with patterns. Each bookmark keeps its folder path (``Work/Docs``) and title. Bookmarks that are not
+http(s) (``javascript:`` bookmarklets, ``place:`` queries, ``file:``) are left out.
+
+Every seed is deduplicated by its dedup key (tree.md §3), so the same page written with another case
+of host, a default port, a tracking parameter or a fragment is captured once; the first spelling's
+folder and title are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from archiver import urls
+from archiver.errors import URLError, UsageError
+
+__all__ = ["Seed", "collect_seeds", "parse_bookmarks", "parse_seeds_file"]
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A seed: its dedup key, and the bookmark folder (``"A/B"``) and title it came with."""
+
+    url: str
+    folder: str | None = None
+    title: str | None = None
+
+
+def parse_seeds_file(text: str) -> list[str]:
+    """The URLs of a seeds file, in order (not yet canonicalised)."""
+    out = []
+    for line in text.splitlines():
+        item = line.strip()
+        if item and not item.startswith("#"):
+            out.append(item)
+    return out
+
+
+class _Bookmarks(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items: list[tuple[str, str | None, str]] = []  # (href, folder, title)
+        self.folders: list[str] = []
+        self.pending_folder: str | None = None
+        self.in_h3 = False
+        self.h3_text: list[str] = []
+        self.in_a = False
+        self.a_href: str | None = None
+        self.a_text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "h3":
+            self.in_h3, self.h3_text = True, []
+        elif tag == "dl":
+            self.folders.append(self.pending_folder or "")
+            self.pending_folder = None
+        elif tag == "a":
+            values = {name.lower(): value for name, value in attrs}
+            self.in_a, self.a_href, self.a_text = True, values.get("href"), []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h3" and self.in_h3:
+            self.in_h3 = False
+            self.pending_folder = " ".join("".join(self.h3_text).split())
+        elif tag == "dl":
+            if self.folders:
+                self.folders.pop()
+        elif tag == "a" and self.in_a:
+            self.in_a = False
+            if self.a_href:
+                folder = "/".join(f for f in self.folders if f) or None
+                self.items.append((self.a_href, folder, " ".join("".join(self.a_text).split())))
+
+    def handle_data(self, data: str) -> None:
+        if self.in_h3:
+            self.h3_text.append(data)
+        elif self.in_a:
+            self.a_text.append(data)
+
+
+def parse_bookmarks(text: str) -> list[Seed]:
+    """Every http(s) bookmark of a Netscape bookmarks export, in file order, with its folder path and
+    title (URLs not yet canonicalised)."""
+    parser = _Bookmarks()
+    parser.feed(text)
+    parser.close()
+    out = []
+    for href, folder, title in parser.items:
+        if urls.ref_action(href) == "fetch" and "://" in href:
+            out.append(Seed(href.strip(), folder, title or None))
+    return out
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read the {what}: {e.strerror}", subject=str(path)) from None
+
+
+def dedup(seeds: Iterable[Seed]) -> list[Seed]:
+    """``seeds`` canonicalised to dedup keys, first occurrence kept. Bad URLs raise URLError."""
+    out: dict[str, Seed] = {}
+    for seed in seeds:
+        key = urls.dedup_key(urls.parse_seed(seed.url))
+        if key not in out:
+            out[key] = Seed(key, seed.folder, seed.title)
+    return list(out.values())
+
+
+def collect_seeds(
+    args: Iterable[str], *, seeds_file: Path | None = None, bookmarks: Path | None = None
+) -> list[Seed]:
+    """All seeds: the arguments, then the seeds file, then the bookmarks, deduplicated by dedup key.
+    A bad URL is a :class:`UsageError` naming where it came from; no seed at all is one too."""
+    items: list[tuple[Seed, str]] = [(Seed(a), "argument") for a in args]
+    if seeds_file is not None:
+        items += [(Seed(u), str(seeds_file)) for u in parse_seeds_file(_read(seeds_file, "seeds file"))]
+    if bookmarks is not None:
+        items += [(s, str(bookmarks)) for s in parse_bookmarks(_read(bookmarks, "bookmarks file"))]
+    checked = []
+    for seed, source in items:
+        try:
+            urls.parse_seed(seed.url)
+        except URLError as e:
+            raise UsageError(f"bad seed URL: {e}", subject=source) from None
+        checked.append(seed)
+    if not checked:
+        raise UsageError("no seed URL given (arguments, --seeds FILE or --bookmarks FILE)", subject="capture")
+    return dedup(checked)

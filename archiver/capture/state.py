@@ -1,0 +1,431 @@
+"""A capture's resume state: ``_archiver/crawl.sqlite`` (SQLite, WAL), written as the crawl goes.
+
+Every completed page or asset is one transaction: its row becomes final, its manifest record is
+stored, and the references it revealed join the frontier, all or nothing. So a run stopped at any
+moment (Ctrl-C, a crash, ``kill -9``) loses nothing it had committed and, when resumed, repeats no
+finished work; a file written just before the stop is simply written again, atomically. Commits use
+WAL with ``synchronous=NORMAL``: a commit survives the process being killed; a power cut may lose
+the last few commits (never the database's consistency), which a resume then simply redoes.
+
+Schema (version 1; other tools may read it, only the capture writes it):
+
+``meta(key TEXT PRIMARY KEY, value TEXT)``
+    ``schema`` (``"1"``), ``home``, ``created`` (RFC 3339), ``complete`` (``"1"`` once a run ended with
+    nothing pending, ``"0"`` while work remains).
+``urls(key TEXT PRIMARY KEY, kind, state, depth, referrer, priority, seq, path, outcome, reason,
+status, attempts, final_url, stylesheet)``
+    one row per dedup key ever seen. ``kind`` is ``page`` or ``asset``. ``state`` is ``pending`` (to
+    do), ``done`` (stored, or a redirect recorded), ``failed``, ``unconfirmed``, ``skipped``,
+    ``refused`` or ``merged`` (another key owns the same tree path: tree.md §3.3). ``outcome`` is the
+    report's word (``ok``, ``redirected``, ``failed`` …) and ``reason`` its explanation. **A crawl is
+    incomplete while any row has ``state = 'pending'``.**
+``paths(path TEXT PRIMARY KEY, key TEXT)``
+    the tree path each key was given (tree.md §4, with §4.5's clash rules applied).
+``records(path TEXT PRIMARY KEY, record BLOB)``
+    the manifest record of every stored file (msgspec JSON), from which the final manifest is written.
+``blobs(sha256 TEXT PRIMARY KEY, path TEXT)``
+    the first file that holds each page's bytes (later identical pages are hard links to it).
+``links(src TEXT, key TEXT, local INTEGER)``
+    every reference of every stored document: the key it names and whether it was written as a
+    relative link (1) or left absolute (0); the end of a run uses it to point links at what the
+    tree finally holds.
+``seeds(url TEXT PRIMARY KEY, seq INTEGER, folder TEXT, title TEXT)``
+    the seeds, with a bookmark's folder and title.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from archiver.tree import Record
+
+__all__ = ["FINAL_STATES", "SCHEMA_VERSION", "NewURL", "Row", "State"]
+
+SCHEMA_VERSION = 1
+FINAL_STATES = frozenset({"done", "failed", "unconfirmed", "skipped", "refused", "merged"})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS urls (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    referrer TEXT,
+    priority INTEGER NOT NULL DEFAULT 1,
+    seq INTEGER NOT NULL,
+    path TEXT,
+    outcome TEXT,
+    reason TEXT,
+    status INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    final_url TEXT,
+    stylesheet INTEGER NOT NULL DEFAULT 0,
+    updated REAL
+);
+CREATE INDEX IF NOT EXISTS urls_frontier ON urls (state, kind, priority, depth, seq);
+CREATE TABLE IF NOT EXISTS paths (path TEXT PRIMARY KEY, key TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (path TEXT PRIMARY KEY, record BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, path TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, key TEXT NOT NULL, local INTEGER NOT NULL,
+                                  PRIMARY KEY (src, key));
+CREATE TABLE IF NOT EXISTS seeds (url TEXT PRIMARY KEY, seq INTEGER NOT NULL, folder TEXT, title TEXT);
+"""
+
+_record_encoder = msgspec.json.Encoder()
+_record_decoder = msgspec.json.Decoder(Record)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of ``urls``."""
+
+    key: str
+    kind: str
+    state: str
+    depth: int
+    referrer: str | None
+    priority: int
+    seq: int
+    path: str | None
+    outcome: str | None
+    reason: str | None
+    status: int | None
+    attempts: int
+    final_url: str | None
+    stylesheet: bool
+
+
+@dataclass(frozen=True)
+class NewURL:
+    """A reference to add to the frontier when the document that revealed it completes."""
+
+    key: str
+    kind: str
+    depth: int
+    referrer: str | None
+    priority: int = 1
+    stylesheet: bool = False
+    path: str | None = None
+    state: str = "pending"
+    final_url: str | None = None
+    reason: str = ""
+
+
+_COLUMNS = (
+    "key, kind, state, depth, referrer, priority, seq, path, outcome, reason, status, attempts, "
+    "final_url, stylesheet"
+)
+
+
+def _row(values: tuple[object, ...]) -> Row:
+    return Row(*values[:13], bool(values[13]))  # type: ignore[arg-type]
+
+
+class State:
+    """The open state database of one capture."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=10000")
+        self.db.executescript(_SCHEMA)
+        version = self.get("schema")
+        if version is None:
+            self.set("schema", str(SCHEMA_VERSION))
+        elif int(version) > SCHEMA_VERSION:
+            raise ValueError(f"{path}: crawl state schema {version} is newer than this archiver reads")
+        (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- meta and seeds
+
+    def get(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
+        (n,) = self.db.execute("SELECT COUNT(*) FROM seeds").fetchone()
+        self.db.execute(
+            "INSERT OR IGNORE INTO seeds (url, seq, folder, title) VALUES (?, ?, ?, ?)",
+            (url, n, folder, title),
+        )
+
+    def seeds(self) -> list[tuple[str, str | None, str | None]]:
+        return list(self.db.execute("SELECT url, folder, title FROM seeds ORDER BY seq"))
+
+    # ---- the frontier
+
+    def row(self, key: str) -> Row | None:
+        values = self.db.execute(f"SELECT {_COLUMNS} FROM urls WHERE key = ?", (key,)).fetchone()
+        return None if values is None else _row(values)
+
+    def _add(self, new: NewURL) -> bool:
+        """Insert ``new`` if its key is unknown (True). A known key keeps the smallest (depth,
+        referrer); one skipped earlier for being beyond the depth limit or the page budget becomes
+        pending if ``new`` is."""
+        self._seq += 1
+        outcome = new.state if new.state in ("skipped", "merged") else None
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO urls (key, kind, state, depth, referrer, priority, seq, stylesheet, path,"
+            " final_url, outcome, reason, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                new.key,
+                new.kind,
+                new.state,
+                new.depth,
+                new.referrer,
+                new.priority,
+                self._seq,
+                int(new.stylesheet),
+                new.path,
+                new.final_url,
+                outcome,
+                new.reason or None,
+                time.time(),
+            ),
+        )
+        if cur.rowcount:
+            return True
+        self.db.execute(
+            "UPDATE urls SET depth = ?, referrer = ? WHERE key = ? AND"
+            " (depth > ? OR (depth = ? AND COALESCE(referrer, '') > COALESCE(?, '')))",
+            (new.depth, new.referrer, new.key, new.depth, new.depth, new.referrer),
+        )
+        if new.stylesheet:
+            self.db.execute("UPDATE urls SET stylesheet = 1 WHERE key = ?", (new.key,))
+        if new.state == "pending":
+            cur = self.db.execute(
+                "UPDATE urls SET state = 'pending', kind = ?, outcome = NULL, reason = NULL,"
+                " path = COALESCE(?, path) WHERE key = ? AND state = 'skipped'"
+                " AND reason IN ('beyond the depth limit', 'beyond the page budget')",
+                (new.kind, new.path, new.key),
+            )
+            return bool(cur.rowcount)
+        return False
+
+    def add(self, items: Iterable[NewURL]) -> list[str]:
+        """Add references to the frontier in one transaction; returns the keys that were new."""
+        with self.transaction():
+            return [item.key for item in items if self._add(item)]
+
+    def pending(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+        """Up to ``limit`` pending rows of ``kind`` in frontier order (priority, depth, discovery),
+        leaving out the keys in ``exclude`` (those in flight)."""
+        skip = set(exclude)
+        out: list[Row] = []
+        query = (
+            f"SELECT {_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ? ORDER BY priority, depth, seq"
+        )
+        for values in self.db.execute(query, (kind,)):
+            row = _row(values)
+            if row.key not in skip:
+                out.append(row)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def count(self, state: str | None = None, kind: str | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM urls WHERE 1=1"
+        args: list[str] = []
+        if state is not None:
+            sql += " AND state = ?"
+            args.append(state)
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        (n,) = self.db.execute(sql, args).fetchone()
+        return int(n)
+
+    def rows(self) -> Iterator[Row]:
+        for values in self.db.execute(f"SELECT {_COLUMNS} FROM urls ORDER BY seq"):
+            yield _row(values)
+
+    def requeue(self, states: Iterable[str], max_attempts: int) -> int:
+        """Put rows in ``states`` back in the frontier when they have been tried fewer than
+        ``max_attempts`` times (a resumed run retries exactly its failures). Returns how many."""
+        marks = ",".join("?" for _ in states)
+        with self.transaction():
+            cur = self.db.execute(
+                f"UPDATE urls SET state = 'pending' WHERE state IN ({marks}) AND attempts < ?",
+                (*states, max_attempts),
+            )
+        return int(cur.rowcount)
+
+    def refresh(self) -> int:
+        """Put every finished row back in the frontier (``--refresh``)."""
+        with self.transaction():
+            cur = self.db.execute(
+                "UPDATE urls SET state = 'pending', attempts = 0"
+                " WHERE state IN ('done', 'failed', 'unconfirmed')"
+            )
+        return int(cur.rowcount)
+
+    # ---- paths
+
+    def owner(self, path: str) -> str | None:
+        row = self.db.execute("SELECT key FROM paths WHERE path = ?", (path,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def has_path_under(self, folder: str) -> bool:
+        """Is any assigned path inside ``folder`` (a tree path used as a folder)?"""
+        row = self.db.execute(
+            "SELECT 1 FROM paths WHERE path > ? AND path < ? LIMIT 1", (folder + "/", folder + "0")
+        ).fetchone()
+        return row is not None
+
+    def claim(self, key: str, path: str) -> None:
+        self.claim_many({path: key})
+
+    def claim_many(self, claims: dict[str, str]) -> None:
+        """Record tree paths given out (``path → key``)."""
+        with self.transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO paths (path, key) VALUES (?, ?)", list(claims.items())
+            )
+            self.db.executemany("UPDATE urls SET path = ? WHERE key = ?", [(p, k) for p, k in claims.items()])
+
+    def move(self, key: str, old: str, new: str) -> None:
+        """Give ``key`` the path ``new`` instead of ``old`` (a §4.5 file/folder clash)."""
+        with self.transaction():
+            self.db.execute("DELETE FROM paths WHERE path = ?", (old,))
+            self.db.execute("INSERT OR REPLACE INTO paths (path, key) VALUES (?, ?)", (new, key))
+            self.db.execute("UPDATE urls SET path = ? WHERE key = ?", (new, key))
+            blob = self.db.execute("SELECT record FROM records WHERE path = ?", (old,)).fetchone()
+            if blob is not None:
+                record = _record_decoder.decode(blob[0])
+                record.path = new
+                self.db.execute("DELETE FROM records WHERE path = ?", (old,))
+                self.db.execute(
+                    "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
+                    (new, _record_encoder.encode(record)),
+                )
+
+    # ---- completing work
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+    def finish(
+        self,
+        key: str,
+        *,
+        state: str,
+        outcome: str,
+        reason: str = "",
+        status: int | None = None,
+        final_url: str | None = None,
+        record: Record | None = None,
+        blob: tuple[str, str] | None = None,
+        new: Iterable[NewURL] = (),
+        extra_records: Iterable[Record] = (),
+        links: tuple[str, dict[str, bool]] | None = None,
+    ) -> list[str]:
+        """Complete ``key`` in one transaction: its final state, its record (and any extra one, such
+        as a redirect stub), the page-bytes entry for hard links, and the references it revealed.
+        Returns the keys that were new to the frontier."""
+        with self.transaction():
+            self.db.execute(
+                "UPDATE urls SET state = ?, outcome = ?, reason = ?, status = ?, final_url = ?,"
+                " attempts = attempts + 1, updated = ? WHERE key = ?",
+                (state, outcome, reason, status, final_url, time.time(), key),
+            )
+            for rec in [record, *extra_records] if record is not None else list(extra_records):
+                self.db.execute(
+                    "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
+                    (rec.path, _record_encoder.encode(rec)),
+                )
+            if blob is not None:
+                self.db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", blob)
+            if links is not None:
+                self.set_links(*links)
+            return [item.key for item in new if self._add(item)]
+
+    def set_links(self, src: str, links: dict[str, bool]) -> None:
+        """Replace the links recorded for the document at tree path ``src`` (key → written local)."""
+        with self.transaction():
+            self.db.execute("DELETE FROM links WHERE src = ?", (src,))
+            self.db.executemany(
+                "INSERT INTO links (src, key, local) VALUES (?, ?, ?)",
+                [(src, key, int(local)) for key, local in links.items()],
+            )
+
+    def links(self) -> Iterator[tuple[str, str, bool]]:
+        for src, key, local in self.db.execute("SELECT src, key, local FROM links ORDER BY src"):
+            yield str(src), str(key), bool(local)
+
+    def paths_map(self) -> dict[str, str]:
+        return {str(p): str(k) for p, k in self.db.execute("SELECT path, key FROM paths")}
+
+    def mark(
+        self, key: str, *, state: str, outcome: str, reason: str = "", final_url: str | None = None
+    ) -> None:
+        """Set a row's state without counting an attempt (merged aliases, skips decided up front)."""
+        with self.transaction():
+            self.db.execute(
+                "UPDATE urls SET state = ?, outcome = ?, reason = ?, final_url = ?, updated = ?"
+                " WHERE key = ?",
+                (state, outcome, reason, final_url, time.time(), key),
+            )
+
+    def redirected_to(self, key: str) -> list[tuple[str, str | None]]:
+        """``(key, path)`` of every row recorded as redirecting to ``key``."""
+        return list(
+            self.db.execute(
+                "SELECT key, path FROM urls WHERE final_url = ? AND outcome = 'redirected'", (key,)
+            )
+        )
+
+    def blob_path(self, sha256: str) -> str | None:
+        row = self.db.execute("SELECT path FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def record(self, path: str) -> Record | None:
+        row = self.db.execute("SELECT record FROM records WHERE path = ?", (path,)).fetchone()
+        return None if row is None else _record_decoder.decode(row[0])
+
+    def put_record(self, record: Record) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
+                (record.path, _record_encoder.encode(record)),
+            )
+
+    def records(self) -> Iterator[Record]:
+        """Every stored record, sorted by path."""
+        for (blob,) in self.db.execute("SELECT record FROM records ORDER BY path"):
+            yield _record_decoder.decode(blob)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.outer = False
+
+    def __enter__(self) -> _Transaction:
+        self.outer = not self.db.in_transaction
+        if self.outer:
+            self.db.execute("BEGIN IMMEDIATE")
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if not self.outer:
+            return
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")

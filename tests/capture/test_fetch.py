@@ -1,0 +1,374 @@
+"""The fetcher against real HTTP servers on 127.0.0.1: politeness, robots, retries, caps, redirects,
+and the address guard with an injected resolver (no packet leaves loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpcore
+import pytest
+
+from archiver.capture.fetch import (
+    AddressGuard,
+    AddressRefused,
+    Fetcher,
+    FetchPolicy,
+    FetchResult,
+    address_is_public,
+)
+from archiver.fixture import FixtureConfig, FixtureServer
+
+FAST = dict(delay=0.0, retries=1, backoff=0.05)
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+async def _fetch(
+    url: str, *, tmp: Path | None = None, guard: AddressGuard | None = None, **policy: object
+) -> FetchResult:
+    async with Fetcher(FetchPolicy(**{**FAST, **policy}), guard=guard, tmp_dir=tmp) as f:  # type: ignore[arg-type]
+        return await f.fetch(url)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FixtureServer]:
+    with FixtureServer() as s:
+        yield s
+
+
+# ---- a small server that counts requests in flight (for the one-at-a-time-per-host rule)
+
+
+class _Counting(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        with cls.lock:
+            cls.active += 1
+            cls.peak = max(cls.peak, cls.active)
+        time.sleep(0.05)
+        with cls.lock:
+            cls.active -= 1
+        if self.path.startswith("/chunked"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for _ in range(400):
+                chunk = b"x" * 4096
+                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        body = b"ok"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # the client hanging up on an over-cap body is expected
+
+
+@pytest.fixture()
+def counting() -> Iterator[tuple[str, str]]:
+    servers = [_QuietServer(("127.0.0.1", 0), _Counting) for _ in range(2)]
+    for s in servers:
+        threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    _Counting.active = _Counting.peak = 0
+    try:
+        yield tuple(f"http://127.0.0.1:{s.server_address[1]}/" for s in servers)  # type: ignore[misc]
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+
+
+def test_one_request_at_a_time_per_host(counting: tuple[str, str]) -> None:
+    a, _b = counting
+
+    async def go() -> list[FetchResult]:
+        async with Fetcher(FetchPolicy(delay=0.0), guard=AddressGuard(frozenset({"127.0.0.1"}))) as f:
+            return await asyncio.gather(*(f.fetch(f"{a}p{i}") for i in range(6)))
+
+    results = run(go())
+    assert [r.outcome for r in results] == ["ok"] * 6
+    assert _Counting.peak == 1
+
+
+def test_two_hosts_run_side_by_side(counting: tuple[str, str]) -> None:
+    a, b = counting
+
+    async def go() -> None:
+        async with Fetcher(FetchPolicy(delay=0.0), guard=AddressGuard(frozenset({"127.0.0.1"}))) as f:
+            await asyncio.gather(*(f.fetch(f"{host}p{i}") for i in range(4) for host in (a, b)))
+
+    run(go())
+    assert _Counting.peak == 2
+
+
+def test_size_cap_without_content_length_skips_and_keeps_nothing(
+    counting: tuple[str, str], tmp_path: Path
+) -> None:
+    a, _ = counting
+    guard = AddressGuard(frozenset({"127.0.0.1"}))
+    result = run(_fetch(a + "chunked", tmp=tmp_path, guard=guard, size_cap=100_000))
+    assert (result.outcome, result.body, result.file) == ("skipped", None, None)
+    assert "size cap" in result.reason
+    assert list(tmp_path.iterdir()) == []  # the spooled part was removed
+    whole = run(_fetch(a + "chunked", tmp=tmp_path, guard=guard))
+    assert whole.outcome == "ok" and whole.file is not None and whole.file.stat().st_size == 400 * 4096
+    whole.discard()
+
+
+# ---- the fixture server's faults
+
+
+def _guard() -> AddressGuard:
+    return AddressGuard(frozenset({"127.0.0.1"}))
+
+
+def test_ok_and_user_agent(server: FixtureServer) -> None:
+    server.clear_requests()
+    r = run(_fetch(server.url + "about.html", guard=_guard()))
+    assert (r.outcome, r.status, r.media_type, r.charset) == ("ok", 200, "text/html", "utf-8")
+    assert b"<title>" in r.read()
+    agents = {q.headers.get("user-agent", "") for q in server.requests}
+    assert all(a.startswith("archiver/") for a in agents)
+    assert [q.path for q in server.requests][:1] == ["/robots.txt"]  # robots.txt first
+
+
+def test_robots_disallow_is_skipped_without_a_request(server: FixtureServer) -> None:
+    server.clear_requests()
+    r = run(_fetch(server.url + "private/", guard=_guard()))
+    assert (r.outcome, r.reason) == ("skipped", "disallowed by robots.txt")
+    assert "/private/" not in [q.path for q in server.requests]
+    r = run(_fetch(server.url + "private/", guard=_guard(), obey_robots=False))
+    assert r.outcome == "ok"
+
+
+def test_500_is_retried_then_failed(server: FixtureServer) -> None:
+    server.clear_requests()
+    r = run(_fetch(server.url + "_fixture/status/500", guard=_guard(), retries=2))
+    assert (r.outcome, r.status) == ("failed", 500)
+    assert [q.path for q in server.requests].count("/_fixture/status/500") == 3
+
+
+def test_429_honours_retry_after_then_is_unconfirmed(server: FixtureServer) -> None:
+    server.clear_requests()
+    r = run(_fetch(server.url + "_fixture/status/429?retry-after=0", guard=_guard(), retries=2))
+    assert (r.outcome, r.status) == ("unconfirmed", 429)
+    assert "after backoff" in r.reason
+    assert [q.path for q in server.requests].count("/_fixture/status/429") == 3
+    r = run(_fetch(server.url + "_fixture/status/429?retry-after=3600", guard=_guard()))
+    assert r.outcome == "unconfirmed" and "too long" in r.reason
+
+
+def test_slow_response_past_the_timeout_is_unconfirmed(server: FixtureServer) -> None:
+    r = run(_fetch(server.url + "_fixture/slow?ms=2500", guard=_guard(), total_timeout=0.5, read_timeout=0.5))
+    assert r.outcome == "unconfirmed" and "timed out" in r.reason
+
+
+def test_redirects(server: FixtureServer) -> None:
+    ok = run(_fetch(server.url + "_fixture/redirect/chain/2?to=/about.html", guard=_guard()))
+    assert ok.outcome == "redirected" and ok.final_url == server.url + "about.html"
+    assert len(ok.redirects) == 3
+    loop = run(_fetch(server.url + "_fixture/redirect/loop", guard=_guard()))
+    assert loop.outcome == "failed" and "redirect loop" in loop.reason
+    long = run(_fetch(server.url + "_fixture/redirect/chain/8", guard=_guard()))
+    assert long.outcome == "failed" and "more than 5 redirects" in long.reason
+
+
+def test_404_and_403(server: FixtureServer) -> None:
+    assert run(_fetch(server.url + "nope.html", guard=_guard())).outcome == "failed"
+    assert run(_fetch(server.url + "_fixture/status/403", guard=_guard())).outcome == "unconfirmed"
+
+
+def test_size_cap_by_content_length(server: FixtureServer) -> None:
+    server.clear_requests()
+    r = run(_fetch(server.url + "downloads/survey-data.csv", guard=_guard(), size_cap=100_000))
+    assert r.outcome == "skipped" and "262144 > 100000" in r.reason
+    big = run(_fetch(server.url + "downloads/survey-data.csv", guard=_guard()))
+    assert big.outcome == "ok" and big.size == 262144
+
+
+def test_robots_server_error_disallows_everything(tmp_path: Path) -> None:
+    with FixtureServer(FixtureConfig(status={"/robots.txt": 503})) as s:
+        r = run(_fetch(s.url + "about.html", guard=_guard()))
+    assert r.outcome == "skipped" and "robots" in r.reason
+    with FixtureServer(FixtureConfig(robots=None)) as s:  # 404: no rules
+        assert run(_fetch(s.url + "private/", guard=_guard())).outcome == "ok"
+
+
+def test_crawl_delay_and_delay_are_kept_between_requests(server: FixtureServer) -> None:
+    async def go() -> list[float]:
+        async with Fetcher(FetchPolicy(delay=0.3), guard=_guard()) as f:
+            await f.fetch(server.url + "about.html")
+            host = f._hosts[server.url.split("//")[1].rstrip("/")]
+            return [host.next_time - time.monotonic()]
+
+    (remaining,) = run(go())
+    assert remaining > 0  # the next request to this host must wait
+
+
+# ---- the address guard (injected resolver; connections recorded, never made beyond loopback)
+
+
+class _Recorder(httpcore.AsyncNetworkBackend):
+    """A network backend that records where it is asked to connect; it connects only to loopback."""
+
+    def __init__(self) -> None:
+        self.inner = httpcore.AnyIOBackend()
+        self.connects: list[str] = []
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+        self.connects.append(host)
+        if host not in ("127.0.0.1", "::1"):
+            raise httpcore.ConnectError(f"test: refusing to leave loopback ({host})")
+        return await self.inner.connect_tcp(host, port, timeout=timeout)
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
+        raise httpcore.ConnectError("no")
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+ZONE = {
+    "evil.test": ["10.0.0.7"],
+    "meta.test": ["169.254.169.254"],
+    "mapped.test": ["::ffff:127.0.0.1"],
+    "ula.test": ["fd00::1"],
+    "mixed.test": ["10.0.0.1", "93.184.216.34"],
+    "public.test": ["93.184.216.34"],
+    "fixture.test": ["127.0.0.1"],
+}
+
+
+async def fake_dns(host: str, port: int) -> list[str]:
+    if host not in ZONE:
+        raise OSError(f"no such host {host}")
+    return ZONE[host]
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("8.8.8.8", True),
+        ("93.184.216.34", True),
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("172.16.0.1", False),
+        ("192.168.1.1", False),
+        ("169.254.169.254", False),
+        ("100.64.0.1", False),
+        ("0.0.0.0", False),
+        ("224.0.0.1", False),
+        ("240.0.0.1", False),
+        ("::1", False),
+        ("fe80::1", False),
+        ("fd00::1", False),
+        ("ff02::1", False),
+        ("::ffff:10.0.0.1", False),
+        ("::ffff:8.8.8.8", True),
+        ("2606:4700::1111", True),
+        ("::", False),
+    ],
+)
+def test_address_is_public(address: str, public: bool) -> None:
+    assert address_is_public(address) is public
+
+
+def test_guard_refuses_before_connecting() -> None:
+    recorder = _Recorder()
+    guard = AddressGuard(frozenset({"fixture.test"}), resolver=fake_dns)
+
+    async def go() -> dict[str, FetchResult]:
+        async with Fetcher(FetchPolicy(**FAST, obey_robots=False), guard=guard, backend=recorder) as f:  # type: ignore[arg-type]
+            names = [
+                "http://evil.test/",
+                "http://meta.test/latest",
+                "http://mapped.test/",
+                "http://ula.test/",
+                "http://10.9.8.7/x.png",
+                "http://[::1]:9/",
+                "http://169.254.169.254/",
+                "http://mixed.test/",
+            ]
+            return {n: await f.fetch(n) for n in names}
+
+    results = run(go())
+    for name in list(results)[:-1]:
+        assert results[name].outcome == "refused", name
+        assert "--allow-private" in results[name].reason
+    # mixed.test: only its public address is tried (and the test backend refuses to leave loopback)
+    assert results["http://mixed.test/"].outcome == "failed"
+    assert recorder.connects == ["93.184.216.34", "93.184.216.34"]  # one try and one retry, never 10.0.0.1
+    assert ("evil.test", "10.0.0.7") in guard.refused
+
+
+def test_seed_host_may_be_private_and_allow_private_opens_everything(server: FixtureServer) -> None:
+    port = server.port
+
+    async def named(guard: AddressGuard) -> FetchResult:
+        async with Fetcher(FetchPolicy(**FAST), guard=guard) as f:  # type: ignore[arg-type]
+            return await f.fetch(f"http://fixture.test:{port}/about.html")
+
+    assert run(named(AddressGuard(frozenset({"fixture.test"}), resolver=fake_dns))).outcome == "ok"
+    refused = run(named(AddressGuard(frozenset({"127.0.0.1"}), resolver=fake_dns)))
+    assert refused.outcome == "refused"  # the name is not the seed's, though the address is
+    assert run(named(AddressGuard(frozenset(), allow_private=True, resolver=fake_dns))).outcome == "ok"
+
+
+def test_every_redirect_hop_is_checked(server: FixtureServer) -> None:
+    recorder = _Recorder()
+    guard = AddressGuard(frozenset({"127.0.0.1"}), resolver=fake_dns)
+
+    async def go() -> FetchResult:
+        async with Fetcher(FetchPolicy(**FAST), guard=guard, backend=recorder) as f:  # type: ignore[arg-type]
+            return await f.fetch(server.url + "_fixture/redirect/chain/1?to=http://evil.test/admin")
+
+    r = run(go())
+    assert r.outcome == "refused" and len(r.redirects) == 2
+    assert set(recorder.connects) == {"127.0.0.1"}
+
+
+def test_refusal_error_names_the_fix() -> None:
+    e = AddressRefused(
+        "evil.test", "10.0.0.7", "evil.test resolves to 10.0.0.7, which is not a public address"
+    )
+    assert "evil.test:" in str(e) and "--allow-private" in str(e)
+
+
+def test_transport_still_uses_our_pool() -> None:
+    """httpx 0.28 builds its pool in AsyncHTTPTransport.__init__ as ``_pool``; the guard relies on it."""
+
+    async def go() -> object:
+        async with Fetcher(FetchPolicy()) as f:
+            return f.client._transport._pool._network_backend  # type: ignore[attr-defined]
+
+    from archiver.capture.fetch import _GuardedBackend
+
+    assert isinstance(run(go()), _GuardedBackend)

@@ -1,0 +1,117 @@
+"""The one reference decision, scope rules, priorities and redaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from archiver.capture.policy import Scope, redact
+
+HOME = "https://ex.com/"
+BASE = "https://ex.com/docs/intro"
+SCOPE = Scope(home=HOME, seeds=(HOME,), max_depth=3)
+
+# (reference, hint, depth, expected action, expected url, expected kind, fragment, reason)
+TABLE = [
+    ("../guide", "link", 0, "local", "https://ex.com/guide", "page", "", ""),
+    ("/a/b/../c#sec", "link", 0, "local", "https://ex.com/a/c", "page", "#sec", ""),
+    ("page?utm_source=x", "link", 0, "local", "https://ex.com/docs/page", "page", "", ""),
+    ("/logo.png", "link", 0, "local", "https://ex.com/logo.png", "asset", "", ""),  # <a href> to an image
+    ("/img/a.png", "embed", 9, "local", "https://ex.com/img/a.png", "asset", "", ""),  # depth: pages only
+    (
+        "//cdn.ex.com/x.css",
+        "stylesheet",
+        0,
+        "local",
+        "https://cdn.ex.com/x.css",
+        "asset",
+        "",
+        "",
+    ),  # same eTLD+1
+    ("/deep", "link", 3, "absolute", "https://ex.com/deep", None, "", "beyond the depth limit"),
+    ("https://other.org/x", "link", 0, "absolute", None, None, "", "out of scope"),  # already absolute: as is
+    ("//other.org/x#f", "link", 0, "absolute", "https://other.org/x#f", None, "#f", "out of scope"),
+    ("https://cdn.other.net/a.png", "embed", 0, "absolute", None, None, "", "asset on another site"),
+    ("/v.mp4", "embed", 0, "absolute", "https://ex.com/v.mp4", None, "", "skip list"),
+    ("/r.pdf", "link", 0, "absolute", "https://ex.com/r.pdf", None, "", "skip list"),
+    ("/search", "absolute", 0, "absolute", "https://ex.com/search", None, "", "not fetched"),
+    ("#top", "link", 0, "keep", None, None, "", ""),
+    ("mailto:a@b.c", "link", 0, "keep", None, None, "", ""),
+    ("data:image/png;base64,xx", "embed", 0, "keep", None, None, "", ""),
+    ("", "link", 0, "keep", None, None, "", ""),
+    ("http://[bad/x", "link", 0, "keep", None, None, "", None),  # not a URL: left as written
+    (
+        "https://ex.com/#!/inbox",
+        "link",
+        0,
+        "local",
+        "https://ex.com/#!/inbox",
+        "page",
+        "",
+        "",
+    ),  # route fragment
+]
+
+
+@pytest.mark.parametrize(
+    ("ref", "hint", "depth", "action", "url", "kind", "fragment", "reason"),
+    TABLE,
+    ids=[f"{r[0] or 'empty'}-{r[1]}" for r in TABLE],
+)
+def test_decide(ref, hint, depth, action, url, kind, fragment, reason) -> None:  # type: ignore[no-untyped-def]
+    d = SCOPE.decide(ref, BASE, hint, depth)
+    assert (d.action, d.url, d.kind, d.fragment) == (action, url, kind, fragment)
+    if reason is not None:
+        assert d.reason == reason
+
+
+def test_robots_known_disallow_leaves_links_absolute() -> None:
+    d = SCOPE.decide("/private/", BASE, "link", 0, lambda key: False)
+    assert (d.action, d.url, d.reason) == ("absolute", "https://ex.com/private/", "disallowed by robots.txt")
+    assert SCOPE.decide("/private/", BASE, "link", 0, lambda key: None).action == "local"  # unknown yet
+
+
+def test_scope_prefixes_subdomains_allowed_domains_and_asset_widening() -> None:
+    s = Scope(home=HOME, seeds=(HOME,), include=("/docs",), exclude=("/docs/private",))
+    assert s.page_in_scope("https://ex.com/docs/a") and not s.page_in_scope("https://ex.com/blog/a")
+    assert not s.page_in_scope("https://ex.com/docs/private/x") and not s.page_in_scope(
+        "https://ex.com/docsx"
+    )
+    assert not SCOPE.page_in_scope("https://www.ex.com/a")
+    assert Scope(home=HOME, seeds=(HOME,), subdomains=True).page_in_scope("https://www.ex.com/a")
+    wide = Scope(home=HOME, seeds=(HOME,), allow_domains=("partner.org",))
+    assert wide.page_in_scope("https://docs.partner.org/x") and wide.page_in_scope("https://partner.org/")
+    assert not wide.page_in_scope("https://notpartner.org/")
+    assert Scope(home=HOME, seeds=(HOME,), assets_any_host=True).want_asset("https://cdn.other.net/a.png")
+    assert not Scope(home=HOME, seeds=(HOME,), assets_any_host=True).want_asset("https://cdn.other.net/a.mp4")
+    ip = Scope(home="http://127.0.0.1:8000/", seeds=("http://127.0.0.1:8000/",))
+    assert not ip.want_asset("http://10.0.0.1/x.png")  # IP literals are not one "site" (tree.md §6.1)
+
+
+def test_several_seeds_are_each_in_scope() -> None:
+    s = Scope(home=HOME, seeds=(HOME, "https://other.org/"))
+    assert s.page_in_scope("https://other.org/x") and s.want_asset("https://img.other.org/a.png")
+
+
+def test_priority_avoid_wins_over_prefer() -> None:
+    s = Scope(home=HOME, seeds=(HOME,), prefer=("contact", "about"), avoid=("blog", "login"))
+    assert s.priority("https://ex.com/about") == 0
+    assert s.priority("https://ex.com/team") == 1
+    assert s.priority("https://ex.com/blog/about-us") == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://ex.com/a?token=abc&page=2", "https://ex.com/a?token=REDACTED&page=2"),
+        (
+            "https://ex.com/a?Access_Token=x&api_key=y&sign=z",
+            "https://ex.com/a?Access_Token=REDACTED&api_key=REDACTED&sign=REDACTED",
+        ),
+        ("https://ex.com/a?email=a%40b.c&phone=1#f", "https://ex.com/a?email=REDACTED&phone=REDACTED#f"),
+        ("https://ex.com/a?q=token&keys=1", "https://ex.com/a?q=token&keys=1"),
+        ("https://ex.com/a?password=&x", "https://ex.com/a?password=&x"),
+        ("https://ex.com/a", "https://ex.com/a"),
+    ],
+)
+def test_redact(url: str, expected: str) -> None:
+    assert redact(url) == expected

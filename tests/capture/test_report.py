@@ -1,0 +1,52 @@
+"""The report: the progress line on a terminal, the text summary, the JSON form, redaction."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from archiver.capture import capture, capture_main
+from archiver.fixture import FixtureConfig, FixtureServer
+
+PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body>
+<a href="/b.html?token=s3cret&amp;page=2">next</a> <img src="/missing.png"></body></html>"""
+
+
+@pytest.fixture()
+def tiny(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(PAGE.format(title="A"))
+    (site / "b.html").write_text(PAGE.format(title="B"))
+    return site
+
+
+def test_progress_line_summary_and_json(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FixtureServer(FixtureConfig(root=tiny, robots=None)) as server:
+        report = capture([server.url], tmp_path / "a", render=False, delay=0, progress=True)
+        err = capsys.readouterr().err
+        assert "pages 2 done, 0 queued" in err and "pages/s" in err and "ETA" in err
+        text = report.summary()
+        assert text.startswith("captured 2 pages and 0 assets") and "failed" in text
+        assert "missing.png" in text and "HTTP 404" in text
+        out = io.StringIO()
+        assert (
+            capture_main([server.url], tmp_path / "b", render=False, delay=0, as_json=True, stdout=out) == 0
+        )
+    data = json.loads(out.getvalue())
+    assert data["complete"] is True and data["pages"] == 2 and data["counts"]["failed"] == 1
+    assert {i["outcome"] for i in data["items"]} == {"ok", "failed"}
+
+
+def test_secret_query_values_never_reach_the_manifest_or_report(tiny: Path, tmp_path: Path) -> None:
+    with FixtureServer(FixtureConfig(root=tiny, robots=None)) as server:
+        report = capture([server.url], tmp_path / "t", render=False, delay=0, progress=False)
+    manifest = (tmp_path / "t/_archiver/manifest.jsonl").read_text()
+    summary = json.dumps(report.to_json()) + report.summary()
+    assert "s3cret" not in manifest and "s3cret" not in summary
+    assert "token=REDACTED&page=2" in manifest and "token=REDACTED&page=2" in summary

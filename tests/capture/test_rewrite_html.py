@@ -1,0 +1,245 @@
+"""HTML rewriting: the parser is the browser's, every reference goes through one decision, scripts out."""
+
+from __future__ import annotations
+
+import lxml.html
+import pytest
+
+from archiver.capture import rewrite_html as rh
+from archiver.capture.policy import Hint, Scope
+from archiver.fixture import site_root
+
+SITE = site_root()
+HOME = "http://127.0.0.1:8000/"
+PICTURE_AND_TABLE = (
+    "<!DOCTYPE html><html><body><picture><source srcset=a.webp><img src=a.jpg></picture>"
+    "<table><p>stray</p><tr><td>1</td></tr></table></body></html>"
+)
+
+
+# ---- the parser choice, shown on both parsers
+
+
+def test_lxml_mis_nests_source_and_drops_the_doctype() -> None:
+    doc = lxml.html.document_fromstring(PICTURE_AND_TABLE)
+    assert doc.xpath("//img")[0].getparent().tag == "source"  # <img> nested inside <source>
+    assert doc.xpath("//p")[0].getparent().tag == "table"  # no foster parenting
+    out = lxml.html.tostring(doc).decode()
+    assert "</source>" in out and not out.startswith("<!DOCTYPE")
+
+
+def test_lexbor_builds_the_browsers_tree_and_keeps_the_doctype() -> None:
+    doc = rh.parse(PICTURE_AND_TABLE)
+    img = doc.css_first("img")
+    assert img is not None and img.parent is not None and img.parent.tag == "picture"
+    p = doc.css_first("p")
+    assert p is not None and p.parent is not None and p.parent.tag == "body"  # fostered out of the table
+    assert p.next is not None and p.next.tag == "table"
+    out = rh.rewrite(doc, lambda ref, hint: None).html
+    assert out.startswith("<!DOCTYPE html>") and "</source>" not in out
+
+
+def test_legacy_doctype_is_kept() -> None:
+    text = '<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN"><html><body>x</body></html>'
+    out = rh.rewrite(rh.parse(text), lambda ref, hint: None).html
+    assert out.startswith('<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN"><html>')
+    none = rh.rewrite(rh.parse("<html><body>x</body></html>"), lambda ref, hint: None).html
+    assert none.startswith("<html>")  # no doctype stays no doctype (quirks mode)
+
+
+# ---- one decision for every reference
+
+
+def _collect(text: str) -> list[tuple[str, Hint]]:
+    seen: list[tuple[str, Hint]] = []
+
+    def change(ref: str, hint: Hint) -> str | None:
+        seen.append((ref, hint))
+        return None
+
+    rh.rewrite(rh.parse(text), change)
+    return seen
+
+
+def test_every_reference_of_the_gallery_reaches_the_decision() -> None:
+    seen = _collect((SITE / "gallery" / "index.html").read_text(encoding="utf-8"))
+    refs = [r for r, _ in seen]
+    for expected in [
+        "/img/w_300,c_fill/photo.jpg",
+        "/img/w_600,c_fill/photo.jpg",
+        "/img/w_1200,c_fill/photo.jpg",
+        "/img/lazy/deferred@2x.png",
+        "/img/picture/heron-wide.webp",
+        "/img/picture/heron.avif",
+        "/img/picture/heron.webp",
+        "/img/picture/heron.jpg",
+        "/img/a%20b.png",
+        "/img/hash%231.png",
+        "/css/theme.css?v=3",
+        "/favicon.ico",
+        "svg.html",
+        "#top",
+        "/about.html#contact",
+    ]:
+        assert expected in refs, expected
+    assert ("/css/main.css", "stylesheet") in seen
+    assert ("/favicon.ico", "embed") in seen
+    assert ("svg.html", "link") in seen
+    assert not any(r.startswith("/js/") for r in refs)  # the script was removed first
+
+
+def test_svg_image_use_and_legacy_attributes() -> None:
+    svg = _collect((SITE / "gallery" / "svg.html").read_text(encoding="utf-8"))
+    assert ("/img/svg/badge.png", "embed") in svg
+    assert ("/img/icons.svg#icon-leaf", "embed") in svg
+    assert ("../img/icons.svg#icon-bird", "embed") in svg
+    legacy = _collect((SITE / "legacy.html").read_text(encoding="utf-8"))
+    assert ("/img/bg/paper.png", "embed") in legacy  # <BODY BACKGROUND>
+    assert ("/gallery/", "link") in legacy  # &#47; decoded by the parser
+    assert (" /docs/ ", "link") in legacy  # whitespace kept for the decision to strip
+
+
+def test_link_rels_and_hints() -> None:
+    seen = _collect((SITE / "index.html").read_text(encoding="utf-8"))
+    assert ("/site.webmanifest", "embed") in seen
+    assert ("/blog/feed.xml", "link") in seen  # rel=alternate: kind from the URL
+    assert ("https://fieldguide.example/", "link") in seen  # rel=canonical
+    assert ("/img/hero/hero-480.jpg", "embed") in seen  # <link imagesrcset>
+
+
+def test_srcset_candidates_are_rewritten_one_by_one() -> None:
+    doc = rh.parse('<img srcset="/img/w_600,c_fill/photo.jpg 600w,/img/w_1200,c_fill/photo.jpg 1200w">')
+    out = rh.rewrite(doc, lambda ref, hint: "L" + ref).html
+    assert 'srcset="L/img/w_600,c_fill/photo.jpg 600w, L/img/w_1200,c_fill/photo.jpg 1200w"' in out
+
+
+def test_style_element_and_attribute() -> None:
+    out = rh.rewrite(
+        rh.parse((SITE / "demo" / "styles.html").read_text(encoding="utf-8")), lambda r, h: "L" + r
+    )
+    assert '@import url("L/css/print.css") print;' in out.html
+    assert "url(L../img/inline/banner.png)" in out.html
+    assert 'style="background-image:url(&quot;L/img/inline/tile.png&quot;); height: 48px"' in out.html
+    assert "url(&quot;L../img/inline/tile.png&quot;) repeat-x" in out.html
+
+
+def test_iframe_srcdoc_is_rewritten_too() -> None:
+    doc = rh.parse(
+        '<iframe srcdoc="&lt;img src=&quot;/a.png&quot;&gt;&lt;script&gt;x()&lt;/script&gt;"></iframe>'
+    )
+    out = rh.rewrite(doc, lambda ref, hint: "L" + ref).html
+    assert "L/a.png" in out and "script" not in out
+
+
+# ---- what is removed, unwrapped, promoted, added
+
+
+def test_scripts_handlers_javascript_urls_base_and_csp_go() -> None:
+    text = (
+        '<!DOCTYPE html><html><head><base href="/x/">'
+        '<meta http-equiv="Content-Security-Policy" content="x">'
+        '<script src="a.js"></script><link rel="modulepreload" href="m.js">'
+        '<link rel="preconnect" href="//cdn"><link rel="preload" as="script" href="p.js">'
+        '<meta http-equiv="refresh" content="0;url=javascript:go()">'
+        '</head><body onload="x()"><a href="javascript:void(0)" onclick="y()">j</a>'
+        '<a href="JavaScript:alert(1)">k</a><form action="javascript:x"></form>'
+        "<script>evil()</script></body></html>"
+    )
+    out = rh.rewrite(rh.parse(text), lambda ref, hint: None).html
+    for gone in [
+        "<script",
+        "onload",
+        "onclick",
+        "javascript:",
+        "JavaScript:",
+        "<base",
+        "Content-Security",
+        "modulepreload",
+        "preconnect",
+        "p.js",
+        "refresh",
+    ]:
+        assert gone not in out, gone
+    assert "<a>j</a>" in out
+
+
+def test_meta_refresh_url_is_a_link() -> None:
+    text = (SITE / "start.html").read_text(encoding="utf-8")
+    out = rh.rewrite(rh.parse(text), lambda ref, hint: "L" + ref if hint == "link" else None).html
+    assert '<meta http-equiv="refresh" content="3; url=L/docs/guide/">' in out
+
+
+def test_noscript_unwrapped_or_dropped() -> None:
+    text = (
+        "<html><head><noscript><link rel=stylesheet href=n.css></noscript></head>"
+        "<body><noscript><p>fallback</p></noscript></body></html>"
+    )
+    unwrapped = rh.rewrite(rh.parse(text), lambda r, h: None).html
+    assert "<noscript" not in unwrapped and "<p>fallback</p>" in unwrapped and "n.css" in unwrapped
+    dropped = rh.rewrite(rh.parse(text), lambda r, h: None, noscript="drop").html
+    assert "fallback" not in dropped and "n.css" not in dropped
+
+
+def test_lazy_attributes_are_promoted() -> None:
+    text = (SITE / "demo" / "lazy.html").read_text(encoding="utf-8")
+    out = rh.rewrite(rh.parse(text), lambda ref, hint: None).html
+    assert 'src="/img/lazy/deferred.png"' in out
+    assert 'srcset="/img/lazy/deferred.png 1x, /img/lazy/deferred@2x.png 2x"' in out
+    assert "placeholder.gif" not in out and "data-src" not in out and 'loading="lazy"' not in out
+    doc = rh.parse('<img data-lazy-src="/a.png"><iframe data-src="/f.html"></iframe><img src=keep.png>')
+    out = rh.rewrite(doc, lambda r, h: None).html
+    assert '<img src="/a.png">' in out and '<iframe src="/f.html">' in out and 'src="keep.png"' in out
+
+
+def test_charset_meta_is_ensured_first_and_single() -> None:
+    out = rh.rewrite(
+        rh.parse("<html><head><title>t</title></head><body>é</body></html>"), lambda r, h: None
+    ).html
+    assert '<head><meta charset="utf-8"><title>' in out
+    text = (
+        '<html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">'
+        "<meta charset=latin1></head></html>"
+    )
+    out = rh.rewrite(rh.parse(text), lambda r, h: None).html
+    assert out.count("charset") == 1 and '<meta charset="utf-8">' in out
+
+
+def test_integrity_and_crossorigin_go_where_the_reference_changed() -> None:
+    text = '<link rel=stylesheet href=/a.css integrity="sha384-x" crossorigin><img src=/b.png crossorigin>'
+    out = rh.rewrite(rh.parse(text), lambda r, h: "L" + r).html
+    assert "integrity" not in out and "crossorigin" not in out
+    kept = rh.rewrite(rh.parse(text), lambda r, h: None).html
+    assert "integrity" in kept
+
+
+def test_base_url_and_title() -> None:
+    doc = rh.parse((SITE / "demo" / "base-href.html").read_text(encoding="utf-8"))
+    assert rh.base_url(doc, HOME + "demo/base-href.html") == HOME + "docs/guide/"
+    assert rh.base_url(rh.parse("<p>x"), HOME + "a") == HOME + "a"
+    assert rh.title_of(doc) == "A page with base href — Acme Field Guide"
+
+
+@pytest.mark.parametrize("page", sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html")))
+def test_every_fixture_page_through_the_real_decision(page: str) -> None:
+    """With the capture's own decision, no rewritten fixture page names the origin, except for the
+    URLs the rules leave on the live web (robots-disallowed, skip list)."""
+    scope = Scope(home=HOME, seeds=(HOME,), max_depth=99)
+    url = HOME + page
+    doc = rh.parse((SITE / page).read_text(encoding="utf-8"))
+    base = rh.base_url(doc, url)
+    left: list[str] = []
+
+    def change(ref: str, hint: Hint) -> str | None:
+        d = scope.decide(ref, base, hint, 0, lambda key: "/private/" not in key)
+        if d.action == "local":
+            return "LOCAL" + d.fragment
+        if d.action == "absolute":
+            left.append(d.url or ref)
+            return d.url
+        return None
+
+    out = rh.rewrite(doc, change).html
+    for line in out.splitlines():
+        if "127.0.0.1:8000" in line:
+            assert any(u in line for u in left), line
+    assert all(u.endswith((".mp4", ".pdf", "/private/")) or "127.0.0.1" not in u for u in left), left

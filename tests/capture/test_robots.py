@@ -1,0 +1,63 @@
+"""robots.txt by RFC 9309."""
+
+from __future__ import annotations
+
+from archiver.capture.robots import Robots, parse
+
+TEXT = """
+# comment
+User-agent: otherbot
+Disallow: /
+
+User-agent: *
+Disallow: /private/
+Disallow: /*.pdf$
+Allow: /private/open
+Crawl-delay: 2
+
+User-agent: ArchiVer
+User-agent: friend
+Disallow: /tmp
+Crawl-delay: 0.5
+Sitemap: https://ex.com/sitemap.xml
+"""
+
+
+def test_our_group_is_chosen_by_product_token() -> None:
+    ours = parse(TEXT, "archiver")
+    assert not ours.allowed("/tmp/x") and ours.allowed("/private/") and ours.crawl_delay == 0.5
+    assert ours.sitemaps == ("https://ex.com/sitemap.xml",)
+
+
+def test_star_group_longest_match_and_wildcards() -> None:
+    star = parse(TEXT, "somebot")
+    assert not star.allowed("/private/x")
+    assert star.allowed("/private/open/x")  # longer Allow wins
+    assert not star.allowed("/docs/a.pdf") and star.allowed("/docs/a.pdf?x=1")  # $ anchors
+    assert star.allowed("/") and star.crawl_delay == 2
+    assert star.allowed("/robots.txt")
+
+
+def test_allow_wins_a_tie_and_empty_disallow_allows() -> None:
+    tie = parse("User-agent: *\nDisallow: /a\nAllow: /a\n", "x")
+    assert tie.allowed("/a")
+    assert parse("User-agent: *\nDisallow:\n", "x").allowed("/anything")
+
+
+def test_percent_encoding_is_compared_normalised() -> None:
+    r = parse("User-agent: *\nDisallow: /caf%C3%A9/\n", "x")
+    assert not r.allowed("/caf%c3%a9/menu") and not r.allowed("/café/menu")
+
+
+def test_fixture_robots() -> None:
+    from archiver.fixture import site_root
+
+    r = parse((site_root() / "robots.txt").read_text(encoding="utf-8"), "archiver")
+    assert not r.allowed("/private/") and r.allowed("/docs/") and r.crawl_delay == 0
+
+
+def test_extremes() -> None:
+    assert not Robots.disallow_everything().allowed("/x")
+    assert Robots.disallow_everything().allowed("/robots.txt")
+    assert Robots.allow_everything().allowed("/x")
+    assert parse("garbage\n\x00\nUser-agent *\n", "x").allowed("/")

@@ -1,0 +1,254 @@
+"""Benchmark ``archiver capture`` against the reference tools on a generated site on 127.0.0.1.
+
+    python tools/bench_capture.py [--pages 500] [--rendered-pages 40] [--tabs 3] [--single-file PATH]
+
+1. Generates a site of ``--pages`` pages (each links to the next five pages and the home page, shares
+   one stylesheet with a background image and a web font, and shows two of 50 images) and serves it
+   with :class:`archiver.fixture.FixtureServer` (no robots.txt, no latency).
+2. **No rendering**: ``archiver capture --no-render`` against ``wget --mirror --convert-links
+   --page-requisites`` on the whole site. Same politeness: no delay, one request at a time (wget is
+   sequential; archiver's rule is one request at a time per host).
+3. **Rendering**: ``archiver capture`` (Chromium) against ``single-file-cli`` (npm) on the same first
+   ``--rendered-pages`` pages, given to both as a URL list, ``--tabs`` pages at a time for both
+   (``--max-parallel-workers`` for single-file). Skipped, with the reason printed, when single-file is
+   not installed (``npm install single-file-cli``).
+
+Each tool runs as a child process; wall time and the child's peak RSS (``wait4``: the largest of the
+process and the children it waited for) are measured. Prints one table and the ratios; ``--json``
+prints them as JSON instead. Nothing here asserts a speed: the numbers are for the closing notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from archiver.fixture import FixtureConfig, FixtureServer, site_root  # noqa: E402
+
+CAPTURE = """
+import sys
+from pathlib import Path
+from archiver.capture import capture
+seeds = sys.argv[3:]
+r = capture(seeds, Path(sys.argv[1]), render=sys.argv[2] == "render", depth=0 if len(seeds) > 1 else 10000,
+            delay=0, progress=False, tabs={tabs})
+print(r.pages)
+"""
+
+
+def _png(r: int, g: int, b: int, size: int = 48) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    row = b"\x00" + bytes([r, g, b]) * size
+    raw = zlib.compress(row * size)
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
+
+
+def make_site(root: Path, pages: int) -> None:
+    """A site of ``pages`` pages under ``root`` (see the module docstring)."""
+    (root / "css").mkdir(parents=True)
+    (root / "img").mkdir()
+    (root / "fonts").mkdir()
+    font = site_root() / "fonts" / "acme-field-sans.woff2"
+    shutil.copy(font, root / "fonts" / "sans.woff2")
+    (root / "img" / "bg.png").write_bytes(_png(240, 236, 220, 16))
+    for i in range(50):
+        (root / "img" / f"{i}.png").write_bytes(_png(i * 5 % 256, 100, 200 - i))
+    (root / "css" / "site.css").write_text(
+        '@font-face { font-family: "Bench Sans"; src: url(../fonts/sans.woff2) format("woff2"); }\n'
+        'body { font-family: "Bench Sans", sans-serif; background: url(../img/bg.png); margin: 2rem; }\n'
+        "img { width: 48px; height: 48px; }\n"
+    )
+
+    def page(i: int) -> str:
+        links = "".join(
+            f'<li><a href="/p/{(i + k) % pages}.html">Page {(i + k) % pages}</a></li>' for k in range(1, 6)
+        )
+        return (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Page '
+            f'{i}</title><link rel="stylesheet" href="/css/site.css"></head><body><h1>Page {i}</h1>'
+            f"<p>Some text for page {i}. " + "Lorem ipsum dolor sit amet. " * 20 + "</p>"
+            f'<img src="/img/{i % 50}.png" alt=""><img src="/img/{(i * 7) % 50}.png" alt="">'
+            f'<ul>{links}</ul><p><a href="/">Home</a></p></body></html>\n'
+        )
+
+    (root / "p").mkdir()
+    for i in range(pages):
+        (root / "p" / f"{i}.html").write_text(page(i))
+    (root / "index.html").write_text(
+        page(0).replace("<title>Page 0", "<title>Home").replace("/p/0.html", "/")
+    )
+
+
+def _run(cmd: list[str], cwd: Path) -> tuple[float, int, str, float]:
+    """(seconds, peak RSS in MiB, stdout, CPU seconds) of one child process (CPU: user + system of the
+    process and the children it waited for, which on a shared, busy machine is the fairer measure)."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        )
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.monotonic() - start
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    if os.waitstatus_to_exitcode(status) not in (0, 8):  # wget exits 8 when a link is a 404
+        raise SystemExit(f"{cmd[0]} failed with status {status}: {text[-500:]}")
+    return seconds, usage.ru_maxrss // 1024, text, usage.ru_utime + usage.ru_stime
+
+
+def _count_html(root: Path) -> int:
+    return sum(1 for p in root.rglob("*.html") if "_archiver" not in p.parts)
+
+
+def bench(pages: int, rendered_pages: int, tabs: int, single_file: str | None) -> dict[str, object]:
+    work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    try:
+        site = work / "site"
+        make_site(site, pages)
+        rows: dict[str, object] = {"pages": pages, "rendered_pages": rendered_pages, "tabs": tabs}
+        with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+            script = CAPTURE.replace("{tabs}", str(tabs))
+            t, rss, _, cpu = _run(
+                [sys.executable, "-c", script, str(work / "ours"), "no-render", server.url], work
+            )
+            n = _count_html(work / "ours")
+            rows["archiver_no_render"] = {
+                "seconds": round(t, 2),
+                "pages": n,
+                "pages_per_s": round(n / t, 1),
+                "rss_mib": rss,
+                "cpu_s": round(cpu, 2),
+                "pages_per_cpu_s": round(n / max(cpu, 1e-3), 1),
+            }
+            wget = shutil.which("wget")
+            if wget:
+                cmd = [
+                    wget,
+                    "--mirror",
+                    "--convert-links",
+                    "--page-requisites",
+                    "--no-verbose",
+                    "-P",
+                    str(work / "wget"),
+                    server.url,
+                ]
+                t, rss, _, cpu = _run(cmd, work)
+                n = _count_html(work / "wget")
+                rows["wget"] = {
+                    "seconds": round(t, 2),
+                    "pages": n,
+                    "pages_per_s": round(n / t, 1),
+                    "rss_mib": rss,
+                    "cpu_s": round(cpu, 2),
+                    "pages_per_cpu_s": round(n / max(cpu, 1e-3), 1),
+                }
+            else:
+                rows["wget"] = "not installed"
+            urls = [server.url] + [f"{server.url}p/{i}.html" for i in range(1, rendered_pages)]
+            t, rss, _, cpu = _run(
+                [sys.executable, "-c", script, str(work / "ours-rendered"), "render", *urls], work
+            )
+            n = _count_html(work / "ours-rendered")
+            rows["archiver_render"] = {
+                "seconds": round(t, 2),
+                "pages": n,
+                "pages_per_s": round(n / t, 2),
+                "rss_mib": rss,
+                "cpu_s": round(cpu, 2),
+                "pages_per_cpu_s": round(n / max(cpu, 1e-3), 2),
+            }
+            if single_file:
+                out = work / "single-file"
+                out.mkdir()
+                (work / "urls.txt").write_text("\n".join(urls) + "\n")
+                cmd = [
+                    single_file,
+                    "--urls-file",
+                    str(work / "urls.txt"),
+                    "--output-directory",
+                    str(out),
+                    "--browser-executable-path",
+                    "/usr/bin/chromium",
+                    "--browser-arg",
+                    "--no-sandbox",
+                    "--max-parallel-workers",
+                    str(tabs),
+                    "--filename-template",
+                    "{url-pathname-flat}.html",
+                ]
+                t, rss, _, cpu = _run(cmd, work)
+                n = sum(1 for _ in out.glob("*.html"))
+                rows["single_file"] = {
+                    "seconds": round(t, 2),
+                    "pages": n,
+                    "pages_per_s": round(n / t, 2),
+                    "rss_mib": rss,
+                    "cpu_s": round(cpu, 2),
+                    "pages_per_cpu_s": round(n / max(cpu, 1e-3), 2),
+                }
+            else:
+                rows["single_file"] = "not installed (npm install single-file-cli)"
+        return rows
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _ratio(rows: dict[str, object], ours: str, theirs: str) -> str:
+    a, b = rows.get(ours), rows.get(theirs)
+    if not isinstance(a, dict) or not isinstance(b, dict) or not b["pages_per_s"]:
+        return "n/a"
+    return (
+        f"{a['pages_per_s'] / b['pages_per_s']:.2f}x wall, "
+        f"{a['pages_per_cpu_s'] / b['pages_per_cpu_s']:.2f}x per CPU second"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=500)
+    parser.add_argument("--rendered-pages", type=int, default=40)
+    parser.add_argument("--tabs", type=int, default=3)
+    parser.add_argument("--single-file", default=shutil.which("single-file"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    rows = bench(args.pages, args.rendered_pages, args.tabs, args.single_file)
+    rows["ratio_no_render_vs_wget"] = _ratio(rows, "archiver_no_render", "wget")
+    rows["ratio_render_vs_single_file"] = _ratio(rows, "archiver_render", "single_file")
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"generated site: {args.pages} pages; rendered comparison on {args.rendered_pages} pages,", end=" ")
+    print(f"{args.tabs} at a time")
+    for name in ("archiver_no_render", "wget", "archiver_render", "single_file"):
+        row = rows[name]
+        if isinstance(row, dict):
+            print(
+                f"  {name:<20} {row['pages']:>5} pages {row['seconds']:>8.2f} s"
+                f" {row['pages_per_s']:>8} pages/s"
+                f"  CPU {row['cpu_s']:>7.2f} s {row['pages_per_cpu_s']:>8} pages/CPU-s"
+                f"  peak RSS {row['rss_mib']} MiB"
+            )
+        else:
+            print(f"  {name:<20} {row}")
+    print(f"  no-render vs wget: {rows['ratio_no_render_vs_wget']}")
+    print(f"  rendered vs single-file: {rows['ratio_render_vs_single_file']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
