@@ -1,9 +1,9 @@
 """The ``archiver`` command line: one thin function per command (parse, call the library, print).
 
-Exit codes (also in README.md): 0 success; 1 an archiver error; 2 a usage error or a bad URL;
-3 a tree or archive that breaks its format; 4 a capture failure; 5 a missing outside program;
-70 a bug (with a traceback); 130 interrupted. Without ``--debug`` an error is one line on stderr:
-``archiver: <input>: <what is wrong>``.
+Exit codes (also in README.md): 0 success; 1 an archive, tree or manifest that is invalid, damaged
+or hostile, not repairable, or another archiver error; 2 a usage error, a bad URL, an unreadable file,
+or no FEC data; 4 a capture failure; 5 a missing outside program; 70 a bug (with a traceback);
+130 interrupted. Without ``--debug`` an error is one line on stderr: ``archiver: <input>: <what>``.
 """
 
 from __future__ import annotations
@@ -12,20 +12,21 @@ import argparse
 import json
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from archiver import __version__
 from archiver.errors import EXIT_BUG, ArchiverError, UsageError
 
 __all__ = ["main"]
 
-# Commands of the brief that have not landed yet, and the issue that brings each.
-_PENDING = {
-    "capture": ("render a site in Chromium and write the canonical tree", 7),
-    "pack": ("pack a tree into a ZIM or gwtar file", 3),
-    "serve": ("serve archives, ZIM entries and trees with HTTP Range", 8),
-    "verify": ("check an archive's offsets, sizes, hashes and FEC tail", 3),
-}
+
+def _print_json(doc: Any) -> None:
+    print(json.dumps(doc, ensure_ascii=False, default=str))
+
+
+# ---------------------------------------------------------------------------------------------- map
 
 
 def _cmd_map(args: argparse.Namespace) -> int:
@@ -44,10 +45,13 @@ def _cmd_map(args: argparse.Namespace) -> int:
             "path": urls.local_path(key, kind=kind, home=home or key),
         }
         if args.json:
-            print(json.dumps(row, ensure_ascii=False))
+            _print_json(row)
         else:
             print(f"{row['path']}\t{key}")
     return 0
+
+
+# --------------------------------------------------------------------------------------------- demo
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -56,13 +60,196 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(out=args.out, serve=args.serve, as_json=args.json)
 
 
-def _pending(name: str) -> Callable[[argparse.Namespace], int]:
-    what, issue = _PENDING[name]
+# ------------------------------------------------------------------------------------------ capture
 
-    def run(args: argparse.Namespace) -> int:
-        raise UsageError(f"not implemented yet (it will {what}; tracked as issue {issue})", subject=name)
 
-    return run
+def _cmd_capture(args: argparse.Namespace) -> int:
+    from archiver.capture import capture_main
+
+    return capture_main(
+        args.urls,
+        Path(args.out),
+        render=not args.no_render,
+        depth=args.depth,
+        max_pages=args.max_pages,
+        subdomains=args.subdomains,
+        scope_prefix=args.scope,
+        exclude=args.exclude,
+        chromium=args.chromium,
+        delay=args.delay,
+        timeout=args.timeout,
+        asset_cap=args.asset_cap,
+        resume=not args.no_resume,
+        as_json=args.json,
+        seeds_file=Path(args.seeds) if args.seeds else None,
+        bookmarks=Path(args.bookmarks) if args.bookmarks else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------- pack
+
+
+def _cmd_pack(args: argparse.Namespace) -> int:
+    src, out = Path(args.path), Path(args.out)
+    if args.format == "gwtar":
+        from archiver import gwtar
+
+        if args.metadata or args.allow_incomplete:
+            raise UsageError(
+                "ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack"
+            )
+        result = gwtar.pack(src, out, main=args.main, single_page=args.single_page)
+        doc: dict[str, Any] = {
+            "format": "gwtar",
+            "path": str(result.path),
+            "size": result.size,
+            "members": result.members,
+            "pages": result.pages,
+            "main": result.main,
+        }
+        if args.add_fec_data:
+            from archiver import par2
+
+            par2.add_fec(result.path, result.total_archive_size, redundancy=args.fec_redundancy / 100)
+            doc["size"] = result.path.stat().st_size
+            doc["fec"] = {"redundancy_percent": args.fec_redundancy}
+    else:
+        from archiver import zim
+
+        if args.single_page:
+            raise UsageError("--single-page applies to --format gwtar", subject="pack")
+        result_zim = zim.pack(
+            src,
+            out,
+            metadata=dict(args.metadata or []),
+            allow_incomplete=args.allow_incomplete,
+            main=args.main,
+        )
+        doc = {
+            "format": "zim",
+            "path": str(result_zim.path),
+            "size": result_zim.size,
+            "entries": result_zim.entries,
+            "redirects": result_zim.redirects,
+            "main": result_zim.main,
+        }
+        if args.add_fec_data:
+            from archiver import par2
+
+            par2.add_sidecar(result_zim.path, redundancy=args.fec_redundancy / 100)
+            doc["fec_sidecars"] = [str(p) for p in par2.sidecar_files(result_zim.path)]
+    if args.json:
+        _print_json(doc)
+    else:
+        extra = f", FEC {args.fec_redundancy:g} %" if args.add_fec_data else ""
+        print(f"{doc['path']}: {doc['size']} bytes ({args.format}{extra}), main page {doc['main']}")
+    return 0
+
+
+def _metadata_pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+# ------------------------------------------------------------------------------ verify, ls, extract
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from archiver.detect import kind_of
+
+    paths = [Path(p) for p in args.archives]
+    zims = [p for p in paths if p.is_file() and kind_of(p) == "zim"]
+    others = [p for p in paths if p not in zims]
+    code = 0
+    if others:
+        from archiver import gwtar
+
+        code = max(code, gwtar.verify_main(others, recursive=args.recursive, as_json=args.json))
+    for path in zims:
+        from archiver import zim
+
+        report = zim.verify(path)
+        if args.json:
+            _print_json(report.to_json())
+        else:
+            for problem in report.problems:
+                print(f"{path}: {problem.entry or '-'}: {problem.message}")
+            print(f"{path}: {'valid' if report.ok else 'INVALID'} ({report.entries} entries)")
+        code = max(code, 0 if report.ok else 1)
+    return code
+
+
+def _cmd_ls(args: argparse.Namespace) -> int:
+    from archiver.detect import kind_of
+
+    path = Path(args.archive)
+    kind = kind_of(path)
+    if kind == "zim":
+        from archiver import zim
+
+        rows = [(e.path, e.size, e.mimetype, e.title) for e in zim.ls(path)]
+    elif kind == "gwtar":
+        from archiver import gwtar
+
+        rows = [(m.path, m.size, m.media_type, m.title) for m in gwtar.ls(path)]
+    else:
+        raise UsageError(f"a {kind} is not an archive: nothing to list", subject=str(path))
+    for name, size, media_type, title in rows:
+        if args.json:
+            _print_json({"path": name, "size": size, "media_type": media_type, "title": title})
+        else:
+            print(f"{size:>12}  {media_type:<28}  {name}")
+    return 0
+
+
+def _cmd_extract(args: argparse.Namespace) -> int:
+    from archiver.detect import kind_of
+
+    path, out = Path(args.archive), Path(args.out)
+    kind = kind_of(path)
+    if kind == "zim":
+        from archiver import zim
+
+        count = zim.extract(path, out, force=args.force)
+    elif kind == "gwtar":
+        from archiver import gwtar
+
+        count = gwtar.extract(path, out, force=args.force)
+    else:
+        raise UsageError(f"a {kind} is not an archive: nothing to extract", subject=str(path))
+    print(f"{path}: {count} files extracted into {out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------ repair, serve
+
+
+def _cmd_repair(args: argparse.Namespace) -> int:
+    from archiver.par2 import repair_main
+
+    return repair_main(args.file, args.out, as_json=args.json)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from archiver import serve
+
+    if args.print_config:
+        print(
+            serve.print_config(args.print_config, [Path(p) for p in args.paths], gwtar_mime=args.gwtar_mime)
+        )
+        return 0
+    return serve.serve(
+        [Path(p) for p in args.paths],
+        host=args.host,
+        port=args.port,
+        gwtar_mime=args.gwtar_mime,
+        quiet=args.quiet,
+    )
+
+
+# ------------------------------------------------------------------------------------------- parser
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,31 +261,91 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    demo = sub.add_parser(
-        "demo",
-        help="serve the bundled demo site on 127.0.0.1 and run every stage that exists on it",
-        description="Serve the bundled demo site on 127.0.0.1 and run every stage that exists on it.",
-    )
-    demo.add_argument("-o", "--out", default="out/demo", help="output folder (default: out/demo)")
-    demo.add_argument("--serve", action="store_true", help="keep serving the site until Ctrl-C")
-    demo.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    demo.set_defaults(func=_cmd_demo)
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
 
-    mapping = sub.add_parser(
-        "map",
-        help="show where URLs land in a tree (canonical URL, dedup key, tree path)",
-        description="Show the canonical URL, dedup key and tree path of each URL (formats/tree.md).",
-    )
-    mapping.add_argument("urls", nargs="+", metavar="URL")
-    mapping.add_argument("--home", help="the tree's home URL; URLs are resolved against it")
-    mapping.add_argument("--kind", choices=["auto", "page", "asset"], default="auto")
-    mapping.add_argument("--json", action="store_true", help="one JSON object per URL")
-    mapping.set_defaults(func=_cmd_map)
+    p = command("demo", "serve the bundled demo site on 127.0.0.1 and run every stage on it")
+    p.add_argument("-o", "--out", default="out/demo", help="output folder (default: out/demo)")
+    p.add_argument("--serve", action="store_true", help="keep serving the site until Ctrl-C")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=_cmd_demo)
 
-    for name, (what, issue) in _PENDING.items():
-        p = sub.add_parser(name, help=f"(not implemented yet, issue {issue}) {what}", add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_pending(name))
+    p = command("capture", "render a site in Chromium and write its canonical mirror tree")
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
+    p.add_argument("-o", "--out", required=True, help="the tree's folder (resumed if it exists)")
+    p.add_argument("--seeds", help="a file of seed URLs, one per line")
+    p.add_argument("--bookmarks", help="a browser bookmarks export (HTML) to take seeds from")
+    p.add_argument("--no-render", action="store_true", help="fetch HTML with httpx only (static sites)")
+    p.add_argument("--depth", type=int, default=3, help="link depth from the seeds (default 3)")
+    p.add_argument("--max-pages", type=int, help="stop after this many pages")
+    p.add_argument("--subdomains", action="store_true", help="follow pages on the same registrable domain")
+    p.add_argument("--scope", help="only crawl pages under this path prefix")
+    p.add_argument("--exclude", action="append", default=[], help="skip pages under this path prefix")
+    p.add_argument("--chromium", help="the Chromium executable (default: see README)")
+    p.add_argument("--delay", type=float, help="seconds between page fetches per host (default: robots.txt)")
+    p.add_argument("--timeout", type=float, default=30, help="seconds per request and render (default 30)")
+    p.add_argument("--asset-cap", type=int, default=25 << 20, help="skip assets larger than this (bytes)")
+    p.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
+    p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
+    p.set_defaults(func=_cmd_capture)
+
+    p = command("pack", "pack a tree, gwtar, ZIM or SingleFile page into a ZIM or gwtar file")
+    p.add_argument("path", help="a tree folder, .gwtar.html, .zim, or SingleFile .html")
+    p.add_argument("--format", choices=["gwtar", "zim"], required=True)
+    p.add_argument("-o", "--out", required=True, help="the output file")
+    p.add_argument("--main", help="the main page (a tree path)")
+    p.add_argument("--single-page", action="store_true", help="gwtar: only the main page and its assets")
+    p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
+    p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
+    p.add_argument("--allow-incomplete", action="store_true", help="zim: pack an unfinished capture")
+    p.add_argument(
+        "--metadata",
+        action="append",
+        type=_metadata_pair,
+        metavar="NAME=VALUE",
+        help="zim metadata (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_pack)
+
+    p = command("verify", "check archives: offsets, sizes, hashes, tar structure, links, FEC data")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+    p.add_argument("-r", "--recursive", action="store_true", help="verify every archive in folders")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.set_defaults(func=_cmd_verify)
+
+    p = command("ls", "list the members of a gwtar or the entries of a ZIM")
+    p.add_argument("archive")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=_cmd_ls)
+
+    p = command("extract", "extract a gwtar or ZIM into a tree, safely")
+    p.add_argument("archive")
+    p.add_argument("-o", "--out", required=True, help="the folder to extract into")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=_cmd_extract)
+
+    p = command("repair", "repair a file from its PAR2 recovery data")
+    p.add_argument("file")
+    p.add_argument("-o", "--out", help="write the repaired file here instead of in place")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_repair)
+
+    p = command("serve", "serve gwtar files, ZIM files and trees with correct HTTP Range")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--gwtar-mime", default="text/html", help="media type for gwtar files (or x-gwtar)")
+    p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
+    p.add_argument("--quiet", action="store_true", help="no access log")
+    p.set_defaults(func=_cmd_serve)
+
+    p = command("map", "show where URLs land in a tree (canonical URL, dedup key, tree path)")
+    p.add_argument("urls", nargs="+", metavar="URL")
+    p.add_argument("--home", help="the tree's home URL; URLs are resolved against it")
+    p.add_argument("--kind", choices=["auto", "page", "asset"], default="auto")
+    p.add_argument("--json", action="store_true", help="one JSON object per URL")
+    p.set_defaults(func=_cmd_map)
     return parser
 
 

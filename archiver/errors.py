@@ -7,7 +7,7 @@ Pure: no network, no filesystem, no clock.
     ArchiverError                 exit 1  (anything we raise on purpose)
     ├── URLError                  exit 2  bad input to the URL mapping core (also a ValueError)
     ├── UsageError                exit 2  a command line that cannot be carried out
-    ├── FormatError               exit 3  a tree, manifest or archive that breaks its spec
+    ├── FormatError               exit 1  a tree, manifest or archive that breaks its spec
     ├── CaptureError              exit 4  fetching or rendering failed
     └── EnvironmentProblem        exit 5  a required outside program or library is missing
 
@@ -61,9 +61,10 @@ class UsageError(ArchiverError):
 
 
 class FormatError(ArchiverError):
-    """A tree, manifest or archive that does not follow its spec in ``formats/``."""
+    """A tree, manifest or archive that does not follow its spec in ``formats/`` (invalid, damaged
+    or hostile input: the same exit code as ``verify`` finding an archive invalid)."""
 
-    exit_code = 3
+    exit_code = 1
 
 
 class CaptureError(ArchiverError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -51,16 +52,55 @@ def test_debug_adds_the_traceback() -> None:
     assert "Traceback" in result.stderr and result.stderr.endswith("archiver: 'http://': no host in URL\n")
 
 
-@pytest.mark.parametrize("command", ["capture", "pack", "serve", "verify"])
-def test_commands_not_there_yet_say_so(command: str) -> None:
-    result = run(command, "x")
+MINI = Path(__file__).resolve().parents[1] / "testdata" / "trees" / "mini"
+
+
+def test_pack_verify_ls_extract_gwtar(tmp_path: Path) -> None:
+    out = tmp_path / "mini.gwtar.html"
+    result = run("pack", str(MINI), "--format", "gwtar", "-o", str(out), "--add-fec-data", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "gwtar" and doc["main"] == "index.html" and doc["pages"] == 7
+    verified = run("verify", str(out))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    listing = run("ls", str(out)).stdout
+    assert "what?.html" in listing and "_archiver/mini.example/css/base.css" in listing
+    assert run("extract", str(out), "-o", str(tmp_path / "x")).returncode == 0
+    assert (tmp_path / "x" / "caf\u00e9 menu" / "index.html").read_bytes() == (
+        MINI / "caf\u00e9 menu" / "index.html"
+    ).read_bytes()
+    again = run("extract", str(out), "-o", str(tmp_path / "x"))
+    assert again.returncode == 2 and "Traceback" not in again.stderr
+    damaged = bytearray(out.read_bytes())
+    damaged[len(damaged) // 3] ^= 0xFF
+    out.write_bytes(damaged)
+    assert run("verify", str(out)).returncode == 1
+    assert run("repair", str(out)).returncode == 0
+    assert run("verify", str(out)).returncode == 0
+
+
+def test_pack_and_verify_zim(tmp_path: Path) -> None:
+    out = tmp_path / "mini.zim"
+    result = run("pack", str(MINI), "--format", "zim", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    verified = run("verify", "--json", str(out))
+    assert verified.returncode == 0, verified.stdout
+    assert json.loads(verified.stdout)["ok"] is True
+    assert "docs/intro/index.html" in run("ls", str(out)).stdout
+
+
+def test_unknown_input_is_a_usage_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01 not an archive")
+    result = run("ls", str(junk))
     assert result.returncode == 2
-    assert result.stderr.startswith(f"archiver: {command}: not implemented yet")
-    assert "Traceback" not in result.stderr
+    assert result.stderr == f"archiver: {junk}: not a tree, gwtar, ZIM or HTML file\n"
+    missing = run("extract", str(tmp_path / "nope.zim"), "-o", str(tmp_path / "o"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
 
 
 def test_version_and_help() -> None:
     assert run("--version").stdout.startswith("archiver ")
     helptext = run("--help").stdout
-    for command in ("demo", "map", "capture", "pack", "serve", "verify"):
+    for command in ("demo", "capture", "pack", "verify", "ls", "extract", "repair", "serve", "map"):
         assert command in helptext
