@@ -11,11 +11,13 @@ A capture of seeds into ``out`` (formats/tree.md) runs these stages for each URL
 
 Each completed URL is one state transaction (its outcome, its manifest record, the references it
 revealed) followed by one manifest line (:class:`archiver.tree.ManifestWriter`). Files are written
-atomically (temporary file in ``_archiver/tmp``, on the tree's own file system, fsync, rename, so a
+atomically (temporary file in ``_archiver/tmp``, on the tree's own file system, then rename, so a
 killed run leaves no partial file in the tree; the next run empties ``tmp``); a page whose bytes equal
-an earlier page's is a hard link to it. Tree paths come from :func:`archiver.urls.local_path`, with
-the §4.5 clash rules applied by :meth:`Crawler.assign` (query-hash collisions get a longer hash; an
-asset file that must also be a folder gets a ``__c-`` name).
+an earlier page's is a hard link to it. Nothing is fsynced file by file: a process that is killed
+loses nothing the kernel already holds, and only a power cut could lose recent files (a later run with
+``--refresh`` fetches them again); the final manifest is written durably. Tree paths come from
+:func:`archiver.urls.local_path`, with the §4.5 clash rules applied by :meth:`Crawler.assign`
+(query-hash collisions get a longer hash; an asset file that must also be a folder gets a ``__c-`` name).
 
 When the frontier is empty, :meth:`Crawler._relink` points every link at what the tree finally holds
 (a relative link to something that was not stored becomes absolute, an absolute link to something
@@ -32,7 +34,6 @@ record's ``redirects``. An asset that redirects is stored at its own path.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -256,6 +257,10 @@ class _Linker:
         return decision
 
     def __call__(self, ref: str, hint: Hint) -> str | None:
+        if hint == "link" and not ref.strip(" \t\n\r\f"):
+            # an empty link names the document itself (or its <base>): written as the relative link
+            # to the file like every other in-scope link, so no checker takes it for a broken one
+            return self(self.base, hint) if "://" in self.base else None
         decision = self.decide(ref, hint)
         c = self.crawler
         if decision.action == "keep":
@@ -335,6 +340,15 @@ class _Progress:
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
             self.draw(final=True)
+
+
+class _ManifestLog(ManifestWriter):
+    """The manifest appended as files land, flushed to the kernel but not fsynced line by line (a
+    killed run loses none of it; the state, not this log, is what a resume trusts, and the manifest is
+    rewritten from the state at the end)."""
+
+    def _flush(self) -> None:
+        self._file.flush()
 
 
 class Crawler:
@@ -420,7 +434,6 @@ class Crawler:
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self._tmp_count = 0
         self._asset_links: dict[str, tuple[str, dict[str, bool]]] = {}
-        self.disk = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archiver-disk")
 
     # ---- set-up
 
@@ -663,10 +676,9 @@ class Crawler:
     async def _write(
         self, path: str, data: bytes | None = None, source: Path | None = None, link_from: str | None = None
     ) -> None:
-        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically, in the disk
-        thread (fsync must not stall the event loop that answers the browser)."""
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self.disk, self._write_now, path, data, source, link_from)
+        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically. Done in the event
+        loop: with no fsync a write is a page-cache copy and a rename, cheaper than a thread hop."""
+        self._write_now(path, data, source, link_from)
 
     def _write_now(self, path: str, data: bytes | None, source: Path | None, link_from: str | None) -> None:
         target = self.out / path
@@ -681,14 +693,10 @@ class Crawler:
                     tmp.unlink()
                 os.link(self.out / link_from, tmp)
             elif source is not None:
-                with source.open("rb") as f:
-                    os.fsync(f.fileno())
                 os.replace(source, tmp)
             else:
                 with tmp.open("wb") as f:
                     f.write(data or b"")
-                    f.flush()
-                    os.fsync(f.fileno())
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -704,9 +712,8 @@ class Crawler:
         manifest = self.manifest
         if manifest is not None:
             lines = [self._public(rec) for rec in [*(extra or []), *([record] if record else [])]]
-            if lines:
-                loop = asyncio.get_running_loop()
-                await loop.run_in_executor(self.disk, lambda: [manifest.add(rec) for rec in lines])
+            for line in lines:
+                manifest.add(line)
 
     def _key(self, url: str) -> str:
         return urls.dedup_key(url, self.scope.hygiene)
@@ -1010,7 +1017,7 @@ class Crawler:
         self._empty_tmp()
         self._seed()
         header = self._header(incomplete=True)
-        self.manifest = ManifestWriter(self.out, header)
+        self.manifest = _ManifestLog(self.out, header)
         progress: _Progress | None = None
         show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
         try:
@@ -1079,7 +1086,6 @@ class Crawler:
     def finalize(self) -> None:
         """Rewrite the manifest from the state: one record per path, sorted by path, with every
         merged URL listed and the smallest known depth and referrer; mark the crawl (in)complete."""
-        self.disk.shutdown(wait=True)
         self._flush_claims()
         if self.manifest is not None:
             self.manifest.close()
@@ -1128,9 +1134,11 @@ class Crawler:
         for r in merged:
             if r.final_url in stored:
                 stored[r.key] = stored[r.final_url]
+        moves = state.moves()  # a file moved by a §4.5 clash: links written before the move are stale
+        moved = set(moves.values())
         dirty: set[str] = set()
         for src, key, local in state.links():
-            if local != (key in stored):
+            if local != (key in stored) or (local and key in moved):
                 dirty.add(src)
         if not dirty:
             return
@@ -1139,9 +1147,16 @@ class Crawler:
             record = state.record(src)
             if record is None or not (self.out / src).is_file():
                 continue
-            self._relink_one(src, record, stored, by_path)
+            self._relink_one(src, record, stored, by_path, moves)
 
-    def _relink_one(self, src: str, record: Record, stored: dict[str, str], by_path: dict[str, str]) -> None:
+    def _relink_one(
+        self,
+        src: str,
+        record: Record,
+        stored: dict[str, str],
+        by_path: dict[str, str],
+        moves: dict[str, str] | None = None,
+    ) -> None:
         links: dict[str, bool] = {}
 
         def change(ref: str, hint: Hint) -> str | None:
@@ -1161,6 +1176,11 @@ class Crawler:
                 return None
             target = _resolve_href(src, text)
             key = by_path.get(target) if target else None
+            if key is None and target and moves and target in moves:
+                key = moves[target]  # written before a clash moved the file
+                if key in stored:
+                    links[key] = True
+                    return urls.rel(src, stored[key]) + ("" if "#" in key else fragment)
             if key is None:
                 return None
             if key in stored:

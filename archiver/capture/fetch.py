@@ -641,8 +641,6 @@ class Fetcher:
         self.bytes += size
         result.size = min(size, limit) if limit is not None else size
         if spool is not None:
-            spool.flush()
-            os.fsync(spool.fileno())
             spool.close()
             result.file = Path(spool.name)
         else:

@@ -63,6 +63,28 @@ SECRET_PARAMS = frozenset(
 _SECRET_SUFFIXES = ("_token", "_key", "_secret", "_password")
 REDACTED = "REDACTED"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\\]*\Z")
+_MEMO_SIZE = 100_000
+
+
+def _base_part(ref: str, base: str) -> str:
+    """The part of ``base`` that resolving ``ref`` depends on (see :meth:`Scope.resolve`)."""
+    if "\\" in ref or "\\" in base or any(c.isspace() for c in ref):
+        return base
+    if _ABSOLUTE.match(ref):
+        return ""
+    scheme, sep, rest = base.partition("://")
+    if not sep:
+        return base
+    slash = rest.find("/")
+    if ref.startswith("//"):
+        return scheme
+    if ref.startswith("/"):
+        return base if slash < 0 else scheme + "://" + rest[:slash]
+    if not ref or ref[0] in "?#" or _SCHEME.match(ref) or slash < 0:
+        return base
+    path = rest.split("?", 1)[0].split("#", 1)[0]
+    return scheme + "://" + path[: path.rfind("/") + 1]
 
 
 @dataclass(frozen=True)
@@ -126,6 +148,9 @@ class Scope:
     prefer: tuple[str, ...] = ()
     avoid: tuple[str, ...] = ()
     hygiene: Hygiene = field(default=DEFAULT_HYGIENE)
+    # memo of pure results (every page names the same stylesheet, menu and images again)
+    _keys: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
+    _verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- pages
 
@@ -171,6 +196,38 @@ class Scope:
             urls.want_asset(seed, key, same_domain=True, skip=self.skip_extensions) for seed in self.seeds
         )
 
+    # ---- memoised pure parts
+
+    def resolve(self, ref: str, base: str) -> tuple[str, str]:
+        """``(canonical URL, dedup key)`` of the stripped reference ``ref`` written at ``base``
+        (raises :class:`URLError`). Remembered by what the result depends on: the reference alone
+        when it is absolute, with the base's origin when it starts with one ``/``, with the base's
+        folder for a relative path; anything else (``?q``, backslashes, …) by the whole base."""
+        memo = (ref, _base_part(ref, base))
+        hit = self._keys.get(memo)
+        if hit is None:
+            canonical = urls.canonicalize(ref, base)
+            hit = (canonical, urls.dedup_key(canonical, self.hygiene))
+            if len(self._keys) >= _MEMO_SIZE:
+                self._keys.clear()
+            self._keys[memo] = hit
+        return hit
+
+    def _verdict(self, what: Literal["kind", "page", "asset"], key: str) -> bool | str:
+        memo = (what, key)
+        hit = self._verdicts.get(memo)
+        if hit is None:
+            if what == "kind":
+                hit = urls.guess_kind(key)
+            elif what == "page":
+                hit = self.page_in_scope(key)
+            else:
+                hit = self.want_asset(key)
+            if len(self._verdicts) >= _MEMO_SIZE:
+                self._verdicts.clear()
+            self._verdicts[memo] = hit  # type: ignore[assignment]
+        return hit
+
     # ---- the one decision
 
     def decide(
@@ -188,8 +245,7 @@ class Scope:
         stripped = ref.strip()
         _, fragment = split_fragment(stripped)
         try:
-            canonical = urls.canonicalize(stripped, base)
-            key = urls.dedup_key(canonical, self.hygiene)
+            canonical, key = self.resolve(stripped, base)
         except URLError as e:
             return Decision("keep", reason=str(e))
         if "#" in canonical:  # a route fragment (tree.md §2.1) is part of the key, not written back
@@ -202,16 +258,16 @@ class Scope:
 
         if hint == "absolute":
             return absolute("not fetched")
-        kind: Kind = urls.guess_kind(key) if hint == "link" else "asset"
+        kind: Kind = self._verdict("kind", key) if hint == "link" else "asset"  # type: ignore[assignment]
         if kind == "page":
-            if not self.page_in_scope(key):
+            if not self._verdict("page", key):
                 return absolute("out of scope")
             if depth + 1 > self.max_depth:
                 return absolute("beyond the depth limit")
             if robots_allows(key) is False:
                 return absolute("disallowed by robots.txt")
             return Decision("local", key, "page", fragment)
-        if not self.want_asset(key):
+        if not self._verdict("asset", key):
             reason = "skip list" if urls.ext(key) in self.skip_extensions else "asset on another site"
             return absolute(reason)
         if robots_allows(key) is False:

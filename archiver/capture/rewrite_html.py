@@ -326,11 +326,22 @@ class _Rewriter:
 
 
 def _ensure_charset(doc: LexborHTMLParser) -> None:
+    head = doc.head
+    declared = []
     for node in doc.css("meta"):
         attrs = node.attributes
         if "charset" in attrs or (attrs.get("http-equiv") or "").lower() == "content-type":
-            node.decompose()
-    head = doc.head
+            declared.append(node)
+    if (
+        head is not None
+        and len(declared) == 1
+        and head.child is not None
+        and head.child == declared[0]
+        and declared[0].attributes == {"charset": "utf-8"}
+    ):
+        return  # already the one declaration wanted, first in <head>
+    for node in declared:
+        node.decompose()
     if head is None:
         return
     meta = LexborHTMLParser('<meta charset="utf-8">').css_first("meta")

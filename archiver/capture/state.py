@@ -23,6 +23,9 @@ status, attempts, final_url, stylesheet)``
     the tree path each key was given (tree.md §4, with §4.5's clash rules applied).
 ``records(path TEXT PRIMARY KEY, record BLOB)``
     the manifest record of every stored file (msgspec JSON), from which the final manifest is written.
+``moves(path TEXT PRIMARY KEY, key TEXT)``
+    the paths a file left when a file/folder clash moved it (tree.md §4.5): links written to the
+    old path before the move are pointed at the new one when the run ends.
 ``blobs(sha256 TEXT PRIMARY KEY, path TEXT)``
     the first file that holds each page's bytes (later identical pages are hard links to it).
 ``links(src TEXT, key TEXT, local INTEGER)``
@@ -70,8 +73,10 @@ CREATE TABLE IF NOT EXISTS urls (
     updated REAL
 );
 CREATE INDEX IF NOT EXISTS urls_frontier ON urls (state, kind, priority, depth, seq);
+CREATE INDEX IF NOT EXISTS urls_final ON urls (final_url);
 CREATE TABLE IF NOT EXISTS paths (path TEXT PRIMARY KEY, key TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (path TEXT PRIMARY KEY, record BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS moves (path TEXT PRIMARY KEY, key TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, path TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, key TEXT NOT NULL, local INTEGER NOT NULL,
                                   PRIMARY KEY (src, key));
@@ -302,6 +307,7 @@ class State:
     def move(self, key: str, old: str, new: str) -> None:
         """Give ``key`` the path ``new`` instead of ``old`` (a §4.5 file/folder clash)."""
         with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO moves (path, key) VALUES (?, ?)", (old, key))
             self.db.execute("DELETE FROM paths WHERE path = ?", (old,))
             self.db.execute("INSERT OR REPLACE INTO paths (path, key) VALUES (?, ?)", (new, key))
             self.db.execute("UPDATE urls SET path = ? WHERE key = ?", (new, key))
@@ -314,6 +320,10 @@ class State:
                     "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
                     (new, _record_encoder.encode(record)),
                 )
+
+    def moves(self) -> dict[str, str]:
+        """``old path → key`` of every file a clash moved."""
+        return {str(p): str(k) for p, k in self.db.execute("SELECT path, key FROM moves")}
 
     # ---- completing work
 

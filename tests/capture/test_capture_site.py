@@ -118,6 +118,15 @@ def test_no_reference_to_the_origin_except_what_the_tree_does_not_hold(rendered:
     }
 
 
+def test_an_empty_href_becomes_the_relative_link_to_the_page_itself(rendered: Captured) -> None:
+    """``<a href="">`` names the page itself: written like every other in-scope link (a relative
+    path), not left empty for link checkers (zimcheck) to trip over; ``href="#"`` stays as written."""
+    doc = _doc(rendered, "demo/links.html")
+    hrefs = {(a.text(strip=True), a.attributes.get("href")) for a in doc.css("a")}
+    assert ("empty href (this page)", "links.html") in hrefs
+    assert not [text for text, href in hrefs if href == ""]
+
+
 def test_external_links_stay_absolute(rendered: Captured) -> None:
     text = _html(rendered, "demo/links.html")
     for href in [

@@ -115,3 +115,44 @@ def test_priority_avoid_wins_over_prefer() -> None:
 )
 def test_redact(url: str, expected: str) -> None:
     assert redact(url) == expected
+
+
+def test_remembered_resolution_equals_resolving_afresh() -> None:
+    """Scope.resolve remembers a reference's key by the part of the base it depends on (origin,
+    folder …); across bases that share that part and bases that do not, it must give exactly what
+    resolving afresh gives (or fail the same way)."""
+    from archiver import urls
+    from archiver.errors import URLError
+
+    bases = [
+        "http://h/a/b/c.html",
+        "http://h/a/b/",
+        "http://h/a/b/d.html?q=1",
+        "http://h:8080/a/b?x=1#!/r",
+        "https://h/a/b/c",
+        "http://g/a/b/c.html",
+        "http://h/",
+        "http://h/x/y/z",
+    ]
+    refs = ["/p/1.html", "p/1.html", "../x.css", "./", "?q=1", "//g/a", "http://h/a/b", "x.png#f"]
+    refs += ["../../../../a", "/", "..", "a:b", "1a:b", "http:x", "img/a b.png"]
+    refs += ["\\\\g/x", "/\\\\g", "%2e%2e/x"]
+    scope = Scope(home="http://h/", seeds=("http://h/",))
+
+    def afresh(ref: str, base: str) -> tuple[str, str] | None:
+        try:
+            canonical = urls.canonicalize(ref, base)
+        except URLError:
+            return None
+        return canonical, urls.dedup_key(canonical)
+
+    def remembered(ref: str, base: str) -> tuple[str, str] | None:
+        try:
+            return scope.resolve(ref, base)
+        except URLError:
+            return None
+
+    for _ in range(2):  # the second pass answers from the memo
+        for base in bases:
+            for ref in refs:
+                assert remembered(ref, base) == afresh(ref, base), (ref, base)
