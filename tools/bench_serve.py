@@ -409,6 +409,11 @@ def soak(
 # ------------------------------------------------------------------------------------ main
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages: other work on the machine skews every figure."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench_serve.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--size-mb", type=int, default=100)
@@ -437,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = {"gwtar": inputs["gwtar"].stat().st_size, "video": (inputs["tree"] / VIDEO).stat().st_size}
         took = time.monotonic() - t0
         print(f"inputs: gwtar {sizes['gwtar']:,} B, video entry {sizes['video']:,} B ({took:.1f} s to build)")
+        print(f"load average at start: {_load()} ({os.cpu_count()} CPUs)")
         gwtar_bytes = inputs["gwtar"].read_bytes()
         video = (inputs["tree"] / VIDEO).read_bytes()
         served = [inputs["tree"], inputs["gwtar"], inputs["zim"]]
@@ -494,7 +500,10 @@ def main(argv: list[str] | None = None) -> int:
             ),
         ]
         for title, targets, headers, body, metric in scenarios:
-            if args.only and not any(word.lower() in title.lower() for word in args.only.split(",")):
+            if args.only and not any(
+                re.search(rf"\b{re.escape(word.strip())}", title, re.IGNORECASE)
+                for word in args.only.split(",")
+            ):
                 continue
             runs = rounds(targets, d, n, c, {**identity, **headers})
             summaries = {name: summary(r, body) for name, r in runs.items()}
@@ -505,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
                 else float("nan")
             )
             results[title] = {**summaries, "ratio": round(ratio, 3), "metric": metric}
-            print(f"\n{title} (wrk -t2 -c{c} -d{d}s, median of {n} rounds)")
+            print(f"\n{title} (wrk -t2 -c{c} -d{d}s, median of {n} rounds; load average {_load()})")
             for name, s in summaries.items():
                 print(
                     f"  {name:12} {s['rps']:>10,.0f} req/s {s['mb_per_s']:>9,.1f} MB/s"
@@ -520,7 +529,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.soak:
             s = soak(ours_url, ours_proc, work, args.soak, c, sizes)
             results["soak"] = s
-            print(f"\nsoak: {s['seconds']} s mixed load on archiver serve, {s['requests']:,} requests")
+            print(
+                f"\nsoak: {s['seconds']} s mixed load on archiver serve, {s['requests']:,} requests"
+                f" (load average {_load()})"
+            )
             print(f"  statuses {s['statuses']}; outside 2xx/3xx: {s['unexpected']}")
             print(f"  socket errors: {s['socket_errors']}")
             print(

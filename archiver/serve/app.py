@@ -7,8 +7,10 @@ headers to :func:`archiver.serve.ranges.decide`, and the bytes come straight fro
 representation built once. A response of at most 64 KiB leaves in one write, head and body together
 (uvicorn writes them separately: two syscalls and two TCP segments; :func:`_one_write` holds the head
 back when ``send`` is uvicorn's, and falls back to plain ASGI otherwise). A larger body of a file
-leaves by ``sendfile(2)`` as far as the socket takes it at once (:func:`_send_file`), the rest in
-1 MiB ``pread`` chunks under uvicorn's flow control, stopping when the client goes away. Nothing is ever
+leaves by ``sendfile(2)``, waiting for the socket when it is full (:func:`_send_file`); other large
+bodies go in 1 MiB chunks under uvicorn's flow control, stopping when the client goes away. The
+commonest small GETs do not even reach ASGI: :meth:`App.fast` answers them from uvicorn's parser
+callback (:func:`_fast_protocol`), with the same bytes the ASGI path would send. Nothing is ever
 compressed, so ``Accept-Encoding`` cannot turn a Range request into a full response. Errors are
 a status and one fixed line of text; an unexpected exception is logged (one line, to stderr) and
 answered with a plain 500, never a traceback.
@@ -85,6 +87,42 @@ class App:
                 elif message["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+    def fast(self, url: bytes, headers: Sequence[tuple[bytes, bytes]]) -> tuple[int, bytes, bytes] | None:
+        """The commonest GET answered without ASGI (see :func:`_fast_protocol`): a request target in
+        origin form, no validators, no Range or one plain ``bytes=a-b``, a body of at most
+        :data:`SMALL` bytes. (status, header lines, body), exactly what :meth:`_http` would send
+        (uvicorn adds its own lines); None for anything else, which then takes the ASGI path."""
+        if url[:1] != b"/" or b"#" in url:
+            return None
+        range_value: bytes | None = None
+        for name, value in headers:
+            if name in _CONDITIONAL:
+                if name != b"range" or range_value is not None:
+                    return None
+                range_value = value
+        raw, _, query = url.partition(b"?")
+        rep = self.site.resolve(raw, query)
+        if not isinstance(rep, Representation):
+            return None
+        size = rep.size
+        if range_value is None:
+            if size > SMALL:
+                return None
+            return 200, rep.block + b"content-length: %d\r\n" % size, rep.read(0, size)
+        simple = simple_range(range_value, size)
+        if simple is None:
+            return None
+        start, stop = simple
+        if stop - start > SMALL:
+            return None
+        lines = b"content-length: %d\r\ncontent-range: bytes %d-%d/%d\r\n" % (
+            stop - start,
+            start,
+            stop - 1,
+            size,
+        )
+        return 206, rep.block_partial + lines, rep.read(start, stop)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
@@ -312,17 +350,7 @@ async def _send_file(
     sent = 0
     sock = real.get_extra_info("socket") if not real.is_closing() else None
     if sock is not None and real.get_write_buffer_size() == 0:
-        out = sock.fileno()
-        while start + sent < stop:
-            try:
-                n = os.sendfile(out, rep.fd, rep.offset + start + sent, stop - start - sent)
-            except InterruptedError:
-                continue
-            except OSError:  # EAGAIN (the socket is full), or the client went away: uvicorn takes over
-                break
-            if n == 0:
-                break
-            sent += n
+        sent = await _sendfile(sock.fileno(), rep.fd, rep.offset + start, stop - start)
     done = 0
     sink = _Held(real, discard=True)
     while done < sent:
@@ -334,6 +362,45 @@ async def _send_file(
         )
     if start + sent < stop:
         await _stream(send, receive, rep, [(b"", start + sent, stop)], b"")
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _sendfile(sock_fd: int, file_fd: int, offset: int, count: int) -> int:
+    """sendfile(2) ``count`` bytes from ``offset`` of ``file_fd`` to the socket, waiting for the socket
+    whenever it is full (as nginx does); the number of bytes sent (fewer when the client leaves).
+
+    It works on a duplicate of the socket's descriptor: uvloop does not let anyone else watch the
+    descriptor of one of its transports, and should the transport close it meanwhile, the number can
+    never come to name another connection's socket."""
+    loop = asyncio.get_running_loop()
+    out = os.dup(sock_fd)
+    sent = 0
+    try:
+        while sent < count:
+            try:
+                n = os.sendfile(out, file_fd, offset + sent, count - sent)
+            except InterruptedError:
+                continue
+            except BlockingIOError:  # the socket is full: wait until it takes more
+                ready = loop.create_future()
+                loop.add_writer(out, _wake, ready)
+                try:
+                    await ready
+                finally:
+                    loop.remove_writer(out)
+                continue
+            except OSError:  # the client went away
+                break
+            if n == 0:
+                break
+            sent += n
+    finally:
+        os.close(out)
+    return sent
 
 
 async def _stream(
@@ -382,6 +449,151 @@ async def _plain(
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
+# ------------------------------------------------------------------------------------ the fast path
+
+
+class _NoEvent:
+    __slots__ = ()
+
+    def set(self) -> None:
+        pass
+
+
+class _Answered:
+    """Stands for the response cycle of a request answered by :meth:`App.fast`: complete."""
+
+    __slots__ = ()
+    response_complete = True
+    disconnected = False
+    message_event = _NoEvent()
+
+
+_ANSWERED: Final = _Answered()
+
+
+def _fast_protocol() -> type:
+    """uvicorn's httptools protocol with one shortcut: when no earlier request on the connection is
+    still being answered, a GET over HTTP/1.1 that :meth:`App.fast` can answer is written out at once,
+    from the parser's callback, in one write: no ASGI scope, no response cycle, no task, no event.
+    Everything else (and any application that is not an :class:`App`) goes the ordinary way.
+    uvicorn's own bookkeeping is kept: its Date line, request count, pipelining, flow control and
+    ``Connection: close``; its keep-alive timer is kept armed instead of re-armed per request."""
+    from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+    class FastProtocol(HttpToolsProtocol):
+        _fast: Callable[..., tuple[int, bytes, bytes] | None] | None = None
+        _defaults: Any = None  # uvicorn's default headers (Date) as last seen, and as lines
+        _default_lines = b""
+        _scoped = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._fast = getattr(self.app, "fast", None)
+
+        def on_message_begin(self) -> None:
+            # The ASGI scope is built only for a request that takes the ordinary path.
+            self.url = b""
+            self.expect_100_continue = False
+            self.headers = []
+            self._scoped = False
+
+        def _ordinary(self) -> None:
+            url, headers, expect = self.url, self.headers, self.expect_100_continue
+            super().on_message_begin()
+            self.url, self.headers, self.expect_100_continue = url, headers, expect
+            self.scope["headers"] = headers
+            self._scoped = True
+            super().on_headers_complete()
+
+        def on_headers_complete(self) -> None:
+            cycle = self.cycle
+            fast = self._fast
+            parser = self.parser
+            if (
+                fast is not None
+                and (cycle is None or cycle.response_complete)
+                and not self.pipeline
+                and not self.flow.write_paused  # a client that does not read: the ordinary path waits
+                and not self.expect_100_continue
+                and parser.get_method() == b"GET"
+                and parser.get_http_version() == "1.1"
+                and not parser.should_upgrade()
+            ):
+                try:
+                    answer = fast(self.url, self.headers)
+                except Exception:  # the ordinary path answers it, and logs what went wrong
+                    answer = None
+                if answer is not None:
+                    status, lines, body = answer
+                    defaults = self.server_state.default_headers
+                    if defaults is not self._defaults:
+                        self._defaults = defaults
+                        self._default_lines = b"".join(b"%s: %s\r\n" % pair for pair in defaults)
+                    if parser.should_keep_alive():
+                        data = b"".join((STATUS_LINE[status], self._default_lines, lines, b"\r\n", body))
+                        self.cycle = _ANSWERED  # type: ignore[assignment]
+                        self.transport.write(data)
+                    else:
+                        close = b"connection: close\r\n\r\n"
+                        data = b"".join((STATUS_LINE[status], self._default_lines, lines, close, body))
+                        self.cycle = _ANSWERED  # type: ignore[assignment]
+                        self.transport.write(data)
+                        self.transport.close()
+                    self.on_response_complete()
+                    return
+            self._ordinary()
+
+        # uvicorn cancels its keep-alive timer on every read and arms a new one after every response:
+        # two timer operations per request. Here one timer stays armed and looks at the clock when it
+        # fires: an idle connection still closes ``timeout_keep_alive`` seconds after its last
+        # activity, and a connection that is busy answering is never closed by it.
+        _active_at = 0.0
+
+        def _unset_keepalive_if_required(self) -> None:
+            self._active_at = self.loop.time()
+
+        def on_response_complete(self) -> None:
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return
+            self._active_at = self.loop.time()
+            self.flow.resume_reading()
+            if self.pipeline:
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+            elif self.timeout_keep_alive_task is None:
+                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle)
+
+        def _idle(self) -> None:
+            self.timeout_keep_alive_task = None
+            if self.transport.is_closing():
+                return
+            cycle = self.cycle
+            if (cycle is not None and not cycle.response_complete) or self.pipeline:
+                return  # busy: armed again when the response is complete
+            left = self._active_at + self.timeout_keep_alive - self.loop.time()
+            if left > 0:
+                self.timeout_keep_alive_task = self.loop.call_later(left, self._idle)
+            else:
+                self.timeout_keep_alive_handler()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.timeout_keep_alive_task is not None:
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = None
+            super().connection_lost(exc)
+
+        def on_body(self, body: bytes) -> None:
+            if self._scoped:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if self._scoped:
+                super().on_message_complete()
+
+    return FastProtocol
+
+
 # ------------------------------------------------------------------------------------ entry points
 
 
@@ -420,13 +632,15 @@ def _server(config: Any) -> Any:
     return Server(config)
 
 
-def _config(app: App, *, quiet: bool) -> Any:
+def _config(app: App, *, quiet: bool, keep_alive: float = 5.0) -> Any:
     import uvicorn
 
     return uvicorn.Config(
         app,
+        timeout_keep_alive=keep_alive,  # seconds an idle connection stays open (uvicorn's default: 5)
         loop="uvloop",
-        http="httptools",
+        http=_fast_protocol(),
+        ws="none",  # a file server: no WebSocket upgrades
         lifespan="off",
         access_log=False,
         log_level="warning" if quiet else "info",
@@ -521,12 +735,14 @@ def running(
     host: str = "127.0.0.1",
     port: int = 0,
     gwtar_mime: str = "text/html",
+    keep_alive: float = 5.0,
 ) -> Iterator[str]:
     """Serve in a background thread for the duration of a ``with`` block, yielding the base URL
-    (``http://127.0.0.1:PORT/``). Used by tests and tools; the server is stopped on exit."""
+    (``http://127.0.0.1:PORT/``). Used by tests and tools; the server is stopped on exit.
+    ``keep_alive``: seconds an idle connection stays open."""
     app = paths if isinstance(paths, App) else make_app(paths, gwtar_mime=gwtar_mime)
     sock = _bind(host, port)
-    server = _server(_config(app, quiet=True))
+    server = _server(_config(app, quiet=True, keep_alive=keep_alive))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="archiver-serve", daemon=True
     )

@@ -98,7 +98,18 @@ class Representation:
     about it carries (Content-Type, ETag, Last-Modified, Accept-Ranges, extra ones); ``head_partial``
     the same without Accept-Ranges, for a 206."""
 
-    __slots__ = ("checked", "content_type", "etag", "head", "head_partial", "last_modified", "path", "size")
+    __slots__ = (
+        "block",
+        "block_partial",
+        "checked",
+        "content_type",
+        "etag",
+        "head",
+        "head_partial",
+        "last_modified",
+        "path",
+        "size",
+    )
 
     def __init__(
         self,
@@ -123,6 +134,9 @@ class Representation:
         ]
         # A 206 carries the same validators; Accept-Ranges only tells a client of a 200 (as nginx).
         self.head_partial = [h for h in self.head if h[0] != b"accept-ranges"]
+        # The same as HTTP/1.1 header lines, for answers written without ASGI (app.py's fast path).
+        self.block = b"".join(b"%s: %s\r\n" % pair for pair in self.head)
+        self.block_partial = b"".join(b"%s: %s\r\n" % pair for pair in self.head_partial)
 
     def read(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the representation (``0 <= start <= stop <= size``)."""
@@ -328,8 +342,11 @@ class _FileMount(Mount):
         file, st = opened
         self.size = st.st_size
         if gwtar:
-            self.rep: FileSlice = _gwtar_whole(file, st, gwtar_mime)
             self.members: _Members | None = _Members(file, path, st)
+            # The archive is read once, now: when its members are readable, every response for the
+            # file says so (``Gwtar-Members: 1``), and the loader uses member URLs without probing.
+            readable = self.members.count() is not None
+            self.rep: FileSlice = _gwtar_whole(file, st, gwtar_mime, members=readable)
         else:
             self.rep = _plain_file(file, st, path.name)
             self.members = None
@@ -356,10 +373,15 @@ def _plain_file(file: Any, st: os.stat_result, name: str) -> FileSlice:
     return FileSlice(file, 0, st.st_size, media, _file_etag(st), int(st.st_mtime))
 
 
-def _gwtar_whole(file: Any, st: os.stat_result, gwtar_mime: str) -> FileSlice:
+#: Sent with a gwtar file whose member URLs work (js/README.md, "What the loader needs from a host").
+MEMBERS_HEADER: Final = (b"gwtar-members", b"1")
+
+
+def _gwtar_whole(file: Any, st: os.stat_result, gwtar_mime: str, *, members: bool = False) -> FileSlice:
     # The whole archive: its own type (text/html or x-gwtar, which browsers sniff as HTML and CDNs
     # leave Range on), never compressed, never sniffed into something else by a cache.
-    return FileSlice(file, 0, st.st_size, gwtar_mime, _file_etag(st), int(st.st_mtime))
+    extra = (MEMBERS_HEADER,) if members else ()
+    return FileSlice(file, 0, st.st_size, gwtar_mime, _file_etag(st), int(st.st_mtime), extra=extra)
 
 
 class _Members:

@@ -213,6 +213,16 @@ def nginx(
     prints, on a free loopback port; yields the base URL and stops nginx by its PID."""
     port = free_port()
     block = print_config("nginx", paths, gwtar_mime=gwtar_mime, listen=f"127.0.0.1:{port}")
+    with nginx_block(folder, block, port, workers=workers, http_extra=http_extra) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def nginx_block(
+    folder: Path, block: str, port: int, *, workers: int = 1, http_extra: str = ""
+) -> Iterator[str]:
+    """Debian's nginx running ``block`` (a ``server`` block listening on 127.0.0.1:``port``) after
+    ``nginx -t`` accepts it; yields the base URL and stops nginx by its PID."""
     conf = nginx_conf(folder, block, workers=workers, http_extra=http_extra)
     check_run = subprocess.run(
         [NGINX, "-t", "-c", str(conf), "-p", str(folder)], capture_output=True, text=True

@@ -58,34 +58,38 @@ def _play(url: str) -> tuple[dict[str, Any], list[tuple[int, str | None, str | N
 
 def _play_in(browser: Browser, url: str) -> tuple[dict[str, Any], list[tuple[int, str | None, str | None]]]:
     context = browser.new_context()
-    page = context.new_page()
-    cdp = context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 5, "downloadThroughput": 250_000, "uploadThroughput": 250_000},
-    )
-    member_responses: list[tuple[int, str | None, str | None]] = []
+    try:
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": 5, "downloadThroughput": 250_000, "uploadThroughput": 250_000},
+        )
+        member_responses: list[tuple[int, str | None, str | None]] = []
 
-    def seen(response: Response) -> None:
-        if "/~/" in response.url and response.request.method == "GET":
-            asked = response.request.headers.get("range")
-            member_responses.append((response.status, asked, response.headers.get("content-range")))
+        def seen(response: Response) -> None:
+            if "/~/" in response.url and response.request.method == "GET":
+                asked = response.request.headers.get("range")
+                member_responses.append((response.status, asked, response.headers.get("content-range")))
 
-    page.on("response", seen)
-    page.goto(url)
-    page.wait_for_function("() => window.gwtar && gwtar.state === 'ready'", timeout=60_000)
-    audio = "document.querySelector('audio')"
-    page.evaluate(f"() => {{ const a = {audio}; a.muted = true; a.play().catch(() => {{}}); }}")
-    page.wait_for_function(f"() => {{ const a = {audio}; return a && a.currentTime > 0.3; }}", timeout=60_000)
-    state = page.evaluate(
-        """() => { const a = document.querySelector('audio');
-             const b = a.buffered;
-             return {src: a.currentSrc, time: a.currentTime, duration: a.duration,
-                     buffered: b.length ? b.end(b.length - 1) : 0}; }"""
-    )
-    context.close()
-    return state, member_responses
+        page.on("response", seen)
+        page.goto(url)
+        page.wait_for_function("() => window.gwtar && gwtar.state === 'ready'", timeout=60_000)
+        audio = "document.querySelector('audio')"
+        page.evaluate(f"() => {{ const a = {audio}; a.muted = true; a.play().catch(() => {{}}); }}")
+        page.wait_for_function(
+            f"() => {{ const a = {audio}; return a && a.currentTime > 0.3; }}", timeout=60_000
+        )
+        state = page.evaluate(
+            """() => { const a = document.querySelector('audio');
+                 const b = a.buffered;
+                 return {src: a.currentSrc, time: a.currentTime, duration: a.duration,
+                         buffered: b.length ? b.end(b.length - 1) : 0}; }"""
+        )
+        return state, member_responses
+    finally:
+        context.close()
 
 
 @pytest.mark.browser

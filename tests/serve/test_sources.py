@@ -22,7 +22,7 @@ from archiver.serve import make_app, print_config, running
 from archiver.serve import sources as sources_module
 from archiver.serve.sources import plan_mounts
 from archiver.tree import Header, Record, write_records
-from tests.serve.helpers import REPO, nginx, parse_multipart, request
+from tests.serve.helpers import REPO, free_port, nginx, nginx_block, parse_multipart, request
 
 LOADER = "/* the loader is not under test here */"
 BIG = 3 * (1 << 20) + 12345  # spans several 1 MiB chunks
@@ -214,6 +214,120 @@ def test_pipelined_requests_and_connection_close(base: str, world: dict[str, Pat
     assert body == css
 
 
+def _exchange(base: str, payload: bytes) -> list[tuple[list[bytes], bytes]]:
+    """Send ``payload`` (GET requests, the last with ``Connection: close``) on one connection; each
+    response's (status line and header lines without Date, body), in order."""
+    host, port = base.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(payload)
+        received = b""
+        while chunk := s.recv(1 << 20):
+            received += chunk
+    replies = []
+    while received:
+        head, received = received.split(b"\r\n\r\n", 1)
+        lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"date:")]
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        replies.append((lines, received[:length]))
+        received = received[length:]
+    return replies
+
+
+FAST_CASES = [
+    ("/site/_archiver/ex.com/site.css", ""),
+    ("/site/_archiver/ex.com/site.css", "Range: bytes=0-3\r\n"),
+    ("/site/_archiver/ex.com/site.css", "Range: bytes=5-\r\n"),
+    ("/site/_archiver/ex.com/big.bin", "Range: bytes=1000-66535\r\n"),
+    ("/site.gwtar.html", "Range: bytes=100-4195\r\n"),
+    ("/site.gwtar.html/~/_archiver/ex.com/big.bin?x=1", "Range: bytes=2000000-2004095\r\n"),
+    ("/book/_archiver/ex.com/big.bin", "Range: bytes=7-4102\r\n"),
+    ("/book/docs/deep.html", ""),
+]
+
+
+def test_fast_path_answers_as_the_asgi_path(base: str, world: dict[str, Path]) -> None:
+    """The commonest GETs are answered by ``App.fast`` without ASGI; the same request with a
+    validator that changes nothing (``If-Match: *``) takes the ASGI path. Both answers are the same,
+    byte for byte, Date apart."""
+    app = make_app([world["tree"], world["archives"]])
+    try:
+        for path, header in FAST_CASES:
+            headers = [(b"range", header.split(": ")[1].strip().encode())] if header else []
+            assert app.fast(path.encode(), headers) is not None, (path, header)
+            assert app.fast(path.encode(), [*headers, (b"if-match", b"*")]) is None
+    finally:
+        app.site.close()
+    plain = b"".join(f"GET {p} HTTP/1.1\r\nHost: x\r\n{h}\r\n".encode() for p, h in FAST_CASES)
+    general = b"".join(
+        f"GET {p} HTTP/1.1\r\nHost: x\r\nIf-Match: *\r\n{h}\r\n".encode() for p, h in FAST_CASES
+    )
+    close = b"GET /site/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    fast_replies = _exchange(base, plain + close)
+    asgi_replies = _exchange(base, general + close)
+    assert len(fast_replies) == len(FAST_CASES) + 1
+    assert fast_replies == asgi_replies
+    big = _pattern(BIG)
+    assert fast_replies[3][1] == big[1000:66536] and fast_replies[5][1] == big[2000000:2004096]
+
+
+def test_fast_and_ordinary_answers_pipelined_in_order(base: str, world: dict[str, Path]) -> None:
+    """Requests the fast path answers and requests it does not (multipart, errors, large bodies),
+    pipelined on one connection, are answered in order."""
+    css = (world["tree"] / "_archiver/ex.com/site.css").read_bytes()
+    big = _pattern(BIG)
+    cases = [
+        ("/site/_archiver/ex.com/site.css", "Range: bytes=0-3\r\n"),
+        ("/site/_archiver/ex.com/site.css", "Range: bytes=0-1,4-5\r\n"),
+        ("/site/_archiver/ex.com/site.css", ""),
+        ("/site/no-such-file", ""),
+        ("/site/_archiver/ex.com/big.bin", "Range: bytes=10-\r\n"),
+        ("/site/_archiver/ex.com/big.bin", "Range: bytes=10-19\r\n"),
+        ("/site/_archiver/ex.com/site.css", "Range: bytes=-2\r\nConnection: close\r\n"),
+    ]
+    payload = b"".join(f"GET {p} HTTP/1.1\r\nHost: x\r\n{h}\r\n".encode() for p, h in cases)
+    replies = _exchange(base, payload)
+    assert [lines[0].split(b" ")[1] for lines, _ in replies] == [
+        b"206",
+        b"206",
+        b"200",
+        b"404",
+        b"206",
+        b"206",
+        b"206",
+    ]
+    bodies = [body for _, body in replies]
+    assert bodies[0] == css[:4] and bodies[2] == css and bodies[3] == b"404 not found\n"
+    assert b"Content-Range: bytes 4-5/" in bodies[1]
+    assert bodies[4] == big[10:] and bodies[5] == big[10:20] and bodies[6] == css[-2:]
+
+
+def test_idle_connections_close_and_busy_ones_do_not(world: dict[str, Path]) -> None:
+    """An idle keep-alive connection is closed (here after 0.3 s without a request); one that keeps
+    asking stays open past that, and one whose large response is still being read is not cut."""
+    big = _pattern(BIG)
+    with running([world["tree"]], keep_alive=0.3) as url:
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        request = b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n"
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            for _ in range(8):  # 8 x 0.1 s: longer than the timeout, never idle that long
+                s.sendall(request)
+                assert s.recv(65536).endswith(b"\r\n\r\nbody")
+                time.sleep(0.1)
+            assert s.recv(65536) == b"", "closed once idle"
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)  # the server cannot send it all at once
+            s.settimeout(10)
+            s.connect((host, int(port)))
+            s.sendall(request)
+            assert s.recv(65536).endswith(b"\r\n\r\nbody")  # the idle timer is armed
+            s.sendall(b"GET /site/_archiver/ex.com/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            received = s.recv(1 << 16)
+            time.sleep(0.8)  # a slow reader: the response is still being sent
+            while len(received) < len(big) + 200 and (chunk := s.recv(1 << 20)):
+                received += chunk
+            assert received.endswith(big)
+
+
 def test_large_bodies_on_one_connection(base: str) -> None:
     """Bodies over 64 KiB leave by sendfile as far as the socket takes them, the rest the ordinary
     way: back-to-back large and small responses on one connection, then ``Connection: close``."""
@@ -259,8 +373,11 @@ def test_gwtar_whole_file(base: str, world: dict[str, Path]) -> None:
     assert r.header("content-type") == "text/html"
     assert r.header("accept-ranges") == "bytes"
     assert r.header("content-encoding") is None
+    assert r.header("gwtar-members") == "1", "the loader may use member URLs without probing"
     r = get(base, "/site.gwtar.html", {"Range": "bytes=0-99", "Accept-Encoding": "gzip"})
     assert r.status == 206 and r.body == archive[:100]
+    assert r.header("gwtar-members") == "1"
+    assert get(base, "/site.gwtar.html/~/index.html").header("gwtar-members") is None
 
 
 def test_gwtar_members(base: str, world: dict[str, Path]) -> None:
@@ -305,7 +422,9 @@ def test_not_a_gwtar_keeps_serving_whole(tmp_path: Path) -> None:
     fake = tmp_path / "broken.gwtar.html"
     fake.write_bytes(b"<html>\n<!-- Gwtar self-extracting HTML archive, v1 -->\nthen nothing")
     with running([fake]) as url:
-        assert get(url, "/broken.gwtar.html").body == fake.read_bytes()
+        whole = get(url, "/broken.gwtar.html")
+        assert whole.body == fake.read_bytes()
+        assert whole.header("gwtar-members") is None, "no member URLs: the loader must not use them"
         assert get(url, "/broken.gwtar.html/~/index.html").status == 404
 
 
@@ -425,6 +544,45 @@ def test_nginx_config_serves_gwtar_uncompressed(world: dict[str, Path], tmp_path
         assert inner.status == 206 and inner.body == archive[:100]
         assert inner.header("content-type") == "x-gwtar"
         assert inner.header("content-encoding") is None
+
+
+@pytest.mark.interop
+def test_cli_print_config_nginx_is_what_nginx_runs(world: dict[str, Path], tmp_path: Path) -> None:
+    """``archiver serve --print-config nginx`` as a user types it: its output, with only the listen
+    line changed to a free loopback port, passes ``nginx -t``, and nginx serves the same URLs with
+    the same bytes as ``archiver serve``."""
+    archives = world["archives"]
+    paths = [world["tree"], archives / "site.gwtar.html", archives / "notes.txt"]
+    done = subprocess.run(
+        [sys.executable, "-m", "archiver", "serve", "--print-config", "nginx", "--gwtar-mime", "x-gwtar",
+         *map(str, paths)],
+        capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text = done.stdout
+    assert text.startswith("# nginx configuration written by `archiver serve --print-config nginx`")
+    assert text.count("    listen 80;\n") == 1, "the default listen line, once"
+    port = free_port()
+    block = text.replace("    listen 80;\n", f"    listen 127.0.0.1:{port};\n")
+    archive = (archives / "site.gwtar.html").read_bytes()
+    with nginx_block(tmp_path, block, port) as url, running(paths, gwtar_mime="x-gwtar") as ours:
+        for base in (url, ours):
+            r = get(base, "/site.gwtar.html", {"Range": "bytes=100-4195", "Accept-Encoding": "gzip"})
+            assert (r.status, r.body) == (206, archive[100:4196]), base
+            assert r.header("content-type") == "x-gwtar", base
+            assert r.header("content-encoding") is None, base
+            multi = get(base, "/site.gwtar.html", {"Range": "bytes=0-9,-10"})
+            parts = parse_multipart(multi)
+            assert multi.status == 206 and parts is not None, base
+            assert [p[2] for p in parts] == [archive[:10], archive[-10:]], base
+            home = get(base, "/site/")
+            assert home.status == 200 and home.body == (world["tree"] / "index.html").read_bytes(), base
+            assert get(base, "/site").status == 301, base
+            css = get(base, "/site/_archiver/ex.com/site.css")
+            assert css.body == (world["tree"] / "_archiver/ex.com/site.css").read_bytes(), base
+            assert get(base, "/notes.txt").body == b"plain file\n", base
+            assert get(base, "/site/no-such-file").status == 404, base
+        assert get(url, "/site.gwtar.html").header("cache-control") == "public, max-age=86400"
 
 
 def test_caddy_config_text(world: dict[str, Path]) -> None:
