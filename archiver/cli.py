@@ -18,6 +18,7 @@ from typing import Any
 
 from archiver import __version__
 from archiver.errors import EXIT_BUG, ArchiverError, UsageError
+from archiver.progress import bytes_meter, wanted
 
 __all__ = ["main"]
 
@@ -98,7 +99,11 @@ def _cmd_pack(args: argparse.Namespace) -> int:
             raise UsageError(
                 "ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack"
             )
-        result = gwtar.pack(src, out, main=args.main, single_page=args.single_page)
+        fec = args.fec_redundancy / 100 if args.add_fec_data else None
+        with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
+            result = gwtar.pack(
+                src, out, main=args.main, single_page=args.single_page, fec=fec, progress=meter
+            )
         doc: dict[str, Any] = {
             "format": "gwtar",
             "path": str(result.path),
@@ -108,10 +113,6 @@ def _cmd_pack(args: argparse.Namespace) -> int:
             "main": result.main,
         }
         if args.add_fec_data:
-            from archiver import par2
-
-            par2.add_fec(result.path, result.total_archive_size, redundancy=args.fec_redundancy / 100)
-            doc["size"] = result.path.stat().st_size
             doc["fec"] = {"redundancy_percent": args.fec_redundancy}
     else:
         from archiver import zim

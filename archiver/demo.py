@@ -19,7 +19,7 @@ __all__ = ["run_demo"]
 
 
 def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
-    from archiver import gwtar, par2, zim
+    from archiver import gwtar, zim
     from archiver.capture import capture
 
     out_dir = Path(out)
@@ -53,8 +53,7 @@ def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
             f"`archiver capture`) → {tree}"
         )
 
-        packed = gwtar.pack(tree, gwtar_path)
-        par2.add_fec(gwtar_path, packed.total_archive_size)
+        packed = gwtar.pack(tree, gwtar_path, fec=0.10)
         gwtar_report = gwtar.verify(gwtar_path)
         report["gwtar"] = {
             "path": str(gwtar_path),

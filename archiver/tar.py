@@ -120,12 +120,12 @@ def fits_ustar(name: str, size: int = 0) -> bool:
     return 0 <= size <= MAX_USTAR_SIZE and split_name(name) is not None
 
 
-def _octal(value: int, width: int) -> bytes:
-    """``width - 1`` zero-padded octal digits and a NUL."""
-    digits = width - 1
-    if value < 0 or value >= 8**digits:
-        raise TarError(f"number {value} does not fit a {width}-byte octal field")
-    return b"%0*o\x00" % (digits, value)
+# name, mode, uid, gid, size, mtime, checksum (eight spaces), typeflag, linkname, magic + version,
+# uname, gname, devmajor, devminor (zero), prefix, 12 bytes of padding
+_HEADER_FORMAT = (
+    b"%s%07o\x00%07o\x00%07o\x00%011o\x00%011o\x00        %s%sustar\x0000%s%s0000000\x000000000\x00%s"
+    + b"\x00" * 12
+)
 
 
 def checksum(block: bytes) -> int:
@@ -163,28 +163,25 @@ def encode_header(
         raise TarError(f"link name longer than 100 bytes: {linkname!r}")
     if not 0 <= mtime <= _MAX_MTIME:
         raise TarError(f"mtime {mtime} outside the ustar range")
-    fields = [
+    for value, width in ((mode, 8), (uid, 8), (gid, 8), (size, 12)):
+        if not 0 <= value < 8 ** (width - 1):
+            raise TarError(f"number {value} does not fit a {width}-byte octal field")
+    block = _HEADER_FORMAT % (
         short.ljust(100, b"\x00"),
-        _octal(mode, 8),
-        _octal(uid, 8),
-        _octal(gid, 8),
-        _octal(size, 12),
-        _octal(mtime, 12),
-        b" " * 8,  # checksum, filled below
+        mode,
+        uid,
+        gid,
+        size,
+        mtime,
         typeflag,
         link.ljust(100, b"\x00"),
-        b"ustar\x0000",
         uname.encode("utf-8")[:32].ljust(32, b"\x00"),
         gname.encode("utf-8")[:32].ljust(32, b"\x00"),
-        _octal(0, 8),
-        _octal(0, 8),
         prefix.ljust(155, b"\x00"),
-        b"\x00" * 12,
-    ]
-    block = bytearray(b"".join(fields))
+    )
     assert len(block) == BLOCK
-    block[148:156] = b"%06o\x00 " % checksum(bytes(block))
-    return bytes(block)
+    # the checksum field holds eight spaces while summing, so the plain byte sum is the checksum
+    return b"%s%06o\x00 %s" % (block[:148], sum(block), block[156:])
 
 
 def _pax_record(key: str, value: str) -> bytes:

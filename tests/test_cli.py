@@ -104,3 +104,53 @@ def test_version_and_help() -> None:
     helptext = run("--help").stdout
     for command in ("demo", "capture", "pack", "verify", "ls", "extract", "repair", "serve", "map"):
         assert command in helptext
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run the CLI with standard error on a 24x100 pseudo-terminal; return (exit, stdout, what the
+    terminal showed)."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archiver", *args], stdout=subprocess.PIPE, stderr=slave, text=True
+    )
+    os.close(slave)
+    shown = b""
+    while True:
+        ready = select.select([master], [], [], 0.1)[0]
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                chunk = b""
+            if chunk:
+                shown += chunk
+                continue
+        if proc.poll() is not None and not ready:
+            break
+        if ready and not chunk:
+            break
+    stdout = proc.stdout.read() if proc.stdout else ""
+    proc.wait(timeout=120)
+    os.close(master)
+    return proc.returncode, stdout, shown.decode("utf-8", "replace")
+
+
+def test_pack_and_verify_show_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    out = tmp_path / "mini.gwtar.html"
+    code, stdout, shown = _on_a_terminal("pack", str(MINI), "--format", "gwtar", "-o", str(out))
+    assert code == 0 and stdout.startswith(str(out))
+    assert "pack mini.gwtar.html" in shown and "B/s" in shown  # label, byte counts and rate
+    code, stdout, shown = _on_a_terminal("verify", str(out))
+    assert code == 0 and "verify mini.gwtar.html" in shown
+    code, stdout, shown = _on_a_terminal("verify", "--json", str(out))
+    assert code == 0 and json.loads(stdout)["ok"] and shown == ""
+    piped = run("verify", str(out))  # standard error is a pipe: no meter
+    assert piped.returncode == 0 and piped.stderr == ""

@@ -7,8 +7,9 @@ Problems are data (:class:`~archiver.gwtar.layout.Problem`: member, byte offset,
 exceptions: a damaged or hostile file gives a report, not a traceback. The whole file is read once,
 front to back, in fixed-size chunks.
 
-FEC hook: when the bytes after ``totalArchiveSize`` are a ustar archive of ``*.par2`` files, the
-report says "FEC tail present", and if the module :mod:`archiver.par2` exists and defines
+FEC hook: when the bytes after ``totalArchiveSize`` are a ustar archive of ``*.par2`` files (or PAR2
+packets start in their first 64 KiB: a tail whose tar framing is damaged), the report says "FEC tail
+present", and if the module :mod:`archiver.par2` exists and defines
 ``check_tail(path, protected_length, spans=None)``, it is called with the file, ``totalArchiveSize``
 and (when it takes ``spans``) the members as ``(name, start, end)`` absolute byte ranges; what it
 returns (an object with a ``problems`` list, or an iterable) adds its items to the report: a
@@ -32,6 +33,7 @@ from archiver import tar
 from archiver.gwtar import layout
 from archiver.gwtar.layout import INDEX_PATH, Problem
 from archiver.gwtar.read import MAX_INDEX, TarEntry, TarWalk, _index_member, read_header_bytes
+from archiver.progress import Meter, bytes_meter, wanted
 
 __all__ = [
     "EXIT_INVALID",
@@ -137,8 +139,9 @@ class _Seen:
     position: int
 
 
-def verify(path: Path) -> Report:
-    """Check the gwtar file at ``path``; never raises for anything the file contains."""
+def verify(path: Path, *, progress: Meter | None = None) -> Report:
+    """Check the gwtar file at ``path``; never raises for anything the file contains. ``progress`` is
+    told the file's size and the bytes of each member as they are hashed."""
     path = Path(path)
     report = Report(path)
     try:
@@ -149,15 +152,16 @@ def verify(path: Path) -> Report:
         return report
     try:
         with f:
-            _verify(f, report)
+            _verify(f, report, Meter() if progress is None else progress)
     except OSError as e:
         report.unreadable = True
         report.add(None, None, f"read error: {e.strerror}")
     return report
 
 
-def _verify(f: IO[bytes], report: Report) -> None:
+def _verify(f: IO[bytes], report: Report, meter: Meter) -> None:
     report.file_size = size = os.fstat(f.fileno()).st_size
+    meter.start(size)
     ph = layout.parse_header(read_header_bytes(f))
     report.problems.extend(ph.problems)
     if ph.fatal:
@@ -177,6 +181,7 @@ def _verify(f: IO[bytes], report: Report) -> None:
     buf = bytearray(_CHUNK)
     for entry in walk:
         digest = _hash(f, entry, buf) if entry.is_regular else None
+        meter.advance(entry.data_offset + entry.size - entry.header_offset)
         kept = _Entry(entry.name, entry.header_offset, entry.ustar_offset, entry.data_offset, entry.size,
                       entry.typeflag, entry.extended, entry.is_regular, entry.header.is_ustar)  # fmt: skip
         item = _Seen(kept, digest, len(seen))
@@ -398,6 +403,10 @@ def fec_hook() -> Callable[..., Any] | None:
     return hook if callable(hook) else None
 
 
+_PAR2_MAGIC = b"PAR2\x00PKT"
+_PAR2_SCAN = 64 * 1024  # a FEC tail's first packet starts after one or two tar header blocks
+
+
 def _check_trailer(
     report: Report, f: IO[bytes], total: int, size: int, spans: list[tuple[str, int, int]]
 ) -> None:
@@ -415,13 +424,22 @@ def _check_trailer(
             names = [e.name for e in walk]
             if walk.problems:
                 names = []
-    if names and all(n.endswith(".par2") for n in names):
+    par2_files = bool(names) and all(n.endswith(".par2") for n in names)
+    framing_damaged = False
+    if not par2_files:
+        # damaged tar framing: the tail is still FEC data when PAR2 packets start near its beginning
+        f.seek(total)
+        framing_damaged = _PAR2_MAGIC in f.read(_PAR2_SCAN)
+    if par2_files or framing_damaged:
         report.fec = True
         hook = fec_hook()
+        what = (
+            f"{len(names)} PAR2 file{'s' if len(names) != 1 else ''}"
+            if par2_files
+            else "its tar framing is damaged"
+        )
         report.notes.append(
-            f"FEC tail present ({len(names)} PAR2 file{'s' if len(names) != 1 else ''}, {extra} bytes"
-            + ("" if hook else "; slices not checked")
-            + ")"
+            f"FEC tail present ({what}, {extra} bytes" + ("" if hook else "; slices not checked") + ")"
         )
         if hook is not None:
             try:
@@ -472,7 +490,11 @@ def verify_main(paths: list[Path], *, recursive: bool = False, as_json: bool = F
         print("archiver: verify: no file given", file=sys.stderr)
         return EXIT_UNREADABLE
     files, code = _targets(paths, recursive, sys.stderr)
-    reports = [verify(p) for p in files]
+    show = wanted(as_json=as_json)
+    reports = []
+    for p in files:
+        with bytes_meter(f"verify {p.name}", show=show) as meter:
+            reports.append(verify(p, progress=meter))
     if as_json:
         doc = {"ok": code == EXIT_OK and all(r.ok for r in reports), "files": [r.to_json() for r in reports]}
         print(json.dumps(doc, ensure_ascii=False, indent=1))

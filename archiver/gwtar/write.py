@@ -2,25 +2,32 @@
 ``.gwtar.html`` file (formats/gwtar.md).
 
 The layout is planned in full before a byte is written (:func:`archiver.gwtar.layout.plan`); the body
-is then streamed: each file is read in fixed-size chunks, hashed on the way and copied into the
-output with ``os.copy_file_range`` (plain writes of the same chunk where the kernel cannot), so memory
-does not grow with file sizes. The SHA-256 placeholders in the header are patched in place at the end.
-The output is written to a temporary name in the target folder, fsynced and renamed; on any error the
-temporary file is removed.
+is then streamed in one pass: small files are read into a fixed 1 MiB batch buffer with their tar
+headers and written a buffer at a time; large files are copied by the kernel (``os.copy_file_range``,
+plain writes where the kernel cannot). A hashing thread computes each member's SHA-256 from the same
+buffers (reading large files itself) while the writer goes on, and a flushing thread starts writeback
+as the output grows, so the closing fsync is short. Memory does not grow with file sizes or counts.
+The SHA-256 placeholders in the header are patched in place at the end. The output is written to a
+temporary name in the target folder, fsynced and renamed; on any error the temporary file is removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import os
+import queue
 import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archiver import __version__, tree
 from archiver.errors import FormatError, UsageError
@@ -28,7 +35,11 @@ from archiver.gwtar import layout, refs
 from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.gwtar.loader import loader_source
 from archiver.media import media_type_for
+from archiver.progress import Meter
 from archiver.urls import RESERVED_DIR
+
+if TYPE_CHECKING:
+    from archiver.par2 import FecResult
 
 __all__ = ["PackResult", "Source", "pack", "tree_source", "write_archive"]
 
@@ -41,7 +52,8 @@ _CSS_READ_LIMIT = 4 << 20
 @dataclass(frozen=True)
 class PackResult:
     """What :func:`pack` wrote. ``members`` and ``pages`` do not count the site index; ``listed`` is
-    the number of v1 manifest entries (the main page and its assets)."""
+    the number of v1 manifest entries (the main page and its assets); ``size`` is the whole file's,
+    ``fec`` the FEC tail written after ``total_archive_size`` (None without ``--add-fec-data``)."""
 
     path: Path
     overhead: int
@@ -52,6 +64,7 @@ class PackResult:
     listed: int
     main: str
     index_offset: int
+    fec: FecResult | None = None
 
 
 @dataclass
@@ -61,7 +74,7 @@ class Source:
     main page's references in discovery order."""
 
     specs: dict[str, MemberSpec]
-    files: dict[str, Path]
+    files: dict[str, Path | str]
     expected: dict[str, str | None]
     meta: Meta
     mtime: int
@@ -77,6 +90,8 @@ def pack(
     single_page: bool = False,
     created: str | None = None,
     loader: str | None = None,
+    fec: float | None = None,
+    progress: Meter | None = None,
 ) -> PackResult:
     """Pack ``src`` into the gwtar file ``out``.
 
@@ -84,8 +99,11 @@ def pack(
     SingleFile-style ``.html`` file. ``main`` picks the main page (a tree path; default: the page of the
     manifest's home URL, else ``index.html``, else the first page); ``single_page`` packs only the main
     page and its assets. ``created`` (RFC 3339) overrides the capture time; ``loader`` the loader
-    script's text (default :func:`~archiver.gwtar.loader.loader_source`). The same input and options
-    give byte-identical output. Raises :class:`UsageError` for bad arguments and :class:`FormatError`
+    script's text (default :func:`~archiver.gwtar.loader.loader_source`). ``fec`` (a redundancy
+    fraction, 0.10 for 10 %) appends a PAR2 tail (formats/fec.md) to the temporary file before its one
+    fsync and rename, so the FEC'd file appears atomically. The same input and options
+    give byte-identical output. ``progress`` is told the body's size and each member's bytes as they
+    are written. Raises :class:`UsageError` for bad arguments and :class:`FormatError`
     for an input that cannot be packed; no output file exists after an error."""
     src = Path(src)
     out = Path(out)
@@ -96,7 +114,9 @@ def pack(
     loader_text = loader_source() if loader is None else loader
     if src.is_dir():
         source = tree_source(src, main=main, created=created)
-        return write_archive(source, out, single_page=single_page, loader=loader_text)
+        return write_archive(
+            source, out, single_page=single_page, loader=loader_text, fec=fec, progress=progress
+        )
     if src.is_file():
         if not src.name.lower().endswith((".html", ".htm")):
             raise UsageError("is neither a tree folder nor a SingleFile .html page", subject=str(src))
@@ -108,7 +128,9 @@ def pack(
 
         with tempfile.TemporaryDirectory(prefix=".gwtar-singlefile-", dir=out.parent) as work:
             source = singlefile_source(src, Path(work), created=created)
-            return write_archive(source, out, single_page=single_page, loader=loader_text)
+            return write_archive(
+                source, out, single_page=single_page, loader=loader_text, fec=fec, progress=progress
+            )
     raise UsageError("no such file or folder", subject=str(src))
 
 
@@ -139,26 +161,37 @@ def _fallback_created(newest: float) -> str:
     return _rfc3339(int(newest))
 
 
-def _walk(root: str, prefix: str = "") -> Iterator[tuple[str, str, os.stat_result]]:
-    """Regular files under ``root`` in sorted path order as (tree path, file path, stat) (tree.md
-    §8.2): files directly inside the reserved folder are metadata and skipped; symlinks are followed
-    only to files inside the root; symlinked folders and special files are skipped."""
-    folder = os.path.join(root, prefix) if prefix else root
+def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
     except OSError as e:
         raise FormatError(f"cannot list folder: {e.strerror}", subject=folder) from None
-    in_reserved = prefix == RESERVED_DIR
-    for entry in entries:
-        rel = f"{prefix}/{entry.name}" if prefix else entry.name
-        if entry.is_symlink():
-            target = os.path.realpath(entry.path)
-            if entry.is_dir() or in_reserved or not (target + os.sep).startswith(root + os.sep):
+
+
+def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
+    """Regular files under ``root`` in sorted path order as (tree path, file path, stat) (tree.md
+    §8.2): files directly inside the reserved folder are metadata and skipped; symlinks are followed
+    only to files inside the root; symlinked folders and special files are skipped. Iterative (one
+    generator, whatever the depth): trees of many small files are walked at the cost of the stat."""
+    inside = root + os.sep
+    stack: list[tuple[str, Iterator[os.DirEntry[str]]]] = [("", iter(_sorted_entries(root)))]
+    while stack:
+        prefix, entries = stack[-1]
+        in_reserved = prefix == RESERVED_DIR
+        for entry in entries:
+            rel = f"{prefix}/{entry.name}" if prefix else entry.name
+            if entry.is_symlink() and (
+                entry.is_dir() or in_reserved or not os.path.realpath(entry.path).startswith(inside)
+            ):
                 continue
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(root, rel)
-        elif entry.is_file() and not in_reserved:
-            yield rel, entry.path, entry.stat()
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((rel, iter(_sorted_entries(entry.path))))
+                break
+            if entry.is_file() and not in_reserved:
+                yield rel, entry.path, entry.stat()
+        else:
+            stack.pop()
 
 
 def _pick_main(specs: dict[str, MemberSpec], main: str | None, home_page: str | None, src: Path) -> str:
@@ -179,12 +212,14 @@ def _pick_main(specs: dict[str, MemberSpec], main: str | None, home_page: str | 
     return pages[0]
 
 
-def _read_prefix(path: Path, limit: int) -> bytes:
-    with path.open("rb") as f:
+def _read_prefix(path: Path | str, limit: int) -> bytes:
+    with open(path, "rb") as f:
         return f.read(limit)
 
 
-def main_assets(main: str, files: dict[str, Path], kinds: dict[str, str]) -> list[tuple[str, refs.Category]]:
+def main_assets(
+    main: str, files: dict[str, Path | str], kinds: dict[str, str]
+) -> list[tuple[str, refs.Category]]:
     """The main page's references resolved to member paths, stylesheets expanded in place (their
     ``@import`` and ``url()`` after them), in discovery order."""
     found: list[tuple[str, refs.Category]] = []
@@ -220,7 +255,7 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
     computed while copying)."""
     root = src.resolve()
     specs: dict[str, MemberSpec] = {}
-    files: dict[str, Path] = {}
+    files: dict[str, Path | str] = {}
     expected: dict[str, str | None] = {}
     header = tree.read_header(root)
     newest = 0.0
@@ -268,7 +303,7 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
                 kind="page" if is_page else "asset",
                 title=tree.page_title(Path(full)) if is_page else None,
             )
-            files[rel] = Path(full)
+            files[rel] = full
             expected[rel] = None
             newest = max(newest, st.st_mtime)
         when = created or _fallback_created(newest)
@@ -290,6 +325,20 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
 
 # ---------------------------------------------------------------------------------------------
 # Writing
+#
+# Three things overlap on two cores: the main thread reads small files into a 1 MiB batch buffer
+# (their tar headers and padding in between) and writes each full buffer with one system call, and
+# has the kernel copy large files (copy_file_range); a hashing thread computes every member's SHA-256
+# (from the batch buffers, and by reading large files itself), and a flushing thread starts writeback
+# of what is written (sync_file_range), so the final fsync waits for little. hashlib and the system
+# calls release the GIL. Memory is a fixed number of buffers, whatever the archive's size.
+
+_BUFFERS = 4  # batch buffers in flight (written, or waiting to be hashed)
+_JOBS = 16  # hashing jobs queued at most
+_FLUSH_STEP = 16 << 20  # start writeback every this many bytes
+_SYNC_FILE_RANGE_WRITE = 2
+# copy_file_range refused for these files: fall back to plain reads and writes
+_NO_KERNEL_COPY = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
@@ -299,76 +348,267 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[n:]
 
 
-class _Copier:
-    """Copies files into the output, hashing on the way; remembers when copy_file_range is refused."""
+def _open_member(path: Path | str, size: int) -> tuple[int, os.stat_result]:
+    """A read-only descriptor for a member's file, checked to be a regular file of ``size`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise FormatError(f"cannot read: {e.strerror}", subject=str(path)) from None
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise FormatError("not a regular file", subject=str(path))
+        if before.st_size != size:
+            raise FormatError(f"is {before.st_size} bytes, expected {size} (changed?)", subject=str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, before
 
-    def __init__(self) -> None:
+
+def _check_unchanged(fd: int, before: os.stat_result, path: Path | str) -> None:
+    after = os.fstat(fd)
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise FormatError("file changed while being packed", subject=str(path))
+
+
+class _Hasher(threading.Thread):
+    """Runs hashing jobs in order. A failing job records the first error and later jobs still run
+    their clean-up (buffers go back to the pool, descriptors are closed), so the writer never waits
+    forever; the writer raises the error when it next looks."""
+
+    def __init__(self, members: int) -> None:
+        super().__init__(name="gwtar-hash", daemon=True)
+        self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=_JOBS)
+        self.hashes: list[str | None] = [None] * members
+        self.error: BaseException | None = None
         self.buf = bytearray(_CHUNK)
+
+    def run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            try:
+                job()
+            except BaseException as e:  # handed to the writer thread
+                if self.error is None:
+                    self.error = e
+
+    def hash_file(self, fd: int, before: os.stat_result, path: Path | str, i: int) -> None:
+        """Queue: read and hash a whole file from ``fd`` (then close it) as member ``i``'s SHA-256."""
+
+        def job() -> None:
+            try:
+                if self.error is not None:
+                    return
+                digest = hashlib.sha256()
+                view = memoryview(self.buf)
+                offset = 0
+                while offset < before.st_size:
+                    n = os.preadv(fd, [view[: min(_CHUNK, before.st_size - offset)]], offset)
+                    if n == 0:
+                        raise FormatError("file shrank while being packed", subject=str(path))
+                    digest.update(view[:n])
+                    offset += n
+                _check_unchanged(fd, before, path)
+                self.hashes[i] = digest.hexdigest()
+            finally:
+                os.close(fd)
+
+        self.jobs.put(job)
+
+    def stop(self) -> None:
+        self.jobs.put(None)
+        self.join()
+
+
+class _Flusher(threading.Thread):
+    """Starts writeback of the output as it grows (``sync_file_range`` where Linux has it, else
+    ``fdatasync``), so the closing fsync is short. A hint only: errors are left to that fsync."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(name="gwtar-flush", daemon=True)
+        self.fd = fd
+        self.end = 0  # bytes written so far; set by the writer
+        self.wake = threading.Event()
+        self.done = False
+        self.sync_range = _sync_file_range()
+
+    def grew(self, end: int) -> None:
+        self.end = end
+        self.wake.set()
+
+    def run(self) -> None:
+        started = 0
+        while not self.done:
+            self.wake.wait()
+            self.wake.clear()
+            end = self.end
+            if end - started < _FLUSH_STEP:
+                continue
+            try:
+                if self.sync_range is not None:
+                    self.sync_range(self.fd, started, end - started, _SYNC_FILE_RANGE_WRITE)
+                else:
+                    os.fdatasync(self.fd)
+            except OSError:
+                return
+            started = end
+
+    def stop(self) -> None:
+        self.done = True
+        self.wake.set()
+        self.join()
+
+
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        func = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    func.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    func.restype = ctypes.c_int
+    return func  # type: ignore[no-any-return]
+
+
+class _Body:
+    """The writer's side: batches small members into a buffer, kernel-copies large ones, and hands
+    every byte range to be hashed to the :class:`_Hasher`."""
+
+    def __init__(self, out: int, start: int, hasher: _Hasher, flusher: _Flusher) -> None:
+        self.out = out
+        self.pos = start  # bytes of the output written so far
+        self.hasher = hasher
+        self.flusher = flusher
+        self.pool: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
+        for _ in range(_BUFFERS):
+            self.pool.put(bytearray(_CHUNK))
+        self.buf = self.pool.get()
+        self.view = memoryview(self.buf)
+        self.fill = 0
+        self.pieces: list[tuple[hashlib._Hash, int, int] | tuple[int, hashlib._Hash]] = []
         self.kernel_copy = hasattr(os, "copy_file_range")
 
-    def copy(self, path: Path, out: int, size: int, head: bytes = b"") -> str:
-        """Write ``head`` then the file's ``size`` bytes to ``out``; return their SHA-256. A file that
-        fits one chunk goes out with its header in one ``writev``; larger ones by kernel copy."""
+    def put(self, data: bytes) -> None:
+        """Append bytes that are not hashed (tar headers, padding, the index)."""
+        view = memoryview(data)
+        while view:
+            if self.fill == _CHUNK:
+                self.flush()
+            n = min(len(view), _CHUNK - self.fill)
+            self.view[self.fill : self.fill + n] = view[:n]
+            self.fill += n
+            view = view[n:]
+
+    def member(self, i: int, path: Path | str, size: int, head: bytes) -> None:
+        """Member ``i``: its header blocks ``head``, then the file's ``size`` bytes."""
+        self.put(head)
+        fd, before = _open_member(path, size)
+        if size >= _CHUNK and self.kernel_copy:
+            self._copy_large(i, fd, before, path, size)
+            return
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as e:
-            raise FormatError(f"cannot read: {e.strerror}", subject=str(path)) from None
-        try:
-            before = os.fstat(fd)
-            if not stat.S_ISREG(before.st_mode):
-                raise FormatError("not a regular file", subject=str(path))
-            if before.st_size != size:
-                raise FormatError(f"is {before.st_size} bytes, expected {size} (changed?)", subject=str(path))
             digest = hashlib.sha256()
-            view = memoryview(self.buf)
             offset = 0
-            if size <= _CHUNK:
-                n = os.preadv(fd, [view[:size]], 0) if size else 0
-                if n != size:
-                    raise FormatError("file shrank while being packed", subject=str(path))
-                digest.update(view[:n])
-                done = os.writev(out, [head, view[:n]])
-                if done < len(head) + n:  # a short write: finish it plainly
-                    _write_all(out, (bytes(head) + bytes(view[:n]))[done:])
-                offset = n
-            else:
-                _write_all(out, head)
             while offset < size:
-                want = min(_CHUNK, size - offset)
-                n = os.preadv(fd, [view[:want]], offset)
+                if self.fill == _CHUNK:
+                    self.flush()
+                want = min(size - offset, _CHUNK - self.fill)
+                n = os.preadv(fd, [self.view[self.fill : self.fill + want]], offset)
                 if n == 0:
                     raise FormatError("file shrank while being packed", subject=str(path))
-                digest.update(view[:n])
-                self._out(fd, out, view[:n], offset, path)
+                self.pieces.append((digest, self.fill, self.fill + n))
+                self.fill += n
                 offset += n
-            after = os.fstat(fd)
-            if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
-                raise FormatError("file changed while being packed", subject=str(path))
-            return digest.hexdigest()
+            _check_unchanged(fd, before, path)
+            self.pieces.append((i, digest))
         finally:
             os.close(fd)
 
-    def _out(self, src: int, out: int, chunk: memoryview, offset: int, path: Path) -> None:
-        if self.kernel_copy:
+    def _copy_large(self, i: int, fd: int, before: os.stat_result, path: Path | str, size: int) -> None:
+        self.flush()
+        try:
+            self.hasher.hash_file(os.dup(fd), before, path, i)
             done = 0
+            while done < size:
+                try:
+                    n = os.copy_file_range(fd, self.out, size - done, done)
+                except OSError as e:
+                    if e.errno not in (
+                        errno.EXDEV,
+                        errno.ENOSYS,
+                        errno.EINVAL,
+                        errno.EOPNOTSUPP,
+                        errno.EBADF,
+                    ):
+                        raise
+                    self.kernel_copy = False
+                    self._plain_copy(fd, done, size, path)
+                    break
+                if n == 0:
+                    raise FormatError("file shrank while being packed", subject=str(path))
+                done += n
+                self.pos += n
+                self.flusher.grew(self.pos)
+            _check_unchanged(fd, before, path)
+        finally:
+            os.close(fd)
+
+    def _plain_copy(self, fd: int, offset: int, size: int, path: Path | str) -> None:
+        """The rest of a large file through the batch buffer (already being hashed by the hasher)."""
+        while offset < size:
+            if self.fill == _CHUNK:
+                self.flush()
+            want = min(size - offset, _CHUNK - self.fill)
+            n = os.preadv(fd, [self.view[self.fill : self.fill + want]], offset)
+            if n == 0:
+                raise FormatError("file shrank while being packed", subject=str(path))
+            self.fill += n
+            offset += n
+        self.flush()
+
+    def flush(self) -> None:
+        """Queue the buffer's pieces for hashing, write it, and take the next free buffer."""
+        if self.hasher.error is not None:
+            raise self.hasher.error
+        if not self.fill:
+            return
+        buf, view, fill, pieces = self.buf, self.view, self.fill, self.pieces
+        hashes, pool = self.hasher.hashes, self.pool
+
+        def job() -> None:
             try:
-                while done < len(chunk):
-                    n = os.copy_file_range(src, out, len(chunk) - done, offset + done)
-                    if n == 0:
-                        raise FormatError("file shrank while being packed", subject=str(path))
-                    done += n
-                return
-            except OSError as e:
-                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
-                    raise
-                self.kernel_copy = False
-                _write_all(out, chunk[done:])
-                return
-        _write_all(out, chunk)
+                for piece in pieces:
+                    if len(piece) == 3:
+                        piece[0].update(view[piece[1] : piece[2]])
+                    else:
+                        hashes[piece[0]] = piece[1].hexdigest()
+            finally:
+                pool.put(buf)
+
+        self.hasher.jobs.put(job)
+        _write_all(self.out, view[:fill])
+        self.pos += fill
+        self.flusher.grew(self.pos)
+        self.buf = self.pool.get()
+        self.view = memoryview(self.buf)
+        self.fill = 0
+        self.pieces = []
 
 
-def write_archive(source: Source, out: Path, *, single_page: bool = False, loader: str) -> PackResult:
-    """Order, plan and write ``source`` to ``out`` atomically."""
+def write_archive(
+    source: Source,
+    out: Path,
+    *,
+    single_page: bool = False,
+    loader: str,
+    fec: float | None = None,
+    progress: Meter | None = None,
+) -> PackResult:
+    """Order, plan and write ``source`` to ``out`` atomically (with a FEC tail when ``fec`` is a
+    redundancy fraction)."""
     members = layout.order_members(
         list(source.specs.values()),
         source.meta.main,
@@ -377,27 +617,24 @@ def write_archive(source: Source, out: Path, *, single_page: bool = False, loade
         v1_names=source.v1_names,
     )
     plan = layout.plan(members, source.meta, loader=loader, mtime=source.mtime)
+    engine = None
+    if fec is not None:  # bad settings and a missing engine fail before anything is written
+        from archiver import par2
+
+        par2.plan(plan.total_archive_size, fec)
+        engine = par2.find_engine()
+    fec_result = None
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     tmp = Path(tmp_name)
     try:
         os.fchmod(fd, 0o644)
         _write_all(fd, plan.header)
-        copier = _Copier()
-        hashes: list[str] = []
-        padding = b""  # the previous member's padding goes out with the next header
-        for i, spec in enumerate(plan.members):
-            digest = copier.copy(source.files[spec.path], fd, spec.size, padding + plan.blocks(i))
-            promised = source.expected.get(spec.path)
-            if promised is not None and promised != digest:
-                raise FormatError(
-                    f"SHA-256 {digest} does not match the manifest's {promised}", subject=spec.path
-                )
-            hashes.append(digest)
-            padding = bytes(-spec.size % 512)
-        _write_all(fd, padding + plan.blocks(len(plan.members)))
+        meter = Meter() if progress is None else progress
+        meter.start(sum(m.size for m in plan.members))
+        hashes = _write_body(fd, plan, source, meter)
         index_digest = hashlib.sha256()
-        written = 0
         pending = bytearray()
+        written = 0
         for chunk in plan.index_chunks(hashes):
             index_digest.update(chunk)
             written += len(chunk)
@@ -405,16 +642,19 @@ def write_archive(source: Source, out: Path, *, single_page: bool = False, loade
             if len(pending) >= _CHUNK:
                 _write_all(fd, pending)
                 pending.clear()
+        pending += bytes(-written % 512)
+        pending += plan.end_blocks()
         _write_all(fd, pending)
         assert written == plan.index_size
-        _write_all(fd, bytes(-written % 512))
-        _write_all(fd, plan.end_blocks())
         end = os.lseek(fd, 0, os.SEEK_CUR)
         if end != plan.total_archive_size:
             raise AssertionError(f"wrote {end} bytes, planned {plan.total_archive_size}")
         for slot, digest in zip(plan.hash_slots, hashes, strict=False):
             os.pwrite(fd, digest.encode("ascii"), slot)
         os.pwrite(fd, index_digest.hexdigest().encode("ascii"), plan.index_hash_slot)
+        if fec is not None:
+            fec_result = par2.append_fec(tmp, name=out.name, redundancy=fec, engine=engine)
+            fec_result = dataclasses.replace(fec_result, path=out)
         os.fsync(fd)
         os.close(fd)
         fd = -1
@@ -430,13 +670,45 @@ def write_archive(source: Source, out: Path, *, single_page: bool = False, loade
         path=out,
         overhead=plan.overhead,
         total_archive_size=plan.total_archive_size,
-        size=plan.total_archive_size,
+        size=plan.total_archive_size + (fec_result.fec_size if fec_result is not None else 0),
         members=len(plan.members),
         pages=sum(1 for m in plan.members if m.kind == "page"),
         listed=len(plan.hash_slots),
         main=source.meta.main,
         index_offset=plan.overhead + plan.index_offset,
+        fec=fec_result,
     )
+
+
+def _write_body(fd: int, plan: layout.Plan, source: Source, meter: Meter) -> list[str]:
+    """Write every member (headers, data, padding) and the index member's header after the header
+    at ``fd``'s position; return the members' SHA-256 values, checked against the manifest's."""
+    hasher = _Hasher(len(plan.members))
+    flusher = _Flusher(fd)
+    hasher.start()
+    flusher.start()
+    try:
+        body = _Body(fd, len(plan.header), hasher, flusher)
+        padding = b""  # the previous member's padding goes out with the next header
+        for i, spec in enumerate(plan.members):
+            body.member(i, source.files[spec.path], spec.size, padding + plan.blocks(i))
+            padding = bytes(-spec.size % 512)
+            meter.advance(spec.size)
+        body.put(padding + plan.blocks(len(plan.members)))
+        body.flush()
+    finally:
+        hasher.stop()
+        flusher.stop()
+    if hasher.error is not None:
+        raise hasher.error
+    hashes: list[str] = []
+    for spec, digest in zip(plan.members, hasher.hashes, strict=True):
+        assert digest is not None
+        promised = source.expected.get(spec.path)
+        if promised is not None and promised != digest:
+            raise FormatError(f"SHA-256 {digest} does not match the manifest's {promised}", subject=spec.path)
+        hashes.append(digest)
+    return hashes
 
 
 def _fsync_dir(folder: Path) -> None:

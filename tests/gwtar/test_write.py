@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
+import random
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -144,16 +148,16 @@ def test_changed_size_or_missing_file_fails_and_leaves_nothing(tmp_path: Path, m
 def test_failure_mid_copy_removes_the_temporary_file(
     tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = write_module._Copier.copy
+    original = write_module._Body.member
     calls = []
 
-    def failing(self: write_module._Copier, path: Path, out: int, size: int, head: bytes = b"") -> str:
+    def failing(self: write_module._Body, i: int, path: Path, size: int, head: bytes) -> None:
         calls.append(path)
         if len(calls) == 5:
             raise OSError(28, "No space left on device")
-        return original(self, path, out, size, head)
+        original(self, i, path, size, head)
 
-    monkeypatch.setattr(write_module._Copier, "copy", failing)
+    monkeypatch.setattr(write_module._Body, "member", failing)
     with pytest.raises(OSError, match="No space"):
         pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
     _no_output(tmp_path)
@@ -252,3 +256,64 @@ def test_default_loader_is_js_loader_verbatim(tmp_path: Path) -> None:
     header = result.path.read_bytes()[: result.overhead].decode("ascii")
     assert f"<script>\n{text}\n</script>\n<noscript>" in header
     assert verify(result.path).ok
+
+
+def _mixed_tree(root: Path) -> dict[str, bytes]:
+    """Many small files (their batches cross 1 MiB buffer boundaries) around a few large ones."""
+    rng = random.Random(7)
+    files: dict[str, bytes] = {"index.html": b'<!DOCTYPE html><title>t</title><img src="a/big-0.png">'}
+    edges = [0, 1, 511, 512, 513]
+    for i in range(400):
+        files[f"s/{i % 9}/f{i}.txt"] = rng.randbytes(edges[i] if i < len(edges) else rng.randrange(13_000))
+    assert sum(len(d) for d in files.values()) > 2 << 20  # small files fill the 1 MiB buffer twice
+    for i in range(3):
+        files[f"a/big-{i}.png"] = rng.randbytes((1 << 20) * (i + 1) + 17 * i)
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return files
+
+
+def test_batched_small_files_and_kernel_copies_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "tree"
+    files = _mixed_tree(root)
+    first = pack(root, tmp_path / "a.gwtar.html", loader=STUB_LOADER)
+    assert verify(first.path).ok
+    body = io.BytesIO(first.path.read_bytes()[first.overhead : first.total_archive_size])
+    with tarfile.open(fileobj=body) as t:  # Python's tarfile, walking from overhead
+        got = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.name in files}  # type: ignore[union-attr]
+    assert got == files
+    # the kernel refuses part-way through a large file: plain writes finish it, same bytes
+    real = os.copy_file_range
+    calls = []
+
+    def refusing(src: int, dst: int, count: int, offset_src: int | None = None) -> int:
+        calls.append(count)
+        if len(calls) == 2:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst, min(count, 1 << 19), offset_src)
+
+    monkeypatch.setattr(os, "copy_file_range", refusing)
+    second = pack(root, tmp_path / "b.gwtar.html", loader=STUB_LOADER)
+    assert len(calls) == 2 and second.path.read_bytes() == first.path.read_bytes()
+    monkeypatch.delattr(os, "copy_file_range")
+    third = pack(root, tmp_path / "c.gwtar.html", loader=STUB_LOADER)
+    assert third.path.read_bytes() == first.path.read_bytes()
+
+
+def test_an_error_in_the_hashing_thread_fails_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "tree"
+    _mixed_tree(root)
+    real = write_module._check_unchanged
+
+    def changed(fd: int, before: os.stat_result, path: Path | str) -> None:
+        if str(path).endswith("big-1.png") and threading.current_thread().name == "gwtar-hash":
+            raise FormatError("file changed while being packed", subject=str(path))
+        real(fd, before, path)
+
+    monkeypatch.setattr(write_module, "_check_unchanged", changed)
+    with pytest.raises(FormatError, match="changed while being packed"):
+        pack(root, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    _no_output(tmp_path)

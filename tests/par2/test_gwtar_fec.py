@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from archiver import gwtar
+from archiver.errors import EnvironmentProblem, UsageError
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.par2 import add_fec, check, find_protected_length, plan, repair
+from archiver.par2.engine import ENV_VAR
 
 from .conftest import flip, random_offsets, sha256
 
@@ -24,9 +26,22 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
     """mini packed and FEC'd once: (path, totalArchiveSize, sha256 as written). Tests copy it."""
     folder = tmp_path_factory.mktemp("gwtar")
     out = folder / "mini.gwtar.html"
-    result = gwtar.pack(MINI, out)
-    add_fec(out, result.total_archive_size)
+    result = gwtar.pack(MINI, out, fec=0.10)  # what `archiver pack --add-fec-data` does
+    assert result.fec is not None and result.size == out.stat().st_size
+    assert result.size == result.total_archive_size + result.fec.fec_size
     return out, result.total_archive_size, sha256(out)
+
+
+def test_pack_with_fec_equals_pack_then_add_fec(packed: tuple[Path, int, str], tmp_path: Path) -> None:
+    """The writer's FEC tail (appended to its temp file before the one fsync and rename) is the tail
+    add_fec gives the finished file: same bytes, and nothing but the output is left behind."""
+    _, total, written = packed
+    out = tmp_path / "mini.gwtar.html"
+    result = gwtar.pack(MINI, out)
+    assert result.fec is None and result.size == total == out.stat().st_size
+    add_fec(out, result.total_archive_size)
+    assert sha256(out) == written
+    assert [p.name for p in tmp_path.iterdir()] == ["mini.gwtar.html"]
 
 
 @pytest.fixture
@@ -136,3 +151,14 @@ def test_a_fecd_gwtar_renders_in_chromium(fecd: tuple[Path, int, str]) -> None:
     # runs, and a test elsewhere in the suite may leave one running in the main thread.
     with FixtureServer(FixtureConfig(root=path.parent, range=True)) as server, ThreadPoolExecutor(1) as pool:
         assert pool.submit(_render, server.url + path.name).result(timeout=120) == "Mini home"
+
+
+def test_pack_with_bad_fec_settings_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad redundancy or a missing par2 program is reported before the body is written; no output
+    and no temporary file is left."""
+    with pytest.raises(UsageError, match="redundancy"):
+        gwtar.pack(MINI, tmp_path / "a.gwtar.html", fec=1.5)
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "no-such-par2"))
+    with pytest.raises(EnvironmentProblem, match="par2"):
+        gwtar.pack(MINI, tmp_path / "b.gwtar.html", fec=0.10)
+    assert list(tmp_path.iterdir()) == []

@@ -38,7 +38,7 @@ def test_plan_vectors(row: dict) -> None:  # type: ignore[type-arg]
     assert [m.name for m in t.members] == row["members"]
 
 
-@settings(max_examples=1000)
+@settings(max_examples=300)  # with test_tail_table's decade-by-decade grid below
 @given(
     length=st.integers(min_value=100_000, max_value=1_000_000_000),
     percent=st.integers(min_value=1, max_value=100),
@@ -146,3 +146,13 @@ def test_tar_header_reads_back_with_tarfile_and_gnu_tar(tmp_path: Path) -> None:
     assert "page.gwtar.html.vol000+200.par2" in listing.stdout and listing.stderr == ""
     with pytest.raises(ValueError, match="ustar"):
         layout.tar_header("x" * 101, 1)
+
+
+@pytest.mark.parametrize("length", [100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000])
+@pytest.mark.parametrize("percent", [1, 5, 10, 25, 50, 100])
+def test_tail_table(length: int, percent: int) -> None:
+    """Issue 5's table, decade by decade from 100 KB to 1 GB: the planned tail (the same number the
+    real par2 runs of test_fec.test_tail_size_is_honest_and_as_planned write) is at most
+    (redundancy + 5 %) of the protected size + 64 KB, for the longest set name."""
+    r = percent / 100
+    assert layout.tail_size(layout.plan(length, r)) <= (r + 0.05) * length + 64 * 1024
