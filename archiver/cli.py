@@ -247,6 +247,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         gwtar_mime=args.gwtar_mime,
         quiet=args.quiet,
+        workers=args.workers,
     )
 
 
@@ -339,6 +340,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--gwtar-mime", default="text/html", help="media type for gwtar files (or x-gwtar)")
     p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
     p.add_argument("--quiet", action="store_true", help="no access log")
+    p.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
     p.set_defaults(func=_cmd_serve)
 
     p = command("map", "show where URLs land in a tree (canonical URL, dedup key, tree path)")

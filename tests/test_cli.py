@@ -154,3 +154,8 @@ def test_pack_and_verify_show_progress_on_a_terminal_only(tmp_path: Path) -> Non
     assert code == 0 and json.loads(stdout)["ok"] and shown == ""
     piped = run("verify", str(out))  # standard error is a pipe: no meter
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_serve_rejects_zero_workers() -> None:
+    result = run("serve", "--workers", "0", str(MINI))
+    assert result.returncode == 2 and result.stderr == "archiver: workers=0: must be at least 1\n"
