@@ -91,6 +91,27 @@ cur.bytes+=s.end-s.start;
 }
 return out;
 }
+function firstSpans(listed,page){
+if(!page)return[];
+const take=[page],woff2=listed.some(m=>/woff2/.test(m.type));
+let images=0,total=page.size;
+for(const m of listed){
+if(m===page)continue;
+if(/^(audio|video)\//.test(m.type))break;
+const font=/font|woff|opentype|truetype/.test(m.type),image=/^image\//.test(m.type)&&!/icon/.test(m.type);
+if(m.size>2<<20||!(/css|javascript|ecmascript/.test(m.type)||font&&(!woff2||/woff2/.test(m.type))||image&&images++<2))continue;
+if(total+m.size>4<<20)break;
+take.push(m);
+total+=m.size;
+}
+const spans=[];
+for(const m of take.sort((a,b)=>a.offset-b.offset)){
+const last=spans[spans.length-1];
+if(last&&m.offset-last.end<=4096){last.end=m.offset+m.size;last.members.push(m);}
+else spans.push({start:m.offset,end:m.offset+m.size,members:[m]});
+}
+return spans;
+}
 const rangeHeader=spans=>"bytes="+spans.map(s=>s.start+"-"+(s.end-1)).join(",");
 function parseContentRange(v){
 const m=/^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(v||"");
@@ -222,7 +243,7 @@ const hex=buf=>Array.from(new Uint8Array(buf),b=>(b<16?"0":"")+b.toString(16)).j
 const shellQuote=s=>/^[\w.\/-]+$/.test(s)?s:"'"+s.replace(/'/g,"'\\''")+"'";
 const pure={
 encodeSegment,encodePath,decodeSegment,rel,resolveRef,routeHash,parseRoute,manifestMembers,parseHeader,
-planRequests,rangeHeader,parseContentRange,boundaryOf,parseMultipart,sliceParts,parseSrcset,serializeSrcset,
+planRequests,firstSpans,rangeHeader,parseContentRange,boundaryOf,parseMultipart,sliceParts,parseSrcset,serializeSrcset,
 scanCss,rewriteCss,cssUnescape,scanModule,sniffCharset,hex,shellQuote
 };
 if(typeof window==="undefined"||typeof document==="undefined"){
@@ -236,7 +257,7 @@ const RETAIN=256<<20,VERIFY_MAX=256<<20,SLICE_UNVERIFIED=16<<20;
 const LAZY="src srcset poster data href xlink-href background media".split(" ").map(a=>"[data-gwtar-"+a+"]").join();
 const NS={
 version:1,state:"starting",page:null,mode:null,members:false,secure,problems:[],pure,
-stats:{requests:0,bytes:0,multi:null,firstRender:null,verified:0,unverified:0}
+stats:{requests:0,bytes:0,multi:null,boot:null,written:null,firstRender:null,verified:0,unverified:0}
 };
 Object.defineProperty(window,"gwtar",{value:NS,configurable:true});
 const later=(fn,ms)=>setTimeout(fn,ms||0),noop=()=>{};
@@ -256,9 +277,18 @@ problem("integrity",path,err.message);
 if(el&&el.style){el.setAttribute("data-gwtar-error",err.message);el.style.outline="3px dashed #c00";}
 }
 class RangeSource{
-constructor(url,total){Object.assign(this,{url,total,queue:[],active:0,waiting:[],timer:0,range:null,multi:null,stream:null});}
+constructor(url,total){
+Object.assign(this,{url,total,queue:[],active:0,waiting:[],timer:0,range:null,multi:null,stream:null});
+this.known=new Promise(resolve=>{this.know=resolve;});
+}
 read(start,end){
 return this.stream?this.stream.read(start,end):new Promise((resolve,reject)=>this.retry([{start,end,resolve,reject}]));
+}
+span(start,end,pieces,now){
+const wants=[],out=pieces.map(p=>new Promise((resolve,reject)=>wants.push({start:p.start,end:p.end,resolve,reject})));
+const send=()=>this.stream?this.pipe(wants):this.run(()=>this.get([{start,end}],wants));
+if(now)send();else this.known.then(send);
+return out;
 }
 retry(wants){
 this.queue.push(...wants);
@@ -282,6 +312,7 @@ const multi=spans.length>1;
 try{
 NS.stats.requests++;
 const r=await realFetch(this.url,{headers:{Range:rangeHeader(spans)}});
+Promise.resolve().then(this.know);
 if(r.headers.get("Gwtar-Members"))NS.members=true;
 if(r.status===200&&(!this.range||!multi))return this.toStream(r,wants);
 if(r.status===200||r.status===416&&multi){
@@ -293,6 +324,7 @@ if(r.status!==206)throw new Error("the server answered "+r.status+" "+r.statusTe
 this.range=true;
 NS.mode=NS.mode||"range";
 const b=boundaryOf(r.headers.get("Content-Type")),cr=parseContentRange(r.headers.get("Content-Range"));
+if(!b&&cr&&r.body&&!multi)return await this.single(r,cr,wants);
 const body=new Uint8Array(await r.arrayBuffer());
 NS.stats.bytes+=body.length;
 if(multi&&this.multi==null)this.multi=NS.stats.multi=!!b;
@@ -301,8 +333,23 @@ const again=wants.filter((w,i)=>got[i]?w.resolve(got[i]):true);
 if(again.length&&!multi)throw new Error("the server sent other bytes than asked for");
 if(again.length){this.multi=NS.stats.multi=false;this.retry(again);}
 }catch(err){
+this.know();
 wants.forEach(w=>w.reject(err));
 }
+}
+async single(r,cr,wants){
+const buf=new Uint8Array(cr.end-cr.start),reader=r.body.getReader();
+let got=0,left=wants.filter(w=>cr.start<=w.start&&w.end<=cr.end);
+if(left.length<wants.length){reader.cancel().catch(noop);throw new Error("the server sent other bytes than asked for");}
+while(left.length){
+const{done,value}=await reader.read();
+if(done)break;
+buf.set(value.subarray(0,buf.length-got),got);
+got=Math.min(buf.length,got+value.length);
+NS.stats.bytes+=value.length;
+left=left.filter(w=>w.end-cr.start<=got?w.resolve(buf.subarray(w.start-cr.start,w.end-cr.start)):true);
+}
+if(left.length)throw new Error("the server's answer was cut short");
 }
 toStream(r,wants){
 this.range=false;
@@ -412,6 +459,12 @@ const ix=await this.loadIndex();
 return ix&&ix.get(path)||null;
 }
 bytes(m){return this.once(m.path,async()=>this.verify(m,await this.source.read(m.offset,m.offset+m.size)));}
+warm(){
+firstSpans([...this.listed.values()],this.listed.get(this.main)).forEach((sp,i)=>{
+const got=this.source.span(sp.start,sp.end,sp.members.map(m=>({start:m.offset,end:m.offset+m.size})),i===0);
+sp.members.forEach((m,k)=>this.once(m.path,async()=>this.verify(m,await got[k])));
+});
+}
 async verify(m,bytes){
 if(!secure||!m.sha256||bytes.length>VERIFY_MAX){NS.stats.unverified++;return bytes;}
 const got=hex(await crypto.subtle.digest("SHA-256",bytes));
@@ -809,6 +862,7 @@ const lazy=new Lazy(ctx,doc);
 current={path,lazy};
 NS.page=path;
 write(serialize(d));
+if(NS.stats.written==null)NS.stats.written=performance.now();
 NS.state="rendering";
 if(ctx.refresh)later(()=>seq===renderSeq&&(ctx.refresh[1]===routeURL(path)?render(path):location.replace(ctx.refresh[1])),ctx.refresh[0]);
 let started=false;
@@ -927,9 +981,12 @@ return realFetch(input,init);
 function start(source,hdr){
 archive=NS.archive=new Archive(source,hdr);
 current=null;
+if(source instanceof RangeSource&&(parseRoute(location.hash).path||archive.main)===archive.main)archive.warm();
 onRoute();
 }
-later(()=>{
+const boot=fn=>window.scheduler&&scheduler.postTask?scheduler.postTask(fn,{priority:"user-blocking"}):later(fn);
+boot(()=>{
+NS.stats.boot=performance.now();
 let meta=null;
 try{meta=JSON.parse(doc.getElementById("archiver-gwtar").textContent);}catch(e){}
 const hdr=NS.header={

@@ -118,6 +118,34 @@ function planRequests(ranges, { gap = 1024, budget = 1 << 20, maxRanges = 32, mu
   }
   return out;
 }
+// What the main page's first render needs, in as few single-range requests as possible, instead of
+// page, then stylesheets, then fonts and images, one round trip each. The writer lays it out right
+// after the page (formats/gwtar.md 5.2): stylesheets, fonts, then the other assets in document order,
+// media last. Taken from the listed members: the page, stylesheets, scripts, fonts (only WOFF2 when
+// there is WOFF2: a browser that has it picks it) and the first two images that are not icons (the
+// renderer asks for those at once); never media, a member over 2 MiB, or over 4 MiB in all. Members
+// more than 4 KiB apart (something not taken lies between) make spans of their own.
+function firstSpans(listed, page) {
+  if (!page) return [];
+  const take = [page], woff2 = listed.some(m => /woff2/.test(m.type));
+  let images = 0, total = page.size;
+  for (const m of listed) {
+    if (m === page) continue;
+    if (/^(audio|video)\//.test(m.type)) break;
+    const font = /font|woff|opentype|truetype/.test(m.type), image = /^image\//.test(m.type) && !/icon/.test(m.type);
+    if (m.size > 2 << 20 || !(/css|javascript|ecmascript/.test(m.type) || font && (!woff2 || /woff2/.test(m.type)) || image && images++ < 2)) continue;
+    if (total + m.size > 4 << 20) break;
+    take.push(m);
+    total += m.size;
+  }
+  const spans = [];
+  for (const m of take.sort((a, b) => a.offset - b.offset)) {
+    const last = spans[spans.length - 1];
+    if (last && m.offset - last.end <= 4096) { last.end = m.offset + m.size; last.members.push(m); }
+    else spans.push({ start: m.offset, end: m.offset + m.size, members: [m] });
+  }
+  return spans;
+}
 const rangeHeader = spans => "bytes=" + spans.map(s => s.start + "-" + (s.end - 1)).join(",");
 // "bytes 0-99/1234" -> {start: 0, end: 100, total: 1234} (total null for "*").
 function parseContentRange(v) {
@@ -269,7 +297,7 @@ const shellQuote = s => /^[\w.\/-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''
 
 const pure = {
   encodeSegment, encodePath, decodeSegment, rel, resolveRef, routeHash, parseRoute, manifestMembers, parseHeader,
-  planRequests, rangeHeader, parseContentRange, boundaryOf, parseMultipart, sliceParts, parseSrcset, serializeSrcset,
+  planRequests, firstSpans, rangeHeader, parseContentRange, boundaryOf, parseMultipart, sliceParts, parseSrcset, serializeSrcset,
   scanCss, rewriteCss, cssUnescape, scanModule, sniffCharset, hex, shellQuote
 };
 if (typeof window === "undefined" || typeof document === "undefined") {
@@ -290,7 +318,7 @@ const RETAIN = 256 << 20, VERIFY_MAX = 256 << 20, SLICE_UNVERIFIED = 16 << 20;
 const LAZY = "src srcset poster data href xlink-href background media".split(" ").map(a => "[data-gwtar-" + a + "]").join();
 const NS = {
   version: 1, state: "starting", page: null, mode: null, members: false, secure, problems: [], pure,
-  stats: { requests: 0, bytes: 0, multi: null, firstRender: null, verified: 0, unverified: 0 }
+  stats: { requests: 0, bytes: 0, multi: null, boot: null, written: null, firstRender: null, verified: 0, unverified: 0 }
 };
 Object.defineProperty(window, "gwtar", { value: NS, configurable: true });
 
@@ -318,9 +346,22 @@ function fail(err, el, path) {
 // shows Range works, single ranges again when multi-range is refused (200, 416, parts missing), and
 // a stream of the whole file when the server ignores Range.
 class RangeSource {
-  constructor(url, total) { Object.assign(this, { url, total, queue: [], active: 0, waiting: [], timer: 0, range: null, multi: null, stream: null }); }
+  constructor(url, total) {
+    Object.assign(this, { url, total, queue: [], active: 0, waiting: [], timer: 0, range: null, multi: null, stream: null });
+    this.known = new Promise(resolve => { this.know = resolve; });
+  }
   read(start, end) {
     return this.stream ? this.stream.read(start, end) : new Promise((resolve, reject) => this.retry([{ start, end, resolve, reject }]));
+  }
+  // Several pieces of one span in one single-range request; each piece resolves as soon as its bytes
+  // are in (the first render's members, Archive.warm). `now`: sent at once; else once the first
+  // answer has shown whether the server honours Range (one that ignores it would send the whole
+  // file for each request).
+  span(start, end, pieces, now) {
+    const wants = [], out = pieces.map(p => new Promise((resolve, reject) => wants.push({ start: p.start, end: p.end, resolve, reject })));
+    const send = () => this.stream ? this.pipe(wants) : this.run(() => this.get([{ start, end }], wants));
+    if (now) send(); else this.known.then(send);
+    return out;
   }
   retry(wants) {
     this.queue.push(...wants);
@@ -344,6 +385,7 @@ class RangeSource {
     try {
       NS.stats.requests++;
       const r = await realFetch(this.url, { headers: { Range: rangeHeader(spans) } });
+      Promise.resolve().then(this.know);
       if (r.headers.get("Gwtar-Members")) NS.members = true;
       if (r.status === 200 && (!this.range || !multi)) return this.toStream(r, wants);
       if (r.status === 200 || r.status === 416 && multi) {
@@ -355,6 +397,7 @@ class RangeSource {
       this.range = true;
       NS.mode = NS.mode || "range";
       const b = boundaryOf(r.headers.get("Content-Type")), cr = parseContentRange(r.headers.get("Content-Range"));
+      if (!b && cr && r.body && !multi) return await this.single(r, cr, wants);
       const body = new Uint8Array(await r.arrayBuffer());
       NS.stats.bytes += body.length;
       if (multi && this.multi == null) this.multi = NS.stats.multi = !!b;
@@ -363,8 +406,25 @@ class RangeSource {
       if (again.length && !multi) throw new Error("the server sent other bytes than asked for");
       if (again.length) { this.multi = NS.stats.multi = false; this.retry(again); }
     } catch (err) {
+      this.know();
       wants.forEach(w => w.reject(err));
     }
+  }
+  // One range: hand out each member as soon as its last byte is in (the page is parsed and its
+  // stylesheets applied while the first render's images are still arriving).
+  async single(r, cr, wants) {
+    const buf = new Uint8Array(cr.end - cr.start), reader = r.body.getReader();
+    let got = 0, left = wants.filter(w => cr.start <= w.start && w.end <= cr.end);
+    if (left.length < wants.length) { reader.cancel().catch(noop); throw new Error("the server sent other bytes than asked for"); }
+    while (left.length) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buf.set(value.subarray(0, buf.length - got), got);
+      got = Math.min(buf.length, got + value.length);
+      NS.stats.bytes += value.length;
+      left = left.filter(w => w.end - cr.start <= got ? w.resolve(buf.subarray(w.start - cr.start, w.end - cr.start)) : true);
+    }
+    if (left.length) throw new Error("the server's answer was cut short");
   }
   toStream(r, wants) {
     this.range = false;
@@ -484,6 +544,13 @@ class Archive {
     return ix && ix.get(path) || null;
   }
   bytes(m) { return this.once(m.path, async () => this.verify(m, await this.source.read(m.offset, m.offset + m.size))); }
+  // What the main page's first render needs, asked for as soon as the loader starts (firstSpans).
+  warm() {
+    firstSpans([...this.listed.values()], this.listed.get(this.main)).forEach((sp, i) => {
+      const got = this.source.span(sp.start, sp.end, sp.members.map(m => ({ start: m.offset, end: m.offset + m.size })), i === 0);
+      sp.members.forEach((m, k) => this.once(m.path, async () => this.verify(m, await got[k])));
+    });
+  }
   async verify(m, bytes) {
     if (!secure || !m.sha256 || bytes.length > VERIFY_MAX) { NS.stats.unverified++; return bytes; }
     const got = hex(await crypto.subtle.digest("SHA-256", bytes));
@@ -933,6 +1000,7 @@ async function render(path, frag) {
     current = { path, lazy };
     NS.page = path;
     write(serialize(d));
+    if (NS.stats.written == null) NS.stats.written = performance.now();
     NS.state = "rendering";
     if (ctx.refresh) later(() => seq === renderSeq && (ctx.refresh[1] === routeURL(path) ? render(path) : location.replace(ctx.refresh[1])), ctx.refresh[0]);
     let started = false;
@@ -1065,12 +1133,15 @@ function pageFetch(input, init) {
 function start(source, hdr) {
   archive = NS.archive = new Archive(source, hdr);
   current = null;
+  if (source instanceof RangeSource && (parseRoute(location.hash).path || archive.main) === archive.main) archive.warm();
   onRoute();
 }
 
-later(() => {
+const boot = fn => window.scheduler && scheduler.postTask ? scheduler.postTask(fn, { priority: "user-blocking" }) : later(fn);
+boot(() => {
   // Read the header's values (the v1 globals and extension 1's metadata element) before the document
   // is replaced; replace the parser, so nothing after the header is parsed; stop the download.
+  NS.stats.boot = performance.now();
   let meta = null;
   try { meta = JSON.parse(doc.getElementById("archiver-gwtar").textContent); } catch (e) { /* damaged */ }
   /* global overhead, totalArchiveSize, assets */

@@ -5,7 +5,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 const { loader, rng, enc, concat } = require("./helpers.js");
 
-const { manifestMembers, planRequests, rangeHeader, parseContentRange, boundaryOf, parseMultipart, sliceParts, parseHeader } = loader;
+const { manifestMembers, planRequests, firstSpans, rangeHeader, parseContentRange, boundaryOf, parseMultipart, sliceParts, parseHeader } = loader;
 
 test("manifestMembers: v1 offsets, \"0\" first wherever it is in the text", () => {
   const assets = {
@@ -125,4 +125,41 @@ test("sliceParts: exact parts, merged (coalesced) parts, and missing ranges", ()
   assert.equal(got[2], null, "not covered: the loader asks for it again with a single range");
   const single = [{ start: 90, end: 200, data: file.subarray(90, 200) }];
   assert.equal(new TextDecoder().decode(sliceParts([{ start: 100, end: 110 }], single)[0]), "ABCDEFGHIJ", "one merged 206 range");
+});
+
+test("firstSpans: the page and what its first render needs, in one span when contiguous", () => {
+  const assets = {
+    0: { size: 2000, "content-type": "text/html", basename: "index", hash: "00" },
+    "s/a.css": { size: 300, "content-type": "text/css", hash: "a" },
+    "s/f.woff2": { size: 6000, "content-type": "font/woff2", hash: "f" },
+    "s/f.woff": { size: 7000, "content-type": "font/woff", hash: "g" },
+    "s/icon.ico": { size: 900, "content-type": "image/x-icon", hash: "i" },
+    "s/hero.png": { size: 100000, "content-type": "image/png", hash: "h" },
+    "s/app.js": { size: 500, "content-type": "text/javascript", hash: "j" },
+    "s/two.png": { size: 3000, "content-type": "image/png", hash: "t" },
+    "s/three.png": { size: 3000, "content-type": "image/png", hash: "u" },
+    "s/film.mp4": { size: 50, "content-type": "video/mp4", hash: "v" },
+    "s/after.css": { size: 50, "content-type": "text/css", hash: "w" },
+  };
+  const m = manifestMembers(assets, 40000, { main: "index.html", source: "tree" });
+  const spans = firstSpans(m, m[0]);
+  const names = spans.map((s) => s.members.map((x) => x.path.replace("s/", "")));
+  // The WOFF file (7000 bytes) is a gap of its own; the icon (900 bytes) is fetched with its
+  // neighbours rather than splitting the span; the third image, media and all after it are left.
+  assert.deepEqual(names, [["index.html", "a.css", "f.woff2"], ["hero.png", "app.js", "two.png"]]);
+  for (const s of spans) {
+    assert.equal(s.start, s.members[0].offset);
+    const last = s.members[s.members.length - 1];
+    assert.equal(s.end, last.offset + last.size);
+  }
+  assert.deepEqual(firstSpans(m, null), []);
+  // Never over 4 MiB in all, never a member over 2 MiB.
+  const big = {
+    0: { size: 1000, "content-type": "text/html", basename: "index", hash: "00" },
+    "x.png": { size: 3 << 20, "content-type": "image/png", hash: "x" },
+    "y.css": { size: 2 << 20, "content-type": "text/css", hash: "y" },
+    "z.css": { size: 2 << 20, "content-type": "text/css", hash: "z" },
+  };
+  const mb = manifestMembers(big, 0, { main: "index.html", source: "tree" });
+  assert.deepEqual(firstSpans(mb, mb[0]).flatMap((s) => s.members.map((x) => x.path)), ["index.html", "y.css"]);
 });

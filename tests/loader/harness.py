@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import Browser, BrowserContext, Page
 
 from archiver.fixture import FixtureConfig, FixtureServer, load_generated, site_root
 
@@ -31,6 +31,7 @@ __all__ = [
     "open_gwtar",
     "pixel_diff",
     "serve",
+    "solo_pages",
     "wait_ready",
 ]
 
@@ -180,6 +181,19 @@ class Wire:
         return [
             r for r in self.responses.values() if r["url"].split(":", 1)[0] in ("http", "https", "ws", "wss")
         ]
+
+
+@contextlib.contextmanager
+def solo_pages(browser: Browser, n: int) -> Iterator[list[Page]]:
+    """``n`` pages (1024 x 768), each in a browser context of its own. Chromium treats pages that
+    share a context as tabs of one window and throttles all but the newest one: their animation
+    frames, idle checks and screenshots then take seconds instead of milliseconds."""
+    contexts = [browser.new_context(viewport={"width": 1024, "height": 768}) for _ in range(n)]
+    try:
+        yield [c.new_page() for c in contexts]
+    finally:
+        for c in contexts:
+            c.close()
 
 
 def open_gwtar(page: Page, served: Served, route: str = "") -> None:

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, BrowserContext
 
 from archiver import gwtar
 from archiver.fixture import FixtureConfig, FixtureServer, site_root
-from tests.loader.harness import StallingServer, Wire, open_gwtar, pixel_diff, serve, wait_ready
+from tests.loader.harness import StallingServer, Wire, open_gwtar, pixel_diff, serve, solo_pages, wait_ready
 from tests.loader.trees import SCRIPT_ORDER, features_tree
 
 pytestmark = pytest.mark.browser
@@ -67,48 +67,51 @@ def _covers(requests: list[dict], member: gwtar.Member) -> bool:
 # ------------------------------------------------------------------------------------------- fidelity
 
 
-def test_features_page_is_faithful(context: BrowserContext, features_dir: Path, features_gwtar: Path) -> None:
+def test_features_page_is_faithful(
+    browser: Browser, context: BrowserContext, features_dir: Path, features_gwtar: Path
+) -> None:
     """Compared with the same tree served as static files: same pixels, same script order, doctype,
     <html>/<body> attributes, and every kind of reference resolved (object, embed, SVG image and use,
     a container's own style, CSS @import, fonts and CSS images)."""
-    ref, scratch, page = context.new_page(), context.new_page(), context.new_page()
-    with FixtureServer(FixtureConfig(root=features_dir, robots=None)) as static:
-        ref.goto(static.url)
-        ref.wait_for_function("document.getElementById('notes').textContent === 'from the archive'")
-        ref.evaluate("document.fonts.ready")
-        want_order = ref.evaluate("window.order")
-        want = ref.screenshot()
-    assert sorted(want_order) == sorted(SCRIPT_ORDER)
-    with serve("range", features_gwtar) as served:
-        open_gwtar(page, served)
-        page.wait_for_function("document.getElementById('notes').textContent === 'from the archive'")
-        got = page.evaluate("""() => ({
-            order: window.order, compat: document.compatMode,
-            doctype: document.doctype && document.doctype.name,
-            html: ['lang', 'className'].map(k => document.documentElement[k])
-                .concat(document.documentElement.dataset.html),
-            body: [document.body.className, document.body.dataset.body],
-            object: document.getElementById('object').data, embed: document.getElementById('embed').src,
-            svgImage: document.querySelector('#svg image').getAttribute('href'),
-            use: document.querySelector('#svg use').getAttribute('xlink:href'),
-            card: getComputedStyle(document.getElementById('card')).backgroundImage,
-            h1: getComputedStyle(document.querySelector('h1')).backgroundImage,
-            font: [...document.fonts].filter(f => f.family === 'Sans').map(f => f.status),
-            problems: gwtar.problems.filter(p => p.kind !== 'missing'),
-            missing: gwtar.problems.filter(p => p.kind === 'missing').map(p => p.path),
-        })""")
-        shot = page.screenshot()
-    assert got["order"] == want_order, "scripts run in the order the original runs them"
-    assert got["compat"] == "CSS1Compat" and got["doctype"] == "html"
-    assert got["html"] == ["de", "root", "kept"]
-    assert got["body"] == ["features", "kept"]
-    for key in ("object", "embed", "svgImage", "use", "card", "h1"):
-        assert "blob:" in got[key], key
-    assert got["use"].endswith("#icon-leaf")
-    assert got["font"] == ["loaded"]
-    assert got["problems"] == []
-    assert got["missing"] == [], "the unused woff candidate is never asked for"
-    assert pixel_diff(scratch, want, shot) <= 0.005
+    page = context.new_page()
+    with solo_pages(browser, 2) as (ref, scratch):
+        with FixtureServer(FixtureConfig(root=features_dir, robots=None)) as static:
+            ref.goto(static.url)
+            ref.wait_for_function("document.getElementById('notes').textContent === 'from the archive'")
+            ref.evaluate("document.fonts.ready")
+            want_order = ref.evaluate("window.order")
+            want = ref.screenshot()
+        assert sorted(want_order) == sorted(SCRIPT_ORDER)
+        with serve("range", features_gwtar) as served:
+            open_gwtar(page, served)
+            page.wait_for_function("document.getElementById('notes').textContent === 'from the archive'")
+            got = page.evaluate("""() => ({
+                order: window.order, compat: document.compatMode,
+                doctype: document.doctype && document.doctype.name,
+                html: ['lang', 'className'].map(k => document.documentElement[k])
+                    .concat(document.documentElement.dataset.html),
+                body: [document.body.className, document.body.dataset.body],
+                object: document.getElementById('object').data, embed: document.getElementById('embed').src,
+                svgImage: document.querySelector('#svg image').getAttribute('href'),
+                use: document.querySelector('#svg use').getAttribute('xlink:href'),
+                card: getComputedStyle(document.getElementById('card')).backgroundImage,
+                h1: getComputedStyle(document.querySelector('h1')).backgroundImage,
+                font: [...document.fonts].filter(f => f.family === 'Sans').map(f => f.status),
+                problems: gwtar.problems.filter(p => p.kind !== 'missing'),
+                missing: gwtar.problems.filter(p => p.kind === 'missing').map(p => p.path),
+            })""")
+            shot = page.screenshot()
+        assert got["order"] == want_order, "scripts run in the order the original runs them"
+        assert got["compat"] == "CSS1Compat" and got["doctype"] == "html"
+        assert got["html"] == ["de", "root", "kept"]
+        assert got["body"] == ["features", "kept"]
+        for key in ("object", "embed", "svgImage", "use", "card", "h1"):
+            assert "blob:" in got[key], key
+        assert got["use"].endswith("#icon-leaf")
+        assert got["font"] == ["loaded"]
+        assert got["problems"] == []
+        assert got["missing"] == [], "the unused woff candidate is never asked for"
+        assert pixel_diff(scratch, want, shot) <= 0.005
 
 
 @pytest.mark.parametrize("mode", ["range", "file"])
