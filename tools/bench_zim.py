@@ -1,15 +1,19 @@
 """Benchmark: pack one real documentation site into a ZIM with archiver and with zimwriterfs.
 
-    python tools/bench_zim.py [SRC] [--work DIR] [--threads N] [--runs N] [--check]
+    python tools/bench_zim.py [SRC] [--work DIR] [--threads N] [--runs N] [--check] [--check-site]
 
 SRC defaults to Python's HTML documentation from Debian's ``python3-doc``
 (``/usr/share/doc/python3/html``, 530 pages, 67 MB). It is copied once into a plain folder (symlinks
 resolved) with a 48×48 ``favicon.png`` added, and both tools pack that same folder, each in its own
-process, one after the other: ``zimwriterfs`` (Debian zim-tools 3.1.3, libzim 8.1) with its defaults
+process, in alternating rounds (``--runs``, default 3; medians reported, so a change in the machine's
+load hits both alike): ``zimwriterfs`` (Debian zim-tools 3.1.3, libzim 8.1) with its defaults
 plus the mandatory metadata, and ``archiver.zim.pack`` (python-libzim 3.13, libzim 9.8) with the
-same metadata. Wall time, output size and the child's peak RSS (``wait4``) are printed with the
-ratios archiver / zimwriterfs (acceptance: time ≤ 1.0×, size ≤ 1.0×). ``--check`` also runs
-bookworm's zimcheck (all checks but integrity) and ``archiver.zim.verify`` on archiver's output.
+same metadata. Wall time, CPU time (user + system), output size and the child's peak RSS
+(``wait4``) are printed with the load average and the ratios archiver / zimwriterfs (acceptance:
+time ≤ 1.0×, size ≤ 1.0×). ``--check`` also runs bookworm's zimcheck (all checks but integrity)
+on both outputs and ``archiver.zim.verify`` on archiver's; ``--check-site`` captures the docs served
+on 127.0.0.1 with archiver, packs that and checks it the same way (the raw tree has broken links of
+its own, see :func:`check_site`).
 No timing is asserted anywhere: this prints figures for a human.
 """
 
@@ -36,8 +40,12 @@ META = {
 }
 
 
-def run_measured(argv: list[str]) -> tuple[float, int, int, str]:
-    """(seconds, exit status, peak RSS in bytes, stderr tail) of one child process."""
+Run = tuple[float, int, int, str, float]
+
+
+def run_measured(argv: list[str]) -> Run:
+    """(wall seconds, exit status, peak RSS in bytes, stderr tail, CPU seconds user+system) of one
+    child process."""
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -45,13 +53,30 @@ def run_measured(argv: list[str]) -> tuple[float, int, int, str]:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - started
-    return seconds, proc.returncode, usage.ru_maxrss * 1024, err.decode("utf-8", "replace")[-2000:]
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, proc.returncode, usage.ru_maxrss * 1024, err.decode("utf-8", "replace")[-2000:], cpu
 
 
-def _median(rows: list[tuple[float, int, int, str]]) -> tuple[float, int, int, str]:
-    ordered = sorted(rows, key=lambda r: r[0])
-    middle = ordered[len(ordered) // 2]
-    return middle[0], max(r[1] for r in rows), max(r[2] for r in rows), middle[3]
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def _summary(rows: list[Run]) -> tuple[float, int, int, str, float]:
+    """Median wall time, worst exit status, highest peak RSS, the last stderr, median CPU time."""
+    return (
+        _median([r[0] for r in rows]),
+        max(r[1] for r in rows),
+        max(r[2] for r in rows),
+        rows[-1][3],
+        _median([r[4] for r in rows]),
+    )
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 def prepare(src: Path, work: Path) -> Path:
@@ -74,14 +99,65 @@ def child_pack(tree: Path, out: Path, threads: int | None) -> None:
     print(json.dumps(result.to_json()), file=sys.stderr)
 
 
+ZIMCHECK = ["zimcheck", "-C", "-M", "-F", "-P", "-U", "-X", "-L", "-0", "-R"]  # all but -I (integrity)
+
+
+def zimcheck_and_verify(name: str, zim: Path, *, verify_it: bool = True) -> None:
+    """Print bookworm zimcheck's verdict (and archiver verify's) on one ZIM."""
+    run = subprocess.run([*ZIMCHECK, str(zim)], capture_output=True, text=True, check=False)
+    errors = [line for line in run.stdout.splitlines() if "[ERROR]" in line]
+    print(f"zimcheck {name}: exit {run.returncode}, {len(errors)} error lines")
+    for line in errors[:5]:
+        print("   ", line[:200])
+    if not verify_it:
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from archiver.zim import verify
+
+    report = verify(zim)
+    print(f"archiver verify {name}: ok={report.ok}, {report.links} links in {report.documents} documents, "
+          f"{len(report.problems)} problems")  # fmt: skip
+    for p in report.problems[:5]:
+        print("   ", str(p)[:200])
+
+
+def check_site(tree: Path, work: Path) -> None:
+    """The docs as a *site*: served on 127.0.0.1, captured by archiver (HTTP only, no browser),
+    packed, then zimcheck and verify. The raw Debian tree has broken links of its own (every page
+    links the root-absolute ``/license.html`` and ``/bugs.html``; ``whatsnew/changelog.html`` is not
+    shipped), which capture rewrites or keeps pointing at the origin."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from archiver.capture import capture
+    from archiver.fixture import FixtureConfig, FixtureServer
+    from archiver.zim import pack
+
+    site = work / "site-tree"
+    if not site.exists():
+        with FixtureServer(FixtureConfig(root=tree)) as server, ThreadPoolExecutor(1) as pool:
+            pool.submit(
+                capture, [server.url + "/index.html"], site, render=False, delay=0, depth=50,
+                progress=False, skip_extensions=frozenset(),
+            ).result()  # fmt: skip
+    out = work / "site.zim"
+    result = pack(site, out, metadata=META)
+    print(f"captured docs site: {result.entries} entries, {result.size / 1e6:.2f} MB")
+    zimcheck_and_verify("captured site", out)
+
+
 def main(argv: list[str] | None = None) -> int:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("src", nargs="?", type=Path, default=DEFAULT_SRC)
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one, removed)")
     parser.add_argument("--threads", type=int, default=None, help="workers for both (default: each's own)")
-    parser.add_argument("--runs", type=int, default=1, help="runs per tool, alternating order; medians shown")
+    parser.add_argument("--runs", type=int, default=3, help="runs per tool, alternating order; medians shown")
     parser.add_argument("--check", action="store_true", help="also run zimcheck and archiver verify")
+    parser.add_argument(
+        "--check-site", action="store_true",
+        help="also capture the docs served on 127.0.0.1, pack that, and run zimcheck and verify",
+    )  # fmt: skip
     parser.add_argument("--child", nargs=2, metavar=("TREE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -110,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.threads:
             our_argv += ["--threads", str(args.threads)]
         argvs = {"zimwriterfs": [*ref_argv, str(tree), str(ref_out)], "archiver": our_argv}
-        runs: dict[str, list[tuple[float, int, int, str]]] = {"zimwriterfs": [], "archiver": []}
+        runs: dict[str, list[Run]] = {"zimwriterfs": [], "archiver": []}
+        print(f"before: {_load()}")
         for i in range(args.runs):
             # alternate who goes first, so a change in the machine's load hits both alike
             for name in ("zimwriterfs", "archiver") if i % 2 == 0 else ("archiver", "zimwriterfs"):
@@ -118,37 +195,34 @@ def main(argv: list[str] | None = None) -> int:
                     missing_ok=True
                 )  # zimwriterfs refuses to overwrite
                 runs[name].append(run_measured(argvs[name]))
-        rows = {name: _median(got) for name, got in runs.items()}
+        print(f"after:  {_load()}")
+        rows = {name: _summary(got) for name, got in runs.items()}
         for name, got in runs.items():
-            print(f"{name} seconds per run: " + ", ".join(f"{r[0]:.1f}" for r in got))
+            print(f"{name} seconds per run: " + ", ".join(f"{r[0]:.1f} (cpu {r[4]:.1f})" for r in got))
+        pairs = [a[0] / b[0] for a, b in zip(runs["archiver"], runs["zimwriterfs"], strict=True)]
+        print("time ratio per round: " + ", ".join(f"{p:.2f}" for p in pairs))
         sizes = {"zimwriterfs": ref_out, "archiver": our_out}
-        print(f"{'tool':<12} {'seconds':>8} {'MB':>8} {'peak RSS MB':>12}  exit")
-        for name, (seconds, code, rss, err) in rows.items():
+        print(f"{'tool':<12} {'seconds':>8} {'cpu s':>8} {'MB':>8} {'peak RSS MB':>12}  exit")
+        for name, (seconds, code, rss, err, cpu) in rows.items():
             size = sizes[name].stat().st_size if sizes[name].exists() else 0
-            print(f"{name:<12} {seconds:8.2f} {size / 1e6:8.2f} {rss / 1e6:12.0f}  {code}")
+            print(f"{name:<12} {seconds:8.2f} {cpu:8.2f} {size / 1e6:8.2f} {rss / 1e6:12.0f}  {code}")
             if code:
                 print(err, file=sys.stderr)
-        if all(code == 0 for _, code, _, _ in rows.values()):
+        if all(row[1] == 0 for row in rows.values()):
             t = rows["archiver"][0] / rows["zimwriterfs"][0]
+            c = rows["archiver"][4] / rows["zimwriterfs"][4]
             s = our_out.stat().st_size / ref_out.stat().st_size
             r = rows["archiver"][2] / rows["zimwriterfs"][2]
-            print(f"ratio archiver/zimwriterfs: time {t:.2f}x, size {s:.2f}x, peak RSS {r:.2f}x")
+            print(
+                f"ratio archiver/zimwriterfs (medians): time {t:.2f}x, cpu {c:.2f}x, size {s:.2f}x, "
+                f"peak RSS {r:.2f}x"
+            )
         if args.check and our_out.exists():
-            check = ["zimcheck", "-C", "-M", "-F", "-P", "-U", "-X", "-L", "-0", "-R"]
-            for name, path in sizes.items():
-                run = subprocess.run([*check, str(path)], capture_output=True, text=True, check=False)
-                errors = [line for line in run.stdout.splitlines() if "[ERROR]" in line]
-                print(f"zimcheck {name}: exit {run.returncode}, {len(errors)} error lines")
-                for line in errors[:5]:
-                    print("   ", line[:200])
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-            from archiver.zim import verify
-
-            report = verify(our_out)
-            print(f"archiver verify: ok={report.ok}, {report.links} links in {report.documents} documents, "
-                  f"{len(report.problems)} problems")  # fmt: skip
-            for p in report.problems[:5]:
-                print("   ", str(p)[:200])
+            # the raw tree's own broken links (see check_site) fail both tools' ZIMs alike
+            zimcheck_and_verify("zimwriterfs (raw tree)", ref_out, verify_it=False)
+            zimcheck_and_verify("archiver (raw tree)", our_out)
+        if args.check_site:
+            check_site(tree, work)
     return 0
 
 

@@ -17,7 +17,15 @@ from archiver import gwtar
 from archiver.gwtar.layout import INDEX_PATH
 from archiver.media import media_type_for
 from archiver.tree import Record
-from archiver.zim.source import STORED_MANIFEST, SourceEntry, SourceRedirect, aliases, check_entry_path
+from archiver.zim.source import (
+    STORED_EDITS,
+    STORED_MANIFEST,
+    SourceEntry,
+    SourceRedirect,
+    aliases,
+    check_entry_path,
+)
+from archiver.zim.zimsafe import Edit
 
 __all__ = ["GwtarSource"]
 
@@ -40,7 +48,9 @@ class GwtarSource:
         self.incomplete = False
         self.carried_metadata: dict[str, str] = {}
         self.carried_illustration: bytes | None = None
-        self._members = {m.path: m for m in self.reader.members if m.path != INDEX_PATH}
+        self.carried_edits: dict[str, list[Edit]] = {}
+        skip = (INDEX_PATH, STORED_EDITS)
+        self._members = {m.path: m for m in self.reader.members if m.path not in skip}
 
     def has(self, path: str) -> bool:
         return path in self._members

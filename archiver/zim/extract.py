@@ -5,6 +5,8 @@ absolute path, no ``.``/``..``/empty segment, no NUL, no file that is also a fol
 created one by one and never through a symlink; each file is written to a temporary name in its
 folder, fsynced and renamed, so a crash leaves whole files only. Redirects are not files: they are
 counted but not written (an archiver ZIM carries the tree's manifest, whose records list the aliases).
+Pages that pack made zimcheck-safe are written back byte for byte as they were (``_archiver/zim-edits.jsonl``,
+formats/zim.md §3.1); that item itself is not a file of the tree.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 from archiver.errors import FormatError, UsageError
 from archiver.zim.read import Entry, open_archive
-from archiver.zim.source import check_entry_path
+from archiver.zim.source import STORED_EDITS, check_entry_path
+from archiver.zim.zimsafe import Edit, decode_edits, restore
 
 __all__ = ["extract", "ls"]
 
@@ -55,7 +58,7 @@ def _make_folders(out: Path, parts: list[str]) -> Path:
     return here
 
 
-def _write_file(folder: Path, name: str, entry: Entry) -> None:
+def _write_file(folder: Path, name: str, entry: Entry, edits: list[Edit] | None = None) -> None:
     target = folder / name
     try:
         st = os.lstat(target)
@@ -67,8 +70,14 @@ def _write_file(folder: Path, name: str, entry: Entry) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
-            for chunk in entry.chunks():
-                f.write(chunk)
+            if edits:
+                try:
+                    f.write(restore(entry.read(), edits))
+                except ValueError as e:
+                    raise FormatError(f"{STORED_EDITS}: {entry.path!r}: {e}") from None
+            else:
+                for chunk in entry.chunks():
+                    f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)  # replaces a symlink itself, never what it points to
@@ -89,14 +98,20 @@ def extract(path: Path, out_dir: Path, *, force: bool = False) -> int:
     if out.is_dir() and any(out.iterdir()) and not force:
         raise UsageError("the folder is not empty (use force to write into it)", subject=str(out))
     with open_archive(path) as reader:
-        items = [e.path for e in reader.iter_entries() if not e.is_redirect]
+        edits: dict[str, list[Edit]] = {}
+        if reader.has(STORED_EDITS):
+            try:
+                edits = decode_edits(reader.get(STORED_EDITS).read())
+            except (ValueError, UnicodeDecodeError) as e:
+                raise FormatError(f"{STORED_EDITS} is not valid: {e}", subject=str(path)) from None
+        items = [e.path for e in reader.iter_entries() if not e.is_redirect and e.path != STORED_EDITS]
         _plan(items, str(path))
         out.mkdir(parents=True, exist_ok=True)
         written = 0
         for p in items:
             *folders, name = p.split("/")
             folder = _make_folders(out, folders)
-            _write_file(folder, name, reader.get(p))
+            _write_file(folder, name, reader.get(p), edits.get(p))
             written += 1
         fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
         try:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import os
 import secrets
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from archiver.zim.page import PageInfo, page_info
 from archiver.zim.read import ZimReader
 from archiver.zim.source import (
     INCOMPLETE_MARKER,
+    STORED_EDITS,
     STORED_MANIFEST,
     Source,
     SourceEntry,
@@ -51,7 +53,8 @@ from archiver.zim.source import (
     check_entry_path,
     open_source,
 )
-from archiver.zim.write import CLUSTER_SIZE, ItemSpec, RedirectSpec, default_workers, write_zim
+from archiver.zim.write import CLUSTER_SIZE, ItemSpec, Mismatch, RedirectSpec, default_workers, write_zim
+from archiver.zim.zimsafe import Edit, encode_edits, restore, zimcheck_safe
 
 __all__ = ["INCOMPLETE_KEY", "PackResult", "compress_hint", "pack"]
 
@@ -59,6 +62,12 @@ __all__ = ["INCOMPLETE_KEY", "PackResult", "compress_hint", "pack"]
 INCOMPLETE_KEY = "X-Archiver-Incomplete"
 _ICON_LIMIT = 8 << 20
 _MANIFEST_TYPE = "application/jsonl"
+#: Files up to this size are read by pack itself (checked there) and handed to libzim as bytes, so its
+#: worker threads never call back into Python; larger ones are streamed (formats/zim.md §4).
+_INLINE_LIMIT = 1 << 20
+#: HTML pages up to this size are read whole and made zimcheck-safe (formats/zim.md §3.1).
+_PAGE_LIMIT = 16 << 20
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 @dataclass
@@ -309,6 +318,8 @@ def _write(
     skipped: list[tuple[str, str]] = []
     seen = {"pictures": False, "videos": False, "bytes": 0}
     encoder = msgspec.json.Encoder()
+    early: list[Mismatch] = []
+    edits: dict[str, list[Edit]] = {}
 
     def items(manifest: Any) -> Iterator[ItemSpec]:
         for e in source.entries():
@@ -321,7 +332,14 @@ def _write(
             seen["videos"] |= e.media_type.startswith("video/")
             if manifest is not None and e.record is not None:
                 manifest.write(encoder.encode(e.record) + b"\n")
-            yield _spec(e)
+            yield _spec(e, source.carried_edits.get(e.path), edits, early)
+        if edits:
+            data = encode_edits(edits)
+            paths.add(STORED_EDITS)
+            yield ItemSpec(
+                path=STORED_EDITS, title="", mimetype=_MANIFEST_TYPE, size=len(data), front=False,
+                compress=True, chunks=lambda: [data], data=data,
+            )  # fmt: skip
         if manifest is not None:
             manifest.close()
             size = manifest_tmp.stat().st_size
@@ -381,6 +399,7 @@ def _write(
             workers=workers or default_workers(),
             cluster_size=cluster_size,
         )
+        mismatches = early + mismatches
         if mismatches:
             shown = "; ".join(f"{m.path!r} {m.message}" for m in mismatches[:5])
             more = f" (and {len(mismatches) - 5} more)" if len(mismatches) > 5 else ""
@@ -411,8 +430,13 @@ def _write(
     )
 
 
-def _spec(e: SourceEntry) -> ItemSpec:
-    return ItemSpec(
+def _spec(
+    e: SourceEntry, carried: list[Edit] | None, edits: dict[str, list[Edit]], mismatches: list[Mismatch]
+) -> ItemSpec:
+    """The item for one source entry. Small files and HTML pages are read here (size and SHA-256
+    checked on the spot, pages made zimcheck-safe, a ZIM source's own edits undone first); the rest
+    is streamed and checked by the writer."""
+    spec = ItemSpec(
         path=e.path,
         title=e.title if e.page else "",
         mimetype=e.media_type,
@@ -422,6 +446,25 @@ def _spec(e: SourceEntry) -> ItemSpec:
         chunks=e.chunks,
         sha256=e.sha256,
     )
+    html = e.media_type in _HTML_TYPES
+    if e.size > (_PAGE_LIMIT if html or carried else _INLINE_LIMIT):
+        return spec
+    data = b"".join(e.chunks())
+    if len(data) != e.size:
+        mismatches.append(Mismatch(e.path, f"has {len(data)} bytes, the source said {e.size}"))
+        return replace(spec, data=data[: e.size].ljust(e.size, b"\0"), sha256=None)
+    if e.sha256 and hashlib.sha256(data).hexdigest() != e.sha256:
+        mismatches.append(Mismatch(e.path, "SHA-256 differs from the source's record"))
+    if carried:
+        try:
+            data = restore(data, carried)
+        except ValueError as err:
+            raise FormatError(f"{STORED_EDITS}: {e.path!r}: {err}") from None
+    if html:
+        data, made = zimcheck_safe(data)
+        if made:
+            edits[e.path] = made
+    return replace(spec, size=len(data), data=data, sha256=None)
 
 
 def _redirect(r: SourceRedirect, paths: set[str]) -> RedirectSpec | None:

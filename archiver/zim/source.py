@@ -17,9 +17,11 @@ from archiver.errors import FormatError, URLError, UsageError
 from archiver.media import media_type_for
 from archiver.tree import Header, Record, read_header, read_records, records
 from archiver.urls import RESERVED_DIR, local_path
+from archiver.zim.zimsafe import Edit, decode_edits
 
 __all__ = [
     "INCOMPLETE_MARKER",
+    "STORED_EDITS",
     "STORED_MANIFEST",
     "Source",
     "SourceEntry",
@@ -35,6 +37,8 @@ __all__ = [
 INCOMPLETE_MARKER = "INCOMPLETE"
 #: Where the tree's manifest travels inside a ZIM (formats/zim.md §3).
 STORED_MANIFEST = f"{RESERVED_DIR}/manifest.jsonl"
+#: The byte edits that keep zimcheck quiet, kept so extract restores the pages (formats/zim.md §3.1).
+STORED_EDITS = f"{RESERVED_DIR}/zim-edits.jsonl"
 _CHUNK = 1 << 20
 _ZIM_MAGIC = b"ZIM\x04"
 
@@ -76,6 +80,7 @@ class Source(Protocol):
     incomplete: bool
     carried_metadata: dict[str, str]
     carried_illustration: bytes | None
+    carried_edits: dict[str, list[Edit]]
     header: Header | None
 
     def entries(self) -> Iterator[SourceEntry]: ...
@@ -127,7 +132,9 @@ class TreeSource:
         )
         self.carried_metadata: dict[str, str] = {}
         self.carried_illustration: bytes | None = None
+        self.carried_edits: dict[str, list[Edit]] = {}
         self._pending: list[tuple[Record, str]] = []
+        self._folders: dict[Path, Path] = {}
         self._listed: set[str] | None = None
         self._first_page: str | None = None
         if self.header is not None:
@@ -173,7 +180,7 @@ class TreeSource:
 
     def entries(self) -> Iterator[SourceEntry]:
         for record in records(self.root):
-            if record.path == STORED_MANIFEST:
+            if record.path in (STORED_MANIFEST, STORED_EDITS):
                 continue
             check_entry_path(record.path, self.label)
             full = self._file(record.path)
@@ -185,7 +192,7 @@ class TreeSource:
                 ) from None
             if not full.is_file():
                 raise FormatError(f"{record.path!r} is not a regular file", subject=self.label)
-            if not full.resolve().is_relative_to(self._resolved):
+            if not self._inside(full):
                 raise FormatError(f"{record.path!r} is a symlink that leaves the tree", subject=self.label)
             if st.st_size != record.size:
                 raise FormatError(
@@ -204,6 +211,15 @@ class TreeSource:
                 source=self,
                 record=record,
             )
+
+    def _inside(self, full: Path) -> bool:
+        """Whether ``full`` resolves inside the tree; each folder is resolved once, a file only
+        when it is a symlink itself."""
+        folder = self._folders.get(full.parent)
+        if folder is None:
+            folder = self._folders[full.parent] = full.parent.resolve()
+        target = full.resolve() if full.is_symlink() else folder / full.name
+        return target.is_relative_to(self._resolved)
 
     def chunks(self, entry: SourceEntry) -> Iterator[bytes]:
         with self._file(entry.path).open("rb") as f:
@@ -237,6 +253,13 @@ class ZimSource:
         self.home = meta.get("Source") or None
         self.carried_metadata = meta
         self.carried_illustration = self.reader.illustration
+        self.carried_edits: dict[str, list[Edit]] = {}
+        if self.reader.has(STORED_EDITS):
+            try:
+                self.carried_edits = decode_edits(self.reader.get(STORED_EDITS).read())
+            except (ValueError, UnicodeDecodeError) as e:
+                self.reader.close()
+                raise FormatError(f"{STORED_EDITS} is not valid: {e}", subject=self.label) from None
         self._redirects: list[SourceRedirect] = []
 
     def has(self, path: str) -> bool:
@@ -255,6 +278,8 @@ class ZimSource:
     def entries(self) -> Iterator[SourceEntry]:
         for entry in self.reader.iter_entries():
             check_entry_path(entry.path, self.label)
+            if entry.path == STORED_EDITS:
+                continue  # pack restores the pages and writes its own (formats/zim.md §3.1)
             if entry.is_redirect:
                 title = entry.title if entry.title != entry.path else ""
                 self._redirects.append(SourceRedirect(entry.path, entry.redirect_target or "", title))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from libzim.writer import Blob, ContentProvider, Creator, Hint, Item
+from libzim.writer import Blob, ContentProvider, Creator, Hint, Item, StringProvider
 
 from archiver.errors import FormatError
 
@@ -42,23 +42,27 @@ __all__ = [
     "write_zim",
 ]
 
-#: Cluster size in bytes: libzim's default (2 MiB). Measured on 2 cores (formats/zim.md §4): 8 MiB
-#: saved RAM but not time; smaller clusters cost RAM and size.
-CLUSTER_SIZE = 2 << 20
+#: Cluster size in bytes: 4 MiB, twice libzim's default. Packing Python's docs on 2 cores
+#: (formats/zim.md §4) took about 8 % less CPU than with 2 MiB (zstd at libzim's fixed maximum level
+#: pays a set-up per cluster) and gave a 4 % smaller file; a reader decompresses at most 4 MiB
+#: (a few ms) to reach one entry.
+CLUSTER_SIZE = 4 << 20
 
 
 def default_workers() -> int:
     """Compression workers: one per core, at least 2 and at most 4 (libzim's default is 4) — 2 on
     the 2-core CI machine. zstd at libzim's fixed maximum level is CPU-bound; packing Python's docs
-    (530 pages, 67 MB) on 2 cores, 4 workers took 429 MB peak RSS against 251 MB with 2, and were
-    not faster (formats/zim.md §4)."""
+    (530 pages, 67 MB) on 2 cores, 4 workers took 434 MB peak RSS against 260 MB with 2 and about
+    10 % more CPU time, for no gain in wall time (formats/zim.md §4)."""
     return max(2, min(4, os.cpu_count() or 2))
 
 
 @dataclass(frozen=True)
 class ItemSpec:
     """One content entry. ``chunks()`` yields the bytes (any chunking); exactly ``size`` of them are
-    stored. ``sha256``, when given, is checked on the way through."""
+    stored. ``sha256``, when given, is checked on the way through. ``data``, when given, is the
+    content itself (``size`` bytes, already checked): libzim's worker threads then read it from a
+    native provider without calling back into Python (``chunks`` is not used)."""
 
     path: str
     title: str
@@ -68,6 +72,7 @@ class ItemSpec:
     compress: bool
     chunks: Callable[[], Iterable[bytes]]
     sha256: str | None = None
+    data: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,8 @@ class _Item(Item):
         return self.spec.mimetype
 
     def get_contentprovider(self) -> ContentProvider:
+        if self.spec.data is not None:
+            return StringProvider(self.spec.data)
         return _Content(self.spec, self.mismatches)
 
     def get_hints(self) -> dict[Hint, int]:
