@@ -31,6 +31,7 @@ __all__ = [
     "open_gwtar",
     "pixel_diff",
     "serve",
+    "settle",
     "solo_pages",
     "wait_ready",
 ]
@@ -216,6 +217,20 @@ def wait_ready(page: Page, path: str | None = None, timeout: float = 20_000) -> 
         timeout=timeout,
     )
     page.evaluate("gwtar.idle()")
+    settle(page)
+
+
+_SETTLE_JS = """async () => {
+  await document.fonts.ready;
+  await Promise.all([...document.images].filter(i => i.currentSrc).map(i => i.decode().catch(() => null)));
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+}"""
+
+
+def settle(page: Page) -> None:
+    """Wait until fonts are loaded, every image with a source is decoded (or has failed), and two
+    frames have been painted: what a screenshot needs, for the archive and its reference alike."""
+    page.evaluate(_SETTLE_JS)
 
 
 _DIFF_JS = """async ([a, b, mask]) => {

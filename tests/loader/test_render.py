@@ -19,7 +19,16 @@ from playwright.sync_api import Browser, Page
 
 from archiver import gwtar
 from archiver.fixture import JS_PAGE, FixtureConfig, FixtureServer, site_root
-from tests.loader.harness import ANIMATED_JS, MODES, open_gwtar, pixel_diff, serve, solo_pages, wait_ready
+from tests.loader.harness import (
+    ANIMATED_JS,
+    MODES,
+    open_gwtar,
+    pixel_diff,
+    serve,
+    settle,
+    solo_pages,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -145,7 +154,7 @@ def test_mini_tree_matches_extracted_tree_from_disk(
             open_gwtar(page, served)
             for path in MINI_PAGES:
                 ref.goto((mini_extracted / path).as_uri())
-                ref.evaluate("document.fonts.ready")
+                settle(ref)
                 page.evaluate("p => gwtar.go(p)", path)
                 wait_ready(page, path)
                 diff = pixel_diff(scratch, ref.screenshot(), page.screenshot())
