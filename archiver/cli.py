@@ -119,13 +119,15 @@ def _cmd_pack(args: argparse.Namespace) -> int:
 
         if args.single_page:
             raise UsageError("--single-page applies to --format gwtar", subject="pack")
-        result_zim = zim.pack(
-            src,
-            out,
-            metadata=dict(args.metadata or []),
-            allow_incomplete=args.allow_incomplete,
-            main=args.main,
-        )
+        with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
+            result_zim = zim.pack(
+                src,
+                out,
+                metadata=dict(args.metadata or []),
+                allow_incomplete=args.allow_incomplete,
+                main=args.main,
+                progress=meter,
+            )
         doc = {
             "format": "zim",
             "path": str(result_zim.path),

@@ -154,6 +154,10 @@ def test_pack_and_verify_show_progress_on_a_terminal_only(tmp_path: Path) -> Non
     assert code == 0 and json.loads(stdout)["ok"] and shown == ""
     piped = run("verify", str(out))  # standard error is a pipe: no meter
     assert piped.returncode == 0 and piped.stderr == ""
+    code, stdout, shown = _on_a_terminal(
+        "pack", str(MINI), "--format", "zim", "-o", str(tmp_path / "mini.zim")
+    )
+    assert code == 0 and "pack mini.zim" in shown and "B/s" in shown
 
 
 def test_serve_rejects_zero_workers() -> None:

@@ -26,6 +26,7 @@ import msgspec
 from archiver import __version__
 from archiver.errors import FormatError, UsageError
 from archiver.media import COMPRESSED_TYPES
+from archiver.progress import Meter
 from archiver.urls import host_of
 from archiver.zim import icon
 from archiver.zim.links import resolve
@@ -255,6 +256,7 @@ def pack(
     workers: int | None = None,
     cluster_size: int = CLUSTER_SIZE,
     today: dt.date | None = None,
+    progress: Meter | None = None,
 ) -> PackResult:
     """Pack ``src`` (a canonical tree folder, a ``.gwtar.html`` or a ``.zim``) into the ZIM file
     ``out`` (replaced if it exists, only once the new one is complete).
@@ -264,7 +266,9 @@ def pack(
     path to an image file. Every value is checked against the openZIM rules first
     (:class:`UsageError` naming each problem). ``main`` is the main page's path (default: the home's
     page, ``index.html``, or the first page). A tree whose crawl is unfinished (formats/zim.md §2)
-    is refused unless ``allow_incomplete``, and then marked ``X-Archiver-Incomplete: yes``."""
+    is refused unless ``allow_incomplete``, and then marked ``X-Archiver-Incomplete: yes``.
+    ``progress`` is told the bytes of each entry as it is handed to libzim (libzim's own
+    compression and index finalising follow)."""
     started = time.monotonic()
     src, out = Path(src), Path(out)
     if out.is_dir():
@@ -291,8 +295,9 @@ def pack(
         # validate everything before libzim starts (Tags again at the end, with what was seen)
         ZimMetadata.from_mapping({**values, "Tags": merge_tags(user_tags, probe)}, date=day, illustration=png)
         result = _write(
-            source, out, values, user_tags, png, main_path, workers, cluster_size, warnings, started
-        )
+            source, out, values, user_tags, png, main_path, workers, cluster_size, warnings, started,
+            Meter() if progress is None else progress,
+        )  # fmt: skip
         result.illustration = icon_from
         return result
     finally:
@@ -310,6 +315,7 @@ def _write(
     cluster_size: int,
     warnings: list[str],
     started: float,
+    meter: Meter,
 ) -> PackResult:
     tmp = _temp_prefix(out)
     manifest_tmp = tmp.with_name(tmp.name + ".manifest")
@@ -333,6 +339,7 @@ def _write(
             if manifest is not None and e.record is not None:
                 manifest.write(encoder.encode(e.record) + b"\n")
             yield _spec(e, source.carried_edits.get(e.path), edits, early)
+            meter.advance(e.size)
         if edits:
             data = encode_edits(edits)
             paths.add(STORED_EDITS)
