@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "archiver"
-PURE = ["urls.py", "media.py", "errors.py"]
+PURE = ["urls.py", "media.py", "errors.py", "srcset.py"]
 ALLOWED = {
     "__future__", "collections", "collections.abc", "dataclasses", "functools", "hashlib", "ipaddress",
     "mimetypes", "re", "typing", "urllib.parse", "idna", "publicsuffixlist", "archiver.errors",

@@ -43,8 +43,7 @@ from typing import Literal
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from archiver import urls
-from archiver.capture import srcset
+from archiver import srcset, urls
 from archiver.capture.policy import Hint
 from archiver.capture.rewrite_css import Role, rewrite_declarations, rewrite_stylesheet
 from archiver.errors import URLError

@@ -19,6 +19,8 @@ from urllib.parse import unquote
 
 import tinycss2
 
+from archiver.srcset import parse as srcset_candidates
+
 __all__ = ["Category", "Ref", "css_refs", "html_refs", "parse_srcset", "resolve"]
 
 Category = Literal["style", "font", "script", "image", "media", "other"]
@@ -43,36 +45,8 @@ _LINK_AS: dict[str, Category] = {
 
 
 def parse_srcset(value: str) -> list[str]:
-    """The URLs of a ``srcset`` attribute, by the WHATWG parsing steps (a URL runs to whitespace; a
-    comma ends a candidate only outside parentheses in the descriptors)."""
-    urls: list[str] = []
-    i, n = 0, len(value)
-    while i < n:
-        while i < n and (value[i].isspace() or value[i] == ","):
-            i += 1
-        if i >= n:
-            break
-        start = i
-        while i < n and not value[i].isspace():
-            i += 1
-        url = value[start:i]
-        if url.endswith(","):
-            url = url.rstrip(",")
-        else:
-            depth = 0
-            while i < n:
-                c = value[i]
-                if c == "(":
-                    depth += 1
-                elif c == ")" and depth:
-                    depth -= 1
-                elif c == "," and not depth:
-                    i += 1
-                    break
-                i += 1
-        if url:
-            urls.append(url)
-    return urls
+    """The URLs of a ``srcset`` attribute, by the WHATWG parsing steps (:func:`archiver.srcset.parse`)."""
+    return [c.url for c in srcset_candidates(value)]
 
 
 def _css_walk(tokens: list[object], in_font: bool, out: list[Ref]) -> None:

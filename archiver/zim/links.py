@@ -39,6 +39,7 @@ import lxml.html
 import tinycss2
 import tinycss2.ast
 
+from archiver.srcset import parse as srcset_candidates
 from archiver.urls import ref_action
 
 __all__ = [
@@ -89,37 +90,10 @@ class LinkProblem:
 
 
 def parse_srcset(value: str) -> list[str]:
-    """The URLs of a ``srcset`` value, by the HTML standard's algorithm ("parse a srcset attribute"):
+    """The URLs of a ``srcset`` value, by the HTML standard's algorithm (:func:`archiver.srcset.parse`):
     a URL runs to the next white space, and commas at its end separate candidates, so
     ``a,b.png 1x, c.png 2x`` is ``a,b.png`` and ``c.png``."""
-    urls: list[str] = []
-    i, n = 0, len(value)
-    space = " \t\n\r\f"
-    while i < n:
-        while i < n and (value[i] in space or value[i] == ","):
-            i += 1
-        if i >= n:
-            break
-        start = i
-        while i < n and value[i] not in space:
-            i += 1
-        url = value[start:i]
-        if url.endswith(","):
-            urls.append(url.rstrip(","))
-            continue
-        urls.append(url)
-        depth = 0  # skip descriptors up to a comma outside parentheses
-        while i < n:
-            c = value[i]
-            if c == "(":
-                depth += 1
-            elif c == ")" and depth:
-                depth -= 1
-            elif c == "," and not depth:
-                i += 1
-                break
-            i += 1
-    return [u for u in urls if u]
+    return [c.url for c in srcset_candidates(value)]
 
 
 def _walk_tokens(tokens: list[tinycss2.ast.Node] | None, where: str) -> Iterator[Ref]:

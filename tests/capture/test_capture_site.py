@@ -53,7 +53,7 @@ def _refs_in_html(doc: LexborHTMLParser) -> list[str]:
             if name in ("href", "src", "poster", "background", "data", "xlink:href"):
                 out.append(value)
             elif name in ("srcset", "imagesrcset"):
-                from archiver.capture.srcset import parse
+                from archiver.srcset import parse
 
                 out += [c.url for c in parse(value)]
             elif name == "style":

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "archiver" / "capture"
-PURE = ["srcset.py", "rewrite_css.py", "rewrite_html.py", "policy.py", "robots.py", "textcodec.py"]
+PURE = ["rewrite_css.py", "rewrite_html.py", "policy.py", "robots.py", "textcodec.py"]
 ALLOWED = {
     "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "re", "typing",
     "urllib.parse", "tinycss2", "tinycss2.serializer", "selectolax.lexbor", "archiver", "archiver.urls",
-    "archiver.errors", "archiver.capture", "archiver.capture.srcset", "archiver.capture.policy",
+    "archiver.errors", "archiver.capture", "archiver.srcset", "archiver.capture.policy",
     "archiver.capture.rewrite_css",
 }  # fmt: skip
 FORBIDDEN_CALLS = {"open", "exec", "eval", "__import__"}

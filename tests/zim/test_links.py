@@ -74,7 +74,7 @@ PURE = ["metadata.py", "links.py", "page.py", "icon.py"]
 ALLOWED = {
     "__future__", "collections.abc", "dataclasses", "datetime", "hashlib", "io", "posixpath", "re", "regex",
     "struct", "typing", "urllib.parse", "zlib", "lxml.etree", "lxml.html", "tinycss2", "tinycss2.ast", "PIL",
-    "archiver.errors", "archiver.urls", "archiver.zim.links",
+    "archiver.errors", "archiver.srcset", "archiver.urls", "archiver.zim.links",
 }  # fmt: skip
 
 

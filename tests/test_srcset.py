@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.capture.srcset import Candidate, parse, rewrite, serialize
+from archiver.srcset import Candidate, parse, rewrite, serialize
 
 CASES = [
     # the fixture's gallery: commas inside the URLs, spaces after the separating commas
