@@ -194,7 +194,7 @@ def test_listing_problem() -> None:
 
 PURE = ["tar.py", "gwtar/layout.py", "gwtar/refs.py"]
 ALLOWED = {"__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
-           "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.tar",
+           "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
            "archiver.gwtar.refs", "contextlib"}  # fmt: skip
 
 
