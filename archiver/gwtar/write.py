@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archiver import __version__, tree
 from archiver.errors import FormatError, UsageError
@@ -45,6 +45,8 @@ __all__ = ["PackResult", "Source", "pack", "tree_source", "write_archive"]
 
 TOOL = f"archiver/{__version__}"
 _CHUNK = 1 << 20
+#: A page's title is looked for in its first this many bytes (as :func:`archiver.tree.page_title`).
+TITLE_LIMIT = _CHUNK
 _MAIN_READ_LIMIT = 16 << 20  # bytes of the main page parsed for its assets
 _CSS_READ_LIMIT = 4 << 20
 
@@ -80,6 +82,10 @@ class Source:
     mtime: int
     main_assets: list[tuple[str, refs.Category]]
     v1_names: bool = False  # listed assets keyed by file name (SingleFile input), not by tree path
+    # pages whose title is read from their bytes while they are copied (trees without a manifest):
+    # one read per file instead of two; the header's numbers that depend on the titles (the index
+    # size and totalArchiveSize) have fixed widths and are written again at the end
+    late_titles: frozenset[str] = frozenset()
 
 
 def pack(
@@ -260,6 +266,7 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
     header = tree.read_header(root)
     newest = 0.0
     home_page: str | None = None
+    late: set[str] = set()
     if header is not None:
         for record in tree.read_records(root):
             if record.path in layout.EXCLUDED:
@@ -297,17 +304,19 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
                 raise FormatError(f"cannot be a member: {why}", subject=full)
             is_page = rel.lower().endswith((".html", ".htm"))
             specs[rel] = MemberSpec(
-                path=rel,
-                size=st.st_size,
-                media_type=media_type_for(rel),
-                kind="page" if is_page else "asset",
-                title=tree.page_title(Path(full)) if is_page else None,
+                path=rel, size=st.st_size, media_type=media_type_for(rel), kind="page" if is_page else "asset"
             )
+            if is_page:
+                late.add(rel)
             files[rel] = full
             expected[rel] = None
             newest = max(newest, st.st_mtime)
         when = created or _fallback_created(newest)
     main_path = _pick_main(specs, main, home_page, src)
+    if main_path in late:  # the header needs the main page's title before the body is written
+        late.discard(main_path)
+        title = tree.page_title(Path(files[main_path]), limit=TITLE_LIMIT)
+        specs[main_path] = dataclasses.replace(specs[main_path], title=title)
     kinds = {p: s.kind for p, s in specs.items()}
     stem = main_path.rsplit(".", 1)[0]
     meta = Meta(
@@ -320,7 +329,9 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
         title=specs[main_path].title,
     )
     mtime = _epoch(when, "created")
-    return Source(specs, files, expected, meta, mtime, main_assets(main_path, files, kinds))
+    return Source(
+        specs, files, expected, meta, mtime, main_assets(main_path, files, kinds), late_titles=frozenset(late)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,6 +392,7 @@ class _Hasher(threading.Thread):
         super().__init__(name="gwtar-hash", daemon=True)
         self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=_JOBS)
         self.hashes: list[str | None] = [None] * members
+        self.titles: dict[int, str | None] = {}  # member → title, for pages read with want_title
         self.error: BaseException | None = None
         self.buf = bytearray(_CHUNK)
 
@@ -392,8 +404,11 @@ class _Hasher(threading.Thread):
                 if self.error is None:
                     self.error = e
 
-    def hash_file(self, fd: int, before: os.stat_result, path: Path | str, i: int) -> None:
-        """Queue: read and hash a whole file from ``fd`` (then close it) as member ``i``'s SHA-256."""
+    def hash_file(
+        self, fd: int, before: os.stat_result, path: Path | str, i: int, *, want_title: bool = False
+    ) -> None:
+        """Queue: read and hash a whole file from ``fd`` (then close it) as member ``i``'s SHA-256
+        (and its page title from the first :data:`TITLE_LIMIT` bytes when ``want_title``)."""
 
         def job() -> None:
             try:
@@ -407,6 +422,8 @@ class _Hasher(threading.Thread):
                     if n == 0:
                         raise FormatError("file shrank while being packed", subject=str(path))
                     digest.update(view[:n])
+                    if want_title and offset == 0:
+                        self.titles[i] = tree.title_from_html(bytes(view[: min(n, TITLE_LIMIT)]))
                     offset += n
                 _check_unchanged(fd, before, path)
                 self.hashes[i] = digest.hexdigest()
@@ -488,7 +505,9 @@ class _Body:
         self.buf = self.pool.get()
         self.view = memoryview(self.buf)
         self.fill = 0
-        self.pieces: list[tuple[hashlib._Hash, int, int] | tuple[int, hashlib._Hash]] = []
+        # hashing work for the current buffer, in order: ("data", digest, start, end) hashes a range,
+        # ("done", (i, digest), 0, 0) finishes member i, ("title", i, start, end) reads a page's title
+        self.pieces: list[tuple[str, Any, int, int]] = []
         self.kernel_copy = hasattr(os, "copy_file_range")
 
     def put(self, data: bytes) -> None:
@@ -502,16 +521,21 @@ class _Body:
             self.fill += n
             view = view[n:]
 
-    def member(self, i: int, path: Path | str, size: int, head: bytes) -> None:
-        """Member ``i``: its header blocks ``head``, then the file's ``size`` bytes."""
+    def member(self, i: int, path: Path | str, size: int, head: bytes, *, want_title: bool = False) -> None:
+        """Member ``i``: its header blocks ``head``, then the file's ``size`` bytes (a page's title is
+        taken from them on the way when ``want_title``)."""
         self.put(head)
         fd, before = _open_member(path, size)
         if size >= _CHUNK and self.kernel_copy:
-            self._copy_large(i, fd, before, path, size)
+            self._copy_large(i, fd, before, path, size, want_title)
             return
         try:
             digest = hashlib.sha256()
             offset = 0
+            if want_title:  # the whole page in one buffer, so its title is found in one piece
+                if self.fill + size > _CHUNK:
+                    self.flush()
+                self.pieces.append(("title", i, self.fill, self.fill + size))
             while offset < size:
                 if self.fill == _CHUNK:
                     self.flush()
@@ -519,18 +543,20 @@ class _Body:
                 n = os.preadv(fd, [self.view[self.fill : self.fill + want]], offset)
                 if n == 0:
                     raise FormatError("file shrank while being packed", subject=str(path))
-                self.pieces.append((digest, self.fill, self.fill + n))
+                self.pieces.append(("data", digest, self.fill, self.fill + n))
                 self.fill += n
                 offset += n
             _check_unchanged(fd, before, path)
-            self.pieces.append((i, digest))
+            self.pieces.append(("done", (i, digest), 0, 0))
         finally:
             os.close(fd)
 
-    def _copy_large(self, i: int, fd: int, before: os.stat_result, path: Path | str, size: int) -> None:
+    def _copy_large(
+        self, i: int, fd: int, before: os.stat_result, path: Path | str, size: int, want_title: bool
+    ) -> None:
         self.flush()
         try:
-            self.hasher.hash_file(os.dup(fd), before, path, i)
+            self.hasher.hash_file(os.dup(fd), before, path, i, want_title=want_title)
             done = 0
             while done < size:
                 try:
@@ -576,15 +602,19 @@ class _Body:
         if not self.fill:
             return
         buf, view, fill, pieces = self.buf, self.view, self.fill, self.pieces
-        hashes, pool = self.hasher.hashes, self.pool
+        hashes, titles, pool = self.hasher.hashes, self.hasher.titles, self.pool
 
         def job() -> None:
             try:
-                for piece in pieces:
-                    if len(piece) == 3:
-                        piece[0].update(view[piece[1] : piece[2]])
-                    else:
-                        hashes[piece[0]] = piece[1].hexdigest()
+                for kind, what, start, end in pieces:
+                    if kind == "data":  # what: the member's digest
+                        what.update(view[start:end])
+                    elif kind == "done":  # what: (member, digest)
+                        hashes[what[0]] = what[1].hexdigest()
+                    else:  # "title"; what: the member
+                        titles[what] = tree.title_from_html(
+                            bytes(view[start : min(end, start + TITLE_LIMIT)])
+                        )
             finally:
                 pool.put(buf)
 
@@ -631,9 +661,23 @@ def write_archive(
         _write_all(fd, plan.header)
         meter = Meter() if progress is None else progress
         meter.start(sum(m.size for m in plan.members))
-        hashes = _write_body(fd, plan, source, meter)
+        hashes, titles = _write_body(fd, plan, source, meter)
+        if titles:  # the pages' titles are known now: the index, and the header's sizes, follow them
+            members = [
+                dataclasses.replace(spec, title=titles[i]) if i in titles else spec
+                for i, spec in enumerate(plan.members)
+            ]
+            final = layout.plan(members, source.meta, loader=loader, mtime=source.mtime)
+            if (final.overhead, final.data_offsets, final.hash_slots) != (
+                plan.overhead,
+                plan.data_offsets,
+                plan.hash_slots,
+            ):
+                raise AssertionError("the titles moved the layout")
+            plan = final
+            os.pwrite(fd, plan.header, 0)
         index_digest = hashlib.sha256()
-        pending = bytearray()
+        pending = bytearray(plan.blocks(len(plan.members)))
         written = 0
         for chunk in plan.index_chunks(hashes):
             index_digest.update(chunk)
@@ -680,9 +724,12 @@ def write_archive(
     )
 
 
-def _write_body(fd: int, plan: layout.Plan, source: Source, meter: Meter) -> list[str]:
-    """Write every member (headers, data, padding) and the index member's header after the header
-    at ``fd``'s position; return the members' SHA-256 values, checked against the manifest's."""
+def _write_body(
+    fd: int, plan: layout.Plan, source: Source, meter: Meter
+) -> tuple[list[str], dict[int, str | None]]:
+    """Write every member (headers, data, padding) after the header at ``fd``'s position; return
+    the members' SHA-256 values, checked against the manifest's, and the titles of the pages in
+    ``source.late_titles`` (by member index)."""
     hasher = _Hasher(len(plan.members))
     flusher = _Flusher(fd)
     hasher.start()
@@ -690,11 +737,14 @@ def _write_body(fd: int, plan: layout.Plan, source: Source, meter: Meter) -> lis
     try:
         body = _Body(fd, len(plan.header), hasher, flusher)
         padding = b""  # the previous member's padding goes out with the next header
+        late = source.late_titles
         for i, spec in enumerate(plan.members):
-            body.member(i, source.files[spec.path], spec.size, padding + plan.blocks(i))
+            body.member(
+                i, source.files[spec.path], spec.size, padding + plan.blocks(i), want_title=spec.path in late
+            )
             padding = bytes(-spec.size % 512)
             meter.advance(spec.size)
-        body.put(padding + plan.blocks(len(plan.members)))
+        body.put(padding)
         body.flush()
     finally:
         hasher.stop()
@@ -708,7 +758,7 @@ def _write_body(fd: int, plan: layout.Plan, source: Source, meter: Meter) -> lis
         if promised is not None and promised != digest:
             raise FormatError(f"SHA-256 {digest} does not match the manifest's {promised}", subject=spec.path)
         hashes.append(digest)
-    return hashes
+    return hashes, hasher.titles
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -70,9 +70,11 @@ __all__ = [
 
 #: Recovery data as a fraction of the protected bytes when the caller does not choose.
 DEFAULT_REDUNDANCY = 0.10
-#: Never more input slices than par2's own default: the engine's work is protected bytes × recovery
-#: slices, so more slices cost time as well as checksum space.
-MAX_SLICES = 2000
+#: Never more input slices than this (half par2's default of 2000): the engine's work, to create and
+#: to repair, is protected bytes × recovery slices, so at a given redundancy 1000 slices cost half the
+#: time of 2000 (and half the checksum space); the price is half as many scattered damaged places
+#: repairable per set (formats/fec.md §3).
+MAX_SLICES = 1000
 #: Never fewer recovery slices than this (or than input slices, when there are fewer): a small file
 #: still survives this many scattered byte errors, whatever the redundancy.
 MIN_RECOVERY = 32
@@ -156,7 +158,7 @@ def plan(protected_length: int, redundancy: float = DEFAULT_REDUNDANCY) -> Plan:
       are fewer slices), unless that minimum would push the tail past :func:`tail_limit`.
 
     >>> plan(1_000_000_000)
-    Plan(protected_length=1000000000, slice_size=500000, slice_count=2000, recovery_count=200)
+    Plan(protected_length=1000000000, slice_size=1000000, slice_count=1000, recovery_count=100)
     """
     if not isinstance(protected_length, int) or protected_length <= 0:
         raise UsageError(f"the protected length must be a positive number of bytes, not {protected_length!r}")

@@ -12,6 +12,7 @@ was written). The result replaces the original (or goes to OUT) only after it ve
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -22,7 +23,7 @@ from archiver.par2 import sidecar as _sidecar
 from archiver.par2.build import copy_file, generated, private_dir, write_slots
 from archiver.par2.engine import Engine, find_engine, run
 from archiver.par2.fec import Inspection, inspect
-from archiver.par2.layout import Plan, plan, tail_layout
+from archiver.par2.layout import DEFAULT_REDUNDANCY, MIN_RECOVERY, Plan, tail_layout
 from archiver.par2.results import FecReport, RepairResult
 from archiver.par2.scan import check_slices, copy_range
 
@@ -90,7 +91,11 @@ def _plan_for_rebuild(ins: Inspection) -> Plan:
         return ins.plan
     r = ins.report
     assert r.protected_length is not None
-    recovery = r.recovery_total or plan(r.protected_length).recovery_count
+    # No Creator packet survived to say R: assume the default redundancy over the set's own slices
+    # (never the current plan's slice count: the file may come from a release with another cap).
+    recovery = r.recovery_total or max(
+        math.ceil(DEFAULT_REDUNDANCY * r.slice_count - 1e-9), min(r.slice_count, MIN_RECOVERY)
+    )
     return Plan(r.protected_length, r.slice_size, r.slice_count, recovery)
 
 

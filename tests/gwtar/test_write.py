@@ -151,11 +151,11 @@ def test_failure_mid_copy_removes_the_temporary_file(
     original = write_module._Body.member
     calls = []
 
-    def failing(self: write_module._Body, i: int, path: Path, size: int, head: bytes) -> None:
+    def failing(self: write_module._Body, i: int, path: Path, size: int, head: bytes, **kw: bool) -> None:
         calls.append(path)
         if len(calls) == 5:
             raise OSError(28, "No space left on device")
-        original(self, i, path, size, head)
+        original(self, i, path, size, head, **kw)
 
     monkeypatch.setattr(write_module._Body, "member", failing)
     with pytest.raises(OSError, match="No space"):
@@ -317,3 +317,31 @@ def test_an_error_in_the_hashing_thread_fails_the_pack(
     with pytest.raises(FormatError, match="changed while being packed"):
         pack(root, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
     _no_output(tmp_path)
+
+
+def test_titles_read_while_copying_match_page_title(tmp_path: Path) -> None:
+    """A tree without a manifest: page titles come from the bytes as they are copied (one read per
+    file), and equal :func:`archiver.tree.page_title` of each file, whatever the page's size or where
+    it falls in the 1 MiB batch buffers; the main page's title is in the header."""
+    root = tmp_path / "t"
+    (root / "p").mkdir(parents=True)
+    rnd = random.Random(3)
+    (root / "index.html").write_text('<meta charset="latin-1"><title>Caf\u00e9 &amp; home</title>', "latin-1")
+    for i in range(40):  # 20–90 KiB each: several straddle a buffer boundary
+        body = "<p>" + "x" * rnd.randint(20_000, 90_000)
+        title = f"<title>\n  Page   {i} </title>" if i % 5 else ""
+        (root / "p" / f"{i:02d}.html").write_text(f"<!doctype html>{title}{body}")
+    big = b"<title>Big page</title>" + b"y" * (1536 * 1024)  # over 1 MiB: the kernel-copy path
+    (root / "p" / "big.html").write_bytes(big)
+    (root / "p" / "empty.html").write_bytes(b"")
+    (root / "p" / "late.html").write_bytes(b"z" * (1 << 20) + b"<title>past the limit</title>")
+    result = pack(root, tmp_path / "t.gwtar.html", loader=STUB_LOADER)
+    assert verify(result.path).ok
+    with open_gwtar(result.path) as g:
+        assert g.meta is not None and g.meta["title"] == "Caf\u00e9 & home"
+        titles = {m.path: m.title for m in g.members if m.kind == "page"}
+    assert titles == {p: tree.page_title(root / p) for p in titles}
+    assert titles["p/big.html"] == "Big page" and titles["p/07.html"] == "Page 7"
+    assert titles["p/05.html"] is None and titles["p/empty.html"] is None and titles["p/late.html"] is None
+    again = pack(root, tmp_path / "again.gwtar.html", loader=STUB_LOADER)
+    assert again.path.read_bytes() == result.path.read_bytes()
