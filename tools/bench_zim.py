@@ -1,6 +1,7 @@
 """Benchmark: pack one real documentation site into a ZIM with archiver and with zimwriterfs.
 
     python tools/bench_zim.py [SRC] [--work DIR] [--threads N] [--runs N] [--check] [--check-site]
+                              [--random-mb N] [--baseline DIR]
 
 SRC defaults to Python's HTML documentation from Debian's ``python3-doc``
 (``/usr/share/doc/python3/html``, 530 pages, 67 MB). It is copied once into a plain folder (symlinks
@@ -14,6 +15,11 @@ time ≤ 1.0×, size ≤ 1.0×). ``--check`` also runs bookworm's zimcheck (all 
 on both outputs and ``archiver.zim.verify`` on archiver's; ``--check-site`` captures the docs served
 on 127.0.0.1 with archiver, packs that and checks it the same way (the raw tree has broken links of
 its own, see :func:`check_site`).
+``--random-mb N`` adds N MB of random bytes as ``blobs/*.bin`` files (application/octet-stream,
+fixed seed; 10 MB down to 60 kB) to the copied tree: data no codec shrinks, which archiver now stores
+without compressing (formats/zim.md §3.2). ``--baseline DIR`` also packs with the archiver checkout
+in DIR (say ``git worktree add /tmp/zimhead HEAD`` before a change), in the same alternating rounds,
+and prints archiver / baseline.
 No timing is asserted anywhere: this prints figures for a human.
 """
 
@@ -43,11 +49,11 @@ META = {
 Run = tuple[float, int, int, str, float]
 
 
-def run_measured(argv: list[str]) -> Run:
+def run_measured(argv: list[str], env: dict[str, str] | None = None) -> Run:
     """(wall seconds, exit status, peak RSS in bytes, stderr tail, CPU seconds user+system) of one
     child process."""
     started = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -89,6 +95,28 @@ def prepare(src: Path, work: Path) -> Path:
 
     (tree / "favicon.png").write_bytes(generated_png("python-docs"))
     return tree
+
+
+#: Sizes of the random files ``--random-mb`` adds, in turn, until the total is reached.
+_BLOB_SIZES = (10_000_000, 3_000_000, 1_000_000, 300_000, 60_000)
+
+
+def add_random(tree: Path, megabytes: int) -> int:
+    """Write ``megabytes`` MB of random bytes (fixed seed) as ``tree/blobs/NNNN.bin``; the count."""
+    import random
+
+    folder = tree / "blobs"
+    if folder.exists():
+        return sum(1 for _ in folder.iterdir())
+    folder.mkdir()
+    rng = random.Random(20261130)
+    left, n = megabytes * 1_000_000, 0
+    while left > 0:
+        size = min(left, _BLOB_SIZES[n % len(_BLOB_SIZES)])
+        (folder / f"{n:04d}.bin").write_bytes(rng.randbytes(size))
+        left -= size
+        n += 1
+    return n
 
 
 def child_pack(tree: Path, out: Path, threads: int | None) -> None:
@@ -158,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         "--check-site", action="store_true",
         help="also capture the docs served on 127.0.0.1, pack that, and run zimcheck and verify",
     )  # fmt: skip
+    parser.add_argument("--random-mb", type=int, default=0, help="add N MB of random .bin files")
+    parser.add_argument(
+        "--baseline", type=Path, help="another archiver checkout to pack with too (e.g. a worktree of HEAD)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("TREE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -171,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         tree = prepare(args.src, work)
+        if args.random_mb:
+            blobs = add_random(tree, args.random_mb)
+            print(f"added {blobs} random .bin files, {args.random_mb} MB")
         files = sum(1 for p in tree.rglob("*") if p.is_file())
         size_in = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
         print(f"input: {args.src} → {files} files, {pages} pages, {size_in / 1e6:.1f} MB")
@@ -186,22 +221,28 @@ def main(argv: list[str] | None = None) -> int:
         if args.threads:
             our_argv += ["--threads", str(args.threads)]
         argvs = {"zimwriterfs": [*ref_argv, str(tree), str(ref_out)], "archiver": our_argv}
-        runs: dict[str, list[Run]] = {"zimwriterfs": [], "archiver": []}
+        outs = {"zimwriterfs": ref_out, "archiver": our_out}
+        envs: dict[str, dict[str, str] | None] = {"zimwriterfs": None, "archiver": None}
+        if args.baseline:
+            base_out = work / "baseline.zim"
+            argvs["baseline"] = [*our_argv[:3], str(tree), str(base_out), *our_argv[5:]]
+            outs["baseline"] = base_out
+            envs["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
+        runs: dict[str, list[Run]] = {name: [] for name in argvs}
         print(f"before: {_load()}")
         for i in range(args.runs):
             # alternate who goes first, so a change in the machine's load hits both alike
-            for name in ("zimwriterfs", "archiver") if i % 2 == 0 else ("archiver", "zimwriterfs"):
-                (ref_out if name == "zimwriterfs" else our_out).unlink(
-                    missing_ok=True
-                )  # zimwriterfs refuses to overwrite
-                runs[name].append(run_measured(argvs[name]))
+            order = list(argvs) if i % 2 == 0 else list(reversed(argvs))
+            for name in order:
+                outs[name].unlink(missing_ok=True)  # zimwriterfs refuses to overwrite
+                runs[name].append(run_measured(argvs[name], env=envs[name]))
         print(f"after:  {_load()}")
         rows = {name: _summary(got) for name, got in runs.items()}
         for name, got in runs.items():
             print(f"{name} seconds per run: " + ", ".join(f"{r[0]:.1f} (cpu {r[4]:.1f})" for r in got))
         pairs = [a[0] / b[0] for a, b in zip(runs["archiver"], runs["zimwriterfs"], strict=True)]
         print("time ratio per round: " + ", ".join(f"{p:.2f}" for p in pairs))
-        sizes = {"zimwriterfs": ref_out, "archiver": our_out}
+        sizes = outs
         print(f"{'tool':<12} {'seconds':>8} {'cpu s':>8} {'MB':>8} {'peak RSS MB':>12}  exit")
         for name, (seconds, code, rss, err, cpu) in rows.items():
             size = sizes[name].stat().st_size if sizes[name].exists() else 0
@@ -217,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"ratio archiver/zimwriterfs (medians): time {t:.2f}x, cpu {c:.2f}x, size {s:.2f}x, "
                 f"peak RSS {r:.2f}x"
             )
+        if args.baseline and rows["archiver"][1] == 0 and rows["baseline"][1] == 0:
+            t = rows["archiver"][0] / rows["baseline"][0]
+            c = rows["archiver"][4] / rows["baseline"][4]
+            s = our_out.stat().st_size / outs["baseline"].stat().st_size
+            print(f"ratio archiver/baseline (medians): time {t:.2f}x, cpu {c:.2f}x, size {s:.2f}x")
         if args.check and our_out.exists():
             # the raw tree's own broken links (see check_site) fail both tools' ZIMs alike
             zimcheck_and_verify("zimwriterfs (raw tree)", ref_out, verify_it=False)

@@ -2,9 +2,10 @@
 verify, list and extract one. The mapping is specified in ``formats/zim.md``.
 
 Modules, one job each: ``metadata`` (pure: openZIM metadata rules), ``links`` (pure: the link
-checker), ``page`` (pure: a main page's head), ``icon`` (pure: the 48×48 illustration), ``source``
-(what ``pack`` reads), ``write`` (the only importer of libzim's writer), ``read`` (the only importer
-of libzim's reader), ``pack``, ``verify``, ``extract``.
+checker), ``page`` (pure: a main page's head), ``icon`` (pure: the 48×48 illustration),
+``compressible`` (pure: compress an entry or not), ``source`` (what ``pack`` reads), ``write`` (the
+only importer of libzim's writer), ``read`` (the only importer of libzim's reader), ``pack``,
+``verify``, ``extract``.
 """
 
 from __future__ import annotations

@@ -84,6 +84,11 @@ class GwtarSource:
             while chunk := f.read(_CHUNK):
                 yield chunk
 
+    def read_at(self, entry: SourceEntry, offset: int, length: int) -> bytes:
+        with self.reader.open_member(self._members[entry.path]) as f:
+            f.seek(offset)
+            return f.read(length) or b""
+
     def redirects(self) -> Iterator[SourceRedirect]:
         manifest = self._members.get(STORED_MANIFEST)
         if manifest is None or not self.home:

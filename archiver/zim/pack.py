@@ -25,10 +25,10 @@ import msgspec
 
 from archiver import __version__
 from archiver.errors import FormatError, UsageError
-from archiver.media import COMPRESSED_TYPES
 from archiver.progress import Meter
 from archiver.urls import host_of
 from archiver.zim import icon
+from archiver.zim.compressible import SMALL, by_type, sample_of, sample_spans, should_compress
 from archiver.zim.links import resolve
 from archiver.zim.metadata import (
     MANDATORY,
@@ -111,10 +111,22 @@ class PackResult:
         }
 
 
-def compress_hint(media_type: str) -> bool:
-    """Whether libzim should compress an entry: not for already-compressed media
-    (``archiver.media.COMPRESSED_TYPES``) nor any audio or video; yes for everything else."""
-    return media_type not in COMPRESSED_TYPES and not media_type.startswith(("video/", "audio/"))
+def compress_hint(e: SourceEntry, data: bytes | None = None) -> bool:
+    """Whether libzim should compress an entry (formats/zim.md §3.2,
+    :func:`archiver.zim.compressible.should_compress`): by its media type, else by a sample of at
+    most 64 KiB of its bytes, taken from ``data`` when pack holds them, else read from the source
+    (never the whole entry). A sample that cannot be read means "compress" (the writer then reports
+    the file)."""
+    size = e.size if data is None else len(data)
+    if by_type(e.media_type) is not None or size < SMALL:
+        return should_compress(e.media_type, size)
+    if data is not None:
+        return should_compress(e.media_type, size, sample_of(data))
+    try:
+        sample = b"".join(e.read_at(offset, length) for offset, length in sample_spans(size))
+    except (OSError, FormatError, KeyError, RuntimeError):
+        return True
+    return should_compress(e.media_type, size, sample)
 
 
 def _user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
@@ -449,17 +461,18 @@ def _spec(
         mimetype=e.media_type,
         size=e.size,
         front=e.page,
-        compress=compress_hint(e.media_type),
+        compress=True,
         chunks=e.chunks,
         sha256=e.sha256,
     )
     html = e.media_type in _HTML_TYPES
     if e.size > (_PAGE_LIMIT if html or carried else _INLINE_LIMIT):
-        return spec
+        return replace(spec, compress=compress_hint(e))
     data = b"".join(e.chunks())
     if len(data) != e.size:
         mismatches.append(Mismatch(e.path, f"has {len(data)} bytes, the source said {e.size}"))
-        return replace(spec, data=data[: e.size].ljust(e.size, b"\0"), sha256=None)
+        data = data[: e.size].ljust(e.size, b"\0")
+        return replace(spec, data=data, sha256=None, compress=compress_hint(e, data))
     if e.sha256 and hashlib.sha256(data).hexdigest() != e.sha256:
         mismatches.append(Mismatch(e.path, "SHA-256 differs from the source's record"))
     if carried:
@@ -471,7 +484,7 @@ def _spec(
         data, made = zimcheck_safe(data)
         if made:
             edits[e.path] = made
-    return replace(spec, size=len(data), data=data, sha256=None)
+    return replace(spec, size=len(data), data=data, sha256=None, compress=compress_hint(e, data))
 
 
 def _redirect(r: SourceRedirect, paths: set[str]) -> RedirectSpec | None:

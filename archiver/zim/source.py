@@ -8,6 +8,7 @@ here writes anything.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,10 @@ class SourceEntry:
         """The bytes, in pieces of at most 1 MiB."""
         return self.source.chunks(self)
 
+    def read_at(self, offset: int, length: int) -> bytes:
+        """At most ``length`` bytes from ``offset`` (fewer at the end), without reading the rest."""
+        return self.source.read_at(self, offset, length)
+
 
 @dataclass(frozen=True)
 class SourceRedirect:
@@ -85,6 +90,7 @@ class Source(Protocol):
 
     def entries(self) -> Iterator[SourceEntry]: ...
     def chunks(self, entry: SourceEntry) -> Iterator[bytes]: ...
+    def read_at(self, entry: SourceEntry, offset: int, length: int) -> bytes: ...
     def redirects(self) -> Iterable[SourceRedirect]: ...
     def has(self, path: str) -> bool: ...
     def head(self, path: str, limit: int = _CHUNK) -> bytes | None: ...
@@ -226,6 +232,10 @@ class TreeSource:
             while chunk := f.read(_CHUNK):
                 yield chunk
 
+    def read_at(self, entry: SourceEntry, offset: int, length: int) -> bytes:
+        with self._file(entry.path).open("rb") as f:
+            return os.pread(f.fileno(), length, offset)
+
     def redirects(self) -> Iterator[SourceRedirect]:
         """Aliases from the manifest (:func:`aliases`). Valid once :meth:`entries` is exhausted."""
         if not self.home:
@@ -298,6 +308,9 @@ class ZimSource:
 
     def chunks(self, entry: SourceEntry) -> Iterator[bytes]:
         return self.reader.get(entry.path).chunks(_CHUNK)
+
+    def read_at(self, entry: SourceEntry, offset: int, length: int) -> bytes:
+        return self.reader.get(entry.path).read(offset, length)
 
     def redirects(self) -> list[SourceRedirect]:
         return self._redirects

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import shutil
 import socket
@@ -23,12 +24,14 @@ from archiver.zim.source import STORED_EDITS
 from archiver.zim.zimsafe import decode_edits
 
 from .conftest import MINI, MakeTree, build_tree, page, tree_files
+from .zimfile import cluster_compression
 
 pytestmark = pytest.mark.interop
 
 # every bookworm check but -I (integrity), which misfires on libzim >= 9.3 files (research zim.md §3)
 ZIMCHECK = ["zimcheck", "-C", "-M", "-F", "-P", "-U", "-X", "-L", "-0", "-R"]
 CLIP = hashlib.sha256(b"clip").digest() * (300_000 // 32)
+BLOB = random.Random(5).randbytes(200_000)  # random bytes of no known type: stored uncompressed
 
 
 def _zimcheck(zim: Path) -> subprocess.CompletedProcess[str]:
@@ -37,10 +40,12 @@ def _zimcheck(zim: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def rich_zim(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The mini tree plus a 300 kB video, a page that plays it, and redirect aliases."""
+    """The mini tree plus a 300 kB video, a page that plays it, a 200 kB random octet-stream file
+    (an uncompressed cluster, formats/zim.md §3.2) and redirect aliases."""
     root = tmp_path_factory.mktemp("rich")
     files = {r.path: (MINI / r.path).read_bytes() for r in read_records(MINI)}
     files["_archiver/mini.example/media/clip.mp4"] = CLIP
+    files["_archiver/mini.example/files/blob.bin"] = BLOB
     files["docs/video.html"] = page(
         "Video",
         '<video controls src="../_archiver/mini.example/media/clip.mp4" '
@@ -53,6 +58,7 @@ def rich_zim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = build_tree(root / "tree", files, home="https://mini.example/", extra=extra)
     result = pack(tree, root / "rich.zim")
     assert result.redirects == 2
+    assert cluster_compression(result.path)["_archiver/mini.example/files/blob.bin"] == "none"
     return result.path
 
 
@@ -136,6 +142,10 @@ def test_kiwix_serve_serves_pages_assets_and_ranges(kiwix: str) -> None:
         assert part.content == CLIP[100000:101000]
         tail = client.get(clip, headers={"Range": "bytes=299000-"})
         assert tail.status_code == 206 and tail.content == CLIP[299000:]
+        blob = client.get(
+            kiwix + quote("_archiver/mini.example/files/blob.bin"), headers={"Range": "bytes=150000-"}
+        )
+        assert blob.status_code == 206 and blob.content == BLOB[150000:]
         alias = client.get(kiwix + "clip/index.html")
         assert alias.status_code == 302 and alias.headers["location"].endswith("docs/video.html")
 

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
 
+from archiver import gwtar
 from archiver.errors import FormatError, UsageError
 from archiver.media import COMPRESSED_TYPES
 from archiver.tree import read_header, read_records
-from archiver.zim import icon, open, pack
+from archiver.zim import extract, icon, open, pack
 from archiver.zim.metadata import png_size
 
-from .conftest import DAY, MINI, SITE, MakeTree, page
+from .conftest import DAY, MINI, SITE, MakeTree, page, tree_files
 from .zimfile import cluster_compression
 
 
@@ -325,3 +328,40 @@ def test_a_symlink_leaving_the_tree_is_refused(make_tree: MakeTree, tmp_path: Pa
     with pytest.raises(FormatError, match="symlink that leaves the tree"):
         pack(tree, tmp_path / "out.zim")
     assert not (tmp_path / "out.zim").exists()
+
+
+def test_what_does_not_compress_is_stored_the_same_from_every_source(
+    make_tree: MakeTree, tmp_path: Path
+) -> None:
+    """formats/zim.md §3.2: the type decides, else a sample of the bytes; the same bytes give the
+    same clusters whether they come from a tree, a ZIM or a gwtar, and come back unchanged."""
+    noise = random.Random(4).randbytes
+    files = {
+        "index.html": page("Home", '<a href="data/big.bin">data</a>'),
+        "data/big.bin": noise((1 << 20) + 5000),  # streamed from the source: sampled by range
+        "data/mid.bin": noise(40_000),  # read whole by pack: sampled from memory
+        "data/tiny.bin": noise(2000),  # small: compressed without looking
+        "data/zeros.bin": bytes((1 << 20) + 7000),  # streamed, compresses
+        "data/table.dat": b"".join(b"%08d;%08d\n" % (i, i * i) for i in range(4000)),
+        "data/report.docx": zlib.compress(noise(30_000), 9),  # an unknown type holding deflate
+        "notes.txt": noise(30_000),  # text: always compressed
+        "photo.png": bytes(30_000),  # a compressed type: never, whatever its bytes
+    }
+    want = {
+        "index.html": "zstd", "data/big.bin": "none", "data/mid.bin": "none", "data/tiny.bin": "zstd",
+        "data/zeros.bin": "zstd", "data/table.dat": "zstd", "data/report.docx": "none",
+        "notes.txt": "zstd", "photo.png": "none", "_archiver/manifest.jsonl": "zstd",
+    }  # fmt: skip
+    tree = make_tree(files)
+    zim = pack(tree, tmp_path / "tree.zim", today=DAY).path
+    assert cluster_compression(zim) == want
+    back = tmp_path / "back"
+    extract(zim, back)
+    assert tree_files(back) == tree_files(tree)
+    again = pack(zim, tmp_path / "again.zim", today=DAY).path
+    archive = gwtar.pack(tree, tmp_path / "t.gwtar.html", loader="window.stop();").path
+    converted = pack(archive, tmp_path / "gwtar.zim", today=DAY).path
+    assert cluster_compression(again) == cluster_compression(converted) == want
+    with open(again) as a, open(converted) as b:
+        for path in files:
+            assert a.get(path).read() == b.get(path).read() == files[path], path
