@@ -24,13 +24,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote
 
 import idna
-from publicsuffixlist import PublicSuffixList
 
 from archiver.errors import URLError
+
+if TYPE_CHECKING:  # the list is read (a tenth of a second) only when a host name needs it
+    from publicsuffixlist import PublicSuffixList
 
 __all__ = [
     "DEFAULT_HYGIENE",
@@ -590,6 +592,8 @@ def _clean_tree_path(path: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _psl() -> PublicSuffixList:
+    from publicsuffixlist import PublicSuffixList
+
     return PublicSuffixList()
 
 

@@ -46,20 +46,22 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import unquote
 
 from archiver import urls
 from archiver.capture import rewrite_html
 from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult, Resolver
 from archiver.capture.policy import Decision, Hint, Scope, redact, split_fragment
-from archiver.capture.render import Renderer, Reply
 from archiver.capture.rewrite_css import rewrite_stylesheet
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.textcodec import decode_css, decode_html
 from archiver.errors import CaptureError, URLError, UsageError
 from archiver.tree import Header, ManifestWriter, Record, write_records
 from archiver.urls import RESERVED_DIR, Kind
+
+if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only by a rendering run
+    from archiver.capture.render import Renderer, Reply
 
 __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "run_capture"]
 
@@ -210,8 +212,16 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+_stamp: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current UTC time, to the second (RFC 3339); formatted once per second."""
+    global _stamp
+    second = int(time.time())
+    if second != _stamp[0]:
+        _stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _stamp[1]
 
 
 def _with_suffix(path: str, suffix: str) -> str:
@@ -288,7 +298,7 @@ class _Linker:
         elif hint == "stylesheet" and not self.new[key].stylesheet:
             old = self.new[key]
             self.new[key] = NewURL(**{**old.__dict__, "stylesheet": True})
-        return urls.rel(self.from_path, path) + decision.fragment
+        return c.rel(self.from_path, path) + decision.fragment
 
     def _note_skip(self, ref: str, hint: Hint, decision: Decision) -> None:
         if decision.reason in ("not fetched", ""):
@@ -433,6 +443,13 @@ class Crawler:
         self.started = time.monotonic()
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self._tmp_count = 0
+        self._pid = os.getpid()
+        self._out_str = str(out)
+        self._tmp_str = str(self.tmp)
+        self._folders: set[str] = set()
+        self._rels: dict[tuple[str, str], str] = {}
+        self._local_paths: dict[tuple[str, str], str] = {}
+        self._keys: dict[str, str] = {}
         self._asset_links: dict[str, tuple[str, dict[str, bool]]] = {}
 
     # ---- set-up
@@ -528,6 +545,31 @@ class Crawler:
 
     # ---- tree paths (tree.md §4, §4.5)
 
+    def local_path(self, key: str, kind: Kind) -> str:
+        """:func:`archiver.urls.local_path` of ``key`` in this tree (the default hash), remembered."""
+        memo = (key, kind)
+        path = self._local_paths.get(memo)
+        if path is None:
+            path = urls.local_path(key, kind=kind, home=self.home)
+            if len(self._local_paths) >= 100_000:
+                self._local_paths.clear()
+            self._local_paths[memo] = path
+        return path
+
+    def rel(self, from_path: str, to_path: str) -> str:
+        """:func:`archiver.urls.rel`, remembered (it depends only on ``from_path``'s folder)."""
+        folder, _, leaf = from_path.rpartition("/")
+        if leaf in ("", ".", ".."):  # not a file's path: nothing to remember it by
+            return urls.rel(from_path, to_path)
+        memo = (folder, to_path)
+        href = self._rels.get(memo)
+        if href is None:
+            href = urls.rel(from_path, to_path)
+            if len(self._rels) >= 100_000:
+                self._rels.clear()
+            self._rels[memo] = href
+        return href
+
     def assign(self, key: str, kind: Kind) -> tuple[str, str | None]:
         """The tree path of ``key``, assigned once and kept in the state. Returns ``(path, owner)``
         where ``owner`` is the key that already holds the same file (tree.md §3.3) or None."""
@@ -539,7 +581,7 @@ class Crawler:
             owner = row.final_url if row.state == "merged" else None
             self.paths[key] = (row.path, owner)
             return row.path, owner
-        path = urls.local_path(key, kind=kind, home=self.home)
+        path = self.local_path(key, kind)
         owner = self._owner(path)
         if owner is not None and owner != key:
             same = urls.local_path(key, kind=kind, home=self.home, hash_len=64) == urls.local_path(
@@ -642,6 +684,8 @@ class Crawler:
 
     async def answer(self, url: str, resource_type: str, referrer: str | None) -> Reply | None:
         """The renderer's routing callback: every browser request is answered from here."""
+        from archiver.capture.render import Reply
+
         try:
             key = urls.dedup_key(urls.canonicalize(url), self.scope.hygiene)
         except URLError:
@@ -681,26 +725,34 @@ class Crawler:
         self._write_now(path, data, source, link_from)
 
     def _write_now(self, path: str, data: bytes | None, source: Path | None, link_from: str | None) -> None:
-        target = self.out / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = os.path.join(self._out_str, path)
+        folder = os.path.dirname(target)
+        if folder not in self._folders:  # folders this run made or met are never removed while it runs
+            os.makedirs(folder, exist_ok=True)
+            self._folders.add(folder)
         # The temporary file lives in _archiver/tmp (same file system as the tree), not next to the
         # target: a run killed mid-write leaves nothing inside the tree, and the next run empties tmp.
         self._tmp_count += 1
-        tmp = self.tmp / f"write-{os.getpid()}-{self._tmp_count}.tmp"
+        tmp = os.path.join(self._tmp_str, f"write-{self._pid}-{self._tmp_count}.tmp")
         try:
-            if link_from is not None and (self.out / link_from).is_file():
+            if link_from is not None and os.path.isfile(os.path.join(self._out_str, link_from)):
                 with contextlib.suppress(FileNotFoundError):
-                    tmp.unlink()
-                os.link(self.out / link_from, tmp)
+                    os.unlink(tmp)
+                os.link(os.path.join(self._out_str, link_from), tmp)
             elif source is not None:
                 os.replace(source, tmp)
             else:
-                with tmp.open("wb") as f:
-                    f.write(data or b"")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+                try:
+                    view = memoryview(data or b"")
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+                os.unlink(tmp)
             raise
 
     async def _finish(
@@ -711,12 +763,18 @@ class Crawler:
             self.state.finish(key, record=record, extra_records=extra or [], **kwargs)
         manifest = self.manifest
         if manifest is not None:
-            lines = [self._public(rec) for rec in [*(extra or []), *([record] if record else [])]]
-            for line in lines:
-                manifest.add(line)
+            for line in [*(extra or []), *([record] if record else [])]:
+                manifest.add(self._public(line))
 
     def _key(self, url: str) -> str:
-        return urls.dedup_key(url, self.scope.hygiene)
+        """:func:`archiver.urls.dedup_key` with this capture's hygiene, remembered."""
+        key = self._keys.get(url)
+        if key is None:
+            key = urls.dedup_key(url, self.scope.hygiene)
+            if len(self._keys) >= 100_000:
+                self._keys.clear()
+            self._keys[url] = key
+        return key
 
     def _public(self, record: Record) -> Record:
         """The record as the manifest shows it: secret query values redacted."""
@@ -741,13 +799,14 @@ class Crawler:
             await self._fail(row, result)
             return
         path, _owner = self.assign(key, "page")
-        final = urls.dedup_key(result.final_url, self.scope.hygiene)
+        # a dedup key is its own dedup key (tests/test_urls_properties.py checks it)
+        final = key if result.final_url == key else self._key(result.final_url)
         is_html = (result.media_type in _HTML_TYPES) or (
             result.media_type is None
             and result.read()[:512].lstrip().lower().startswith((b"<!doctype", b"<html"))
         )
         if final != key:
-            final_path = urls.local_path(final, kind="page", home=self.home) if is_html else None
+            final_path = self.local_path(final, "page") if is_html else None
             if final_path != path:
                 await self._page_redirect(row, result, path, final, is_html)
                 return
@@ -775,7 +834,7 @@ class Crawler:
         await self._write(path, data, link_from=first if first and first != path else None)
         self.bytes_written += len(data)
         chain = {self._key(u) for u in result.redirects}
-        same = {u for u in chain | {key} if urls.local_path(u, kind="page", home=self.home) == path}
+        same = {u for u in chain | {key} if self.local_path(u, "page") == path}
         record = Record(
             path=path,
             kind="page",
@@ -1026,6 +1085,8 @@ class Crawler:
             ) as fetcher:
                 self.fetcher = fetcher
                 if self.options.render:
+                    from archiver.capture.render import Renderer
+
                     self.renderer = Renderer(
                         self.answer,
                         chromium=self.options.chromium,

@@ -64,12 +64,13 @@ _SECRET_SUFFIXES = ("_token", "_key", "_secret", "_password")
 REDACTED = "REDACTED"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\\]*\Z")
+_SPACE = re.compile(r"\s")  # the characters str.isspace() accepts (both use Py_UNICODE_ISSPACE)
 _MEMO_SIZE = 100_000
 
 
 def _base_part(ref: str, base: str) -> str:
     """The part of ``base`` that resolving ``ref`` depends on (see :meth:`Scope.resolve`)."""
-    if "\\" in ref or "\\" in base or any(c.isspace() for c in ref):
+    if "\\" in ref or "\\" in base or _SPACE.search(ref):
         return base
     if _ABSOLUTE.match(ref):
         return ""
@@ -151,6 +152,7 @@ class Scope:
     # memo of pure results (every page names the same stylesheet, menu and images again)
     _keys: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
     _verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
+    _classes: dict[tuple[str, str, str], _Class] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- pages
 
@@ -230,6 +232,36 @@ class Scope:
 
     # ---- the one decision
 
+    def _classify(self, ref: str, base: str, hint: Hint) -> _Class:
+        """The part of :meth:`decide` that depends only on ``ref``, what of ``base`` it resolves
+        against, and ``hint``: everything but the depth limit and robots.txt."""
+        if urls.ref_action(ref) == "keep":
+            return _Class(Decision("keep"))
+        stripped = ref.strip()
+        _, fragment = split_fragment(stripped)
+        try:
+            canonical, key = self.resolve(stripped, base)
+        except URLError as e:
+            return _Class(Decision("keep", reason=str(e)))
+        if "#" in canonical:  # a route fragment (tree.md §2.1) is part of the key, not written back
+            fragment = ""
+        already_absolute = bool(_SCHEME.match(stripped))
+        text = None if already_absolute else canonical + fragment
+
+        def absolute(reason: str) -> _Class:
+            return _Class(Decision("absolute", text, None, fragment, reason))
+
+        if hint == "absolute":
+            return absolute("not fetched")
+        kind: Kind = self._verdict("kind", key) if hint == "link" else "asset"  # type: ignore[assignment]
+        if kind == "page":
+            if not self._verdict("page", key):
+                return absolute("out of scope")
+        elif not self._verdict("asset", key):
+            reason = "skip list" if urls.ext(key) in self.skip_extensions else "asset on another site"
+            return absolute(reason)
+        return _Class(Decision("local", key, kind, fragment), text)
+
     def decide(
         self,
         ref: str,
@@ -239,37 +271,30 @@ class Scope:
         robots_allows: Callable[[str], bool | None] = lambda key: None,
     ) -> Decision:
         """Decide what becomes of reference ``ref`` written in a document at ``base`` (its URL, or
-        its ``<base href>``) found at link ``depth``. See the module docstring."""
-        if urls.ref_action(ref) == "keep":
-            return Decision("keep")
-        stripped = ref.strip()
-        _, fragment = split_fragment(stripped)
-        try:
-            canonical, key = self.resolve(stripped, base)
-        except URLError as e:
-            return Decision("keep", reason=str(e))
-        if "#" in canonical:  # a route fragment (tree.md §2.1) is part of the key, not written back
-            fragment = ""
-        already_absolute = bool(_SCHEME.match(stripped))
+        its ``<base href>``) found at link ``depth``. See the module docstring. The part that does
+        not depend on ``depth`` and robots.txt is remembered (every page names the same menu,
+        stylesheet and images again)."""
+        memo = (ref, _base_part(ref, base), hint)
+        found = self._classes.get(memo)
+        if found is None:
+            found = self._classify(ref, base, hint)
+            if len(self._classes) >= _MEMO_SIZE:
+                self._classes.clear()
+            self._classes[memo] = found
+        decision = found.decision
+        if decision.action != "local":
+            return decision
+        if decision.kind == "page" and depth + 1 > self.max_depth:
+            return Decision("absolute", found.absolute, None, decision.fragment, "beyond the depth limit")
+        if robots_allows(decision.url or "") is False:
+            return Decision("absolute", found.absolute, None, decision.fragment, "disallowed by robots.txt")
+        return decision
 
-        def absolute(reason: str) -> Decision:
-            text = None if already_absolute else canonical + fragment
-            return Decision("absolute", text, None, fragment, reason)
 
-        if hint == "absolute":
-            return absolute("not fetched")
-        kind: Kind = self._verdict("kind", key) if hint == "link" else "asset"  # type: ignore[assignment]
-        if kind == "page":
-            if not self._verdict("page", key):
-                return absolute("out of scope")
-            if depth + 1 > self.max_depth:
-                return absolute("beyond the depth limit")
-            if robots_allows(key) is False:
-                return absolute("disallowed by robots.txt")
-            return Decision("local", key, "page", fragment)
-        if not self._verdict("asset", key):
-            reason = "skip list" if urls.ext(key) in self.skip_extensions else "asset on another site"
-            return absolute(reason)
-        if robots_allows(key) is False:
-            return absolute("disallowed by robots.txt")
-        return Decision("local", key, "asset", fragment)
+@dataclass(frozen=True)
+class _Class:
+    """What :meth:`Scope.decide` remembers of one reference: the decision before the depth limit and
+    robots.txt, and (for ``local``) the text to write should one of those make it ``absolute``."""
+
+    decision: Decision
+    absolute: str | None = None

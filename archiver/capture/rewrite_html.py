@@ -266,6 +266,8 @@ class _Rewriter:
                 del node.attrs[name]
 
     def element(self, node: LexborNode) -> None:
+        if not node.attributes:
+            return  # every rule below reads an attribute (most elements of a page have none)
         tag = node.tag.lower() if node.tag else ""
         self._strip_handlers(node)
         self._promote_lazy(node, tag)

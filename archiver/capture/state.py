@@ -83,6 +83,9 @@ CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, key TEXT NOT NULL, local IN
 CREATE TABLE IF NOT EXISTS seeds (url TEXT PRIMARY KEY, seq INTEGER NOT NULL, folder TEXT, title TEXT);
 """
 
+#: Reasons a row is skipped that a later reference can undo (a shorter path, a resumed budget).
+_LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
+
 _record_encoder = msgspec.json.Encoder()
 _record_decoder = msgspec.json.Decoder(Record)
 
@@ -143,6 +146,9 @@ class State:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=10000")
+        # Checkpoint (copy the WAL into the database, with an fsync) every 8192 pages rather than
+        # SQLite's 1000: a crawl commits tens of pages per URL, and each checkpoint stalls the loop.
+        self.db.execute("PRAGMA wal_autocheckpoint=8192")
         self.db.executescript(_SCHEMA)
         version = self.get("schema")
         if version is None:
@@ -150,6 +156,11 @@ class State:
         elif int(version) > SCHEMA_VERSION:
             raise ValueError(f"{path}: crawl state schema {version} is newer than this archiver reads")
         (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
+        # key → (depth, referrer, stylesheet) that the row is known to be at least as good as, for
+        # rows that a later reference cannot bring back to the frontier (not skipped for a limit):
+        # a reference improving none of the three would change nothing, so it costs no statement
+        # (every page names the same menu, stylesheet and images again). Cleared on a rollback.
+        self._settled: dict[str, tuple[int, str, bool]] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -183,6 +194,13 @@ class State:
         """Insert ``new`` if its key is unknown (True). A known key keeps the smallest (depth,
         referrer); one skipped earlier for being beyond the depth limit or the page budget becomes
         pending if ``new`` is."""
+        settled = self._settled.get(new.key)
+        if (
+            settled is not None
+            and (new.depth, new.referrer or "") >= settled[:2]
+            and (settled[2] or not new.stylesheet)
+        ):
+            return False  # nothing to improve: the statements below would change nothing
         self._seq += 1
         outcome = new.state if new.state in ("skipped", "merged") else None
         cur = self.db.execute(
@@ -205,6 +223,8 @@ class State:
             ),
         )
         if cur.rowcount:
+            if not (new.state == "skipped" and new.reason in _LIMIT_REASONS):
+                self._settled[new.key] = (new.depth, new.referrer or "", new.stylesheet)
             return True
         self.db.execute(
             "UPDATE urls SET depth = ?, referrer = ? WHERE key = ? AND"
@@ -217,10 +237,15 @@ class State:
             cur = self.db.execute(
                 "UPDATE urls SET state = 'pending', kind = ?, outcome = NULL, reason = NULL,"
                 " path = COALESCE(?, path) WHERE key = ? AND state = 'skipped'"
-                " AND reason IN ('beyond the depth limit', 'beyond the page budget')",
-                (new.kind, new.path, new.key),
+                " AND reason IN (?, ?)",
+                (new.kind, new.path, new.key, *_LIMIT_REASONS),
             )
+            # the row now is no worse than ``new`` and not skipped for a limit
+            was = settled[2] if settled is not None else False
+            self._settled[new.key] = (new.depth, new.referrer or "", new.stylesheet or was)
             return bool(cur.rowcount)
+        if settled is not None:  # still not skipped for a limit, and now no worse than ``new``
+            self._settled[new.key] = (new.depth, new.referrer or "", new.stylesheet or settled[2])
         return False
 
     def add(self, items: Iterable[NewURL]) -> list[str]:
@@ -237,9 +262,8 @@ class State:
             f"SELECT {_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ? ORDER BY priority, depth, seq"
         )
         for values in self.db.execute(query, (kind,)):
-            row = _row(values)
-            if row.key not in skip:
-                out.append(row)
+            if values[0] not in skip:
+                out.append(_row(values))
                 if len(out) >= limit:
                     break
         return out
@@ -328,7 +352,8 @@ class State:
     # ---- completing work
 
     def transaction(self) -> _Transaction:
-        return _Transaction(self.db)
+        """One unit of work, all or nothing, committed when it ends (an inner one is part of the outer)."""
+        return _Transaction(self)
 
     def finish(
         self,
@@ -385,6 +410,7 @@ class State:
         self, key: str, *, state: str, outcome: str, reason: str = "", final_url: str | None = None
     ) -> None:
         """Set a row's state without counting an attempt (merged aliases, skips decided up front)."""
+        self._settled.pop(key, None)
         with self.transaction():
             self.db.execute(
                 "UPDATE urls SET state = ?, outcome = ?, reason = ?, final_url = ?, updated = ?"
@@ -422,20 +448,21 @@ class State:
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+    def __init__(self, state: State) -> None:
+        self.state = state
         self.outer = False
 
     def __enter__(self) -> _Transaction:
-        self.outer = not self.db.in_transaction
+        self.outer = not self.state.db.in_transaction
         if self.outer:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.state.db.execute("BEGIN IMMEDIATE")
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if not self.outer:
             return
         if exc_type is None:
-            self.db.execute("COMMIT")
+            self.state.db.execute("COMMIT")
         else:
-            self.db.execute("ROLLBACK")
+            self.state._settled.clear()  # what it knew may have been taken back
+            self.state.db.execute("ROLLBACK")

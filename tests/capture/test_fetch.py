@@ -4,6 +4,7 @@ and the address guard with an injected resolver (no packet leaves loopback)."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -372,3 +373,111 @@ def test_transport_still_uses_our_pool() -> None:
     from archiver.capture.fetch import _GuardedBackend
 
     assert isinstance(run(go()), _GuardedBackend)
+
+
+# ---- the asyncio network stream under httpcore: plain HTTP is every test above; TLS here
+
+# A self-signed certificate for localhost and 127.0.0.1 (P-256, valid until 2126), for these tests only.
+_TEST_CERT = """-----BEGIN CERTIFICATE-----
+MIIBmzCCAUGgAwIBAgIUOC/7DosuTPP/4ydVm3N4qtM5sxkwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTEzMDA0MTYxM1oYDzIxMjYxMTA2
+MDQxNjEzWjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAAQBlgy2Cs1fBxlIyOsDBf94qr63mxWO78nhNwySHTr0K1ZbiYNLUYup
+M15P7QGsakcDK6Kj4NCtmcaFRR7TptUXo28wbTAdBgNVHQ4EFgQUrfxQ81UsVrT5
+T2zkoEGB4WRD5N4wHwYDVR0jBBgwFoAUrfxQ81UsVrT5T2zkoEGB4WRD5N4wDwYD
+VR0TAQH/BAUwAwEB/zAaBgNVHREEEzARhwR/AAABgglsb2NhbGhvc3QwCgYIKoZI
+zj0EAwIDSAAwRQIhAOhTck4xuZKkH8TkdEIU2G5cWRdC89BEGupBxrmrpVkyAiBW
+U6lNIacSvZGfPGAMo+3JrIR7VmK2otcPKivJMe1+fA==
+-----END CERTIFICATE-----
+"""
+_TEST_KEY = """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg0qOFVxUbyZIwjKIg
+y3/nYIDyWOwU+379nIKTAImV0qOhRANCAAQBlgy2Cs1fBxlIyOsDBf94qr63mxWO
+78nhNwySHTr0K1ZbiYNLUYupM15P7QGsakcDK6Kj4NCtmcaFRR7TptUX
+-----END PRIVATE KEY-----
+"""
+
+
+async def _tls_server(tmp_path: Path) -> asyncio.Server:
+    (tmp_path / "cert.pem").write_text(_TEST_CERT)
+    (tmp_path / "key.pem").write_text(_TEST_KEY)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while (await reader.readuntil(b"\r\n\r\n")).startswith(b"GET "):
+                body = b"over TLS"
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\n" + body
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+
+
+def test_tls_through_the_guarded_asyncio_stream(tmp_path: Path) -> None:
+    """HTTPS over the fetcher's own network stream: the handshake (SNI, certificate checked against
+    the name), two requests on one kept-alive connection; an untrusted certificate is a failure."""
+    from archiver.capture.fetch import _GuardedBackend
+
+    async def go() -> tuple[list[bytes], list[object], FetchResult]:
+        server = await _tls_server(tmp_path)
+        port = server.sockets[0].getsockname()[1]
+        trusting = ssl.create_default_context(cadata=_TEST_CERT)
+        backend = _GuardedBackend(AddressGuard(frozenset({"localhost"}), resolver=_localhost))
+        bodies, tls = [], []
+        async with httpcore.AsyncConnectionPool(ssl_context=trusting, network_backend=backend) as pool:
+            for _ in range(2):
+                response = await pool.request(
+                    "GET", f"https://localhost:{port}/x", headers={"Host": "localhost"}
+                )
+                bodies.append(response.content)
+                tls.append(response.extensions["network_stream"].get_extra_info("ssl_object"))
+            assert len(pool.connections) == 1  # the second request reused the first connection
+        guard = AddressGuard(frozenset({"localhost"}), resolver=_localhost)
+        untrusted = await _fetch(f"https://localhost:{port}/x", guard=guard, retries=0, obey_robots=False)
+        server.close()
+        await server.wait_closed()
+        return bodies, tls, untrusted
+
+    bodies, tls, untrusted = run(go())
+    assert bodies == [b"over TLS", b"over TLS"]
+    assert all(isinstance(t, ssl.SSLObject) for t in tls)
+    assert untrusted.outcome == "failed" and "CERTIFICATE_VERIFY_FAILED" in untrusted.reason
+
+
+async def _localhost(host: str, port: int) -> list[str]:
+    assert host == "localhost"
+    return ["127.0.0.1"]
+
+
+def test_the_next_request_goes_out_before_the_caller_resumes(server: FixtureServer) -> None:
+    """One request at a time per host, but no idle server: when a fetch returns while another
+    waits for the same host, the waiting request is already written to the connection, so the
+    server answers it while the caller parses what it got."""
+
+    async def go() -> tuple[int, int, int]:
+        async with Fetcher(FetchPolicy(**FAST, obey_robots=False), guard=_guard()) as f:
+            await f.fetch(server.url)
+            one = f._backend.counter.writes  # the writes of one request
+            await f.fetch(server.url)  # the connection is open and idle now
+            base = f._backend.counter.writes
+
+            async def first() -> int:
+                await f.fetch(server.url + "?a")
+                return f._backend.counter.writes  # when the caller gets its result
+
+            a = asyncio.ensure_future(first())
+            await asyncio.sleep(0)  # the first one takes the host
+            b = asyncio.ensure_future(f.fetch(server.url + "?b"))
+            seen = await a
+            await b
+            return one, base, seen
+
+    one, base, seen = run(go())
+    assert seen - base > one  # the first request's writes and the start of the second

@@ -156,3 +156,28 @@ def test_remembered_resolution_equals_resolving_afresh() -> None:
         for base in bases:
             for ref in refs:
                 assert remembered(ref, base) == afresh(ref, base), (ref, base)
+
+
+def test_remembered_decisions_equal_deciding_afresh() -> None:
+    """Scope.decide remembers all but the depth limit and robots.txt: across bases, hints, depths
+    and robots verdicts (unknown, allowed, disallowed), a scope that has seen everything before
+    decides exactly as a fresh one does."""
+    bases = [
+        "https://ex.com/docs/intro",
+        "https://ex.com/docs/other",
+        "https://ex.com/",
+        "https://ex.com/a/b?q",
+    ]
+    refs = [r[0] for r in TABLE] + [" /docs/x ", "x.html", "../img/a.png", "//other.org/y", "/r.pdf#p"]
+    robots = [lambda key: None, lambda key: True, lambda key: "private" not in key and "x" not in key]
+    seen = Scope(home=HOME, seeds=(HOME,), max_depth=3)
+    for _ in range(2):
+        for base in bases:
+            for ref in refs:
+                for hint in ("link", "embed", "stylesheet", "absolute"):
+                    for depth in (0, 2, 3):
+                        for verdict in robots:
+                            fresh = Scope(home=HOME, seeds=(HOME,), max_depth=3)
+                            expected = fresh.decide(ref, base, hint, depth, verdict)  # type: ignore[arg-type]
+                            got = seen.decide(ref, base, hint, depth, verdict)  # type: ignore[arg-type]
+                            assert got == expected, (ref, base, hint, depth)

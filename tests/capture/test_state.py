@@ -110,3 +110,62 @@ def test_no_resume_discards_the_previous_capture_only(tmp_path: Path) -> None:
     assert (fresh.out / "notes.txt").read_text() == "the user's own file"
     assert fresh.state.count() == 0
     fresh.state.close()
+
+
+def _essentials(state: State) -> list[tuple[object, ...]]:
+    return [(r.key, r.kind, r.state, r.depth, r.referrer, r.stylesheet, r.reason) for r in state.rows()]
+
+
+def test_repeated_references_cost_no_statement_and_change_nothing(tmp_path: Path) -> None:
+    """A reference that improves nothing (depth, referrer, stylesheet) is answered from memory; the
+    rows end exactly as when every reference runs its statements."""
+    import random
+
+    rng = random.Random(7)
+    keys = [f"https://ex.com/{i}" for i in range(6)]
+    reasons = ["", "beyond the depth limit", "beyond the page budget", "out of scope"]
+    fast = State(tmp_path / "fast.sqlite")
+    slow = State(tmp_path / "slow.sqlite")
+    for _ in range(400):
+        batch = []
+        for _ in range(rng.randint(1, 4)):
+            skipped = rng.random() < 0.3
+            batch.append(
+                NewURL(
+                    rng.choice(keys),
+                    rng.choice(["page", "asset"]),
+                    rng.randint(0, 4),
+                    rng.choice([None, "https://ex.com/a", "https://ex.com/b"]),
+                    stylesheet=rng.random() < 0.2,
+                    state="skipped" if skipped else "pending",
+                    reason=rng.choice(reasons) if skipped else "",
+                )
+            )
+        if rng.random() < 0.1:
+            key = rng.choice(keys)
+            for s in (fast, slow):
+                if s.row(key) is not None:
+                    s.finish(key, state="done", outcome="ok")
+        slow._settled.clear()
+        assert fast.add(batch) == slow.add(batch)
+        slow._settled.clear()
+        assert _essentials(fast) == _essentials(slow)
+
+    statements: list[str] = []
+    fast.db.set_trace_callback(statements.append)
+    row = fast.row(keys[0])
+    assert row is not None
+    fast.add([NewURL(row.key, row.kind, row.depth + 1, "~", stylesheet=row.stylesheet)])
+    assert [s for s in statements if "urls" in s and not s.startswith("SELECT")] == []
+    fast.close()
+    slow.close()
+
+
+def test_a_rollback_forgets_what_the_state_remembered(tmp_path: Path) -> None:
+    state = State(tmp_path / "crawl.sqlite")
+    with pytest.raises(RuntimeError), state.transaction():
+        state.add([NewURL("https://ex.com/a", "page", 1, None)])
+        raise RuntimeError("stop")
+    assert state.row("https://ex.com/a") is None
+    assert state.add([NewURL("https://ex.com/a", "page", 1, None)]) == ["https://ex.com/a"]
+    state.close()
