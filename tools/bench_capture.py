@@ -117,14 +117,15 @@ def _count_html(root: Path) -> int:
     return sum(1 for p in root.rglob("*.html") if "_archiver" not in p.parts)
 
 
-def _row(pages: int, seconds: float, rss: int, cpu: float) -> dict[str, object]:
+def _row(pages: int, seconds: float, rss: int, cpu: float, digits: int = 1) -> dict[str, object]:
+    """One tool's figures; rates to ``digits`` decimals (2 for the slow rendered rates)."""
     return {
         "seconds": round(seconds, 2),
         "pages": pages,
-        "pages_per_s": round(pages / seconds, 1),
+        "pages_per_s": round(pages / seconds, digits),
         "rss_mib": rss,
         "cpu_s": round(cpu, 2),
-        "pages_per_cpu_s": round(pages / max(cpu, 1e-3), 1),
+        "pages_per_cpu_s": round(pages / max(cpu, 1e-3), digits),
     }
 
 
@@ -172,15 +173,7 @@ def bench(
             t, rss, _, cpu = _run(
                 [sys.executable, "-c", script, str(work / "ours-rendered"), "render", *urls], work
             )
-            n = _count_html(work / "ours-rendered")
-            rows["archiver_render"] = {
-                "seconds": round(t, 2),
-                "pages": n,
-                "pages_per_s": round(n / t, 2),
-                "rss_mib": rss,
-                "cpu_s": round(cpu, 2),
-                "pages_per_cpu_s": round(n / max(cpu, 1e-3), 2),
-            }
+            rows["archiver_render"] = _row(_count_html(work / "ours-rendered"), t, rss, cpu, digits=2)
             if single_file:
                 out = work / "single-file"
                 out.mkdir()
@@ -201,15 +194,7 @@ def bench(
                     "{url-pathname-flat}.html",
                 ]
                 t, rss, _, cpu = _run(cmd, work)
-                n = sum(1 for _ in out.glob("*.html"))
-                rows["single_file"] = {
-                    "seconds": round(t, 2),
-                    "pages": n,
-                    "pages_per_s": round(n / t, 2),
-                    "rss_mib": rss,
-                    "cpu_s": round(cpu, 2),
-                    "pages_per_cpu_s": round(n / max(cpu, 1e-3), 2),
-                }
+                rows["single_file"] = _row(sum(1 for _ in out.glob("*.html")), t, rss, cpu, digits=2)
             else:
                 rows["single_file"] = "not installed (npm install single-file-cli)"
         return rows
