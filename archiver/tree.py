@@ -227,10 +227,13 @@ class ManifestWriter:
     """Appends records to a tree's manifest as files land (tree.md §8.1).
 
     Opening an existing manifest keeps it (a resumed capture), after cutting a torn last line;
-    :meth:`compact` rewrites it with one record per path, atomically."""
+    :meth:`compact` rewrites it with one record per path, atomically. Each line is fsynced unless
+    ``durable`` is False (then only flushed to the kernel: a killed process loses none of it, a power
+    cut may; for a writer that keeps its own durable record, as the capture's state)."""
 
-    def __init__(self, root: Path, header: Header) -> None:
+    def __init__(self, root: Path, header: Header, *, durable: bool = True) -> None:
         self.root = root
+        self.durable = durable
         self.path = manifest_path(root)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() and self.path.stat().st_size:
@@ -250,7 +253,8 @@ class ManifestWriter:
 
     def _flush(self) -> None:
         self._file.flush()
-        os.fsync(self._file.fileno())
+        if self.durable:
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         self._file.close()

@@ -352,15 +352,6 @@ class _Progress:
             self.draw(final=True)
 
 
-class _ManifestLog(ManifestWriter):
-    """The manifest appended as files land, flushed to the kernel but not fsynced line by line (a
-    killed run loses none of it; the state, not this log, is what a resume trusts, and the manifest is
-    rewritten from the state at the end)."""
-
-    def _flush(self) -> None:
-        self._file.flush()
-
-
 class Crawler:
     """One capture run over ``out`` (see the module docstring). Build it, then ``await run()``."""
 
@@ -1076,7 +1067,9 @@ class Crawler:
         self._empty_tmp()
         self._seed()
         header = self._header(incomplete=True)
-        self.manifest = _ManifestLog(self.out, header)
+        # not fsynced line by line: the state, not this log, is what a resume trusts, and the
+        # manifest is rewritten from the state at the end
+        self.manifest = ManifestWriter(self.out, header, durable=False)
         progress: _Progress | None = None
         show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
         try:
