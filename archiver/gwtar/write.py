@@ -531,21 +531,11 @@ class _Body:
             return
         try:
             digest = hashlib.sha256()
-            offset = 0
             if want_title:  # the whole page in one buffer, so its title is found in one piece
                 if self.fill + size > _CHUNK:
                     self.flush()
                 self.pieces.append(("title", i, self.fill, self.fill + size))
-            while offset < size:
-                if self.fill == _CHUNK:
-                    self.flush()
-                want = min(size - offset, _CHUNK - self.fill)
-                n = os.preadv(fd, [self.view[self.fill : self.fill + want]], offset)
-                if n == 0:
-                    raise FormatError("file shrank while being packed", subject=str(path))
-                self.pieces.append(("data", digest, self.fill, self.fill + n))
-                self.fill += n
-                offset += n
+            self._read_in(fd, 0, size, path, digest)
             _check_unchanged(fd, before, path)
             self.pieces.append(("done", (i, digest), 0, 0))
         finally:
@@ -562,13 +552,7 @@ class _Body:
                 try:
                     n = os.copy_file_range(fd, self.out, size - done, done)
                 except OSError as e:
-                    if e.errno not in (
-                        errno.EXDEV,
-                        errno.ENOSYS,
-                        errno.EINVAL,
-                        errno.EOPNOTSUPP,
-                        errno.EBADF,
-                    ):
+                    if e.errno not in _NO_KERNEL_COPY:
                         raise
                     self.kernel_copy = False
                     self._plain_copy(fd, done, size, path)
@@ -584,6 +568,14 @@ class _Body:
 
     def _plain_copy(self, fd: int, offset: int, size: int, path: Path | str) -> None:
         """The rest of a large file through the batch buffer (already being hashed by the hasher)."""
+        self._read_in(fd, offset, size, path)
+        self.flush()
+
+    def _read_in(
+        self, fd: int, offset: int, size: int, path: Path | str, digest: hashlib._Hash | None = None
+    ) -> None:
+        """Read bytes [offset, size) of ``fd`` into the batch buffers (flushing each full one), to be
+        hashed into ``digest`` when given."""
         while offset < size:
             if self.fill == _CHUNK:
                 self.flush()
@@ -591,9 +583,10 @@ class _Body:
             n = os.preadv(fd, [self.view[self.fill : self.fill + want]], offset)
             if n == 0:
                 raise FormatError("file shrank while being packed", subject=str(path))
+            if digest is not None:
+                self.pieces.append(("data", digest, self.fill, self.fill + n))
             self.fill += n
             offset += n
-        self.flush()
 
     def flush(self) -> None:
         """Queue the buffer's pieces for hashing, write it, and take the next free buffer."""
