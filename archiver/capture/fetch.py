@@ -8,7 +8,10 @@ Politeness
     At most ``concurrency`` requests at once (12), **one at a time per host** (``host:port``), at least
     ``delay`` seconds between the end of one request to a host and the start of the next (raised to
     the host's robots.txt ``Crawl-delay``). robots.txt is read on every host before anything else is
-    fetched from it (RFC 9309, :mod:`.robots`; ``obey_robots=False`` ignores it). A 429 or 503 makes
+    fetched from it (RFC 9309, :mod:`.robots`; ``obey_robots=False`` ignores it). One that cannot be
+    read (5xx, 429 after backoff, network error, timeout) lets nothing of its host be fetched this run,
+    and is no verdict either: those fetches end ``unconfirmed``, and :meth:`Fetcher.robots_allows`
+    says "not known" (None) for the host, so links to it are kept like any other. A 429 or 503 makes
     the host wait ``Retry-After`` seconds (at most ``max_retry_after``; longer means "unconfirmed, try
     on a later run"); 5xx answers and network errors are retried ``retries`` times with exponential
     backoff (``backoff`` · 2ⁿ seconds). Timeouts: ``connect_timeout`` (3 s) to connect,
@@ -38,8 +41,9 @@ Address guard
 Outcomes (:class:`FetchResult.outcome`)
     ``ok`` (2xx), ``redirected`` (2xx after redirects; the chain is kept), ``failed`` (4xx, 5xx after
     retries, network errors, redirect loops and overlong chains), ``unconfirmed`` (401, 403, 408, 429
-    after backoff, timeouts: not proof the resource is gone), ``skipped`` (robots.txt, size cap,
-    scheme), ``refused`` (address guard).
+    after backoff, timeouts, a host whose robots.txt could not be read: not proof the resource is
+    gone), ``skipped`` (disallowed by a robots.txt that was read, size cap, scheme), ``refused``
+    (address guard).
 """
 
 from __future__ import annotations
@@ -539,7 +543,8 @@ class Fetcher:
                     host.next_time = max(host.next_time, time.monotonic() + gap)
 
     def robots_allows(self, url: str) -> bool | None:
-        """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None."""
+        """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None (not
+        read yet, or it could not be read: that is no verdict)."""
         if not self.policy.obey_robots:
             return True
         known = self._verdicts.get(url)
@@ -550,7 +555,7 @@ class Fetcher:
         except URLError:
             return None
         host = self._hosts.get(netloc)
-        if host is None or host.robots is None:
+        if host is None or host.robots is None or host.robots.unreachable is not None:
             return None
         verdict = host.robots.allowed(_target(url))
         if len(self._verdicts) >= 100_000:
@@ -579,11 +584,16 @@ class Fetcher:
             result.discard()
             return robots_mod.parse(text, self.policy.robots_agent)
         result.discard()
-        if result.status is not None and 400 <= result.status < 500:
+        status = result.status
+        if status is not None and 400 <= status < 500 and status != 429:
             return robots_mod.Robots.allow_everything()
         if result.outcome == "refused":
             return robots_mod.Robots.allow_everything()  # nothing will be fetched from it anyway
-        return robots_mod.Robots.disallow_everything()
+        if status is not None and (status >= 500 or status == 429):
+            return robots_mod.Robots.disallow_everything(f"robots.txt answered {status}")
+        return robots_mod.Robots.disallow_everything(
+            f"robots.txt unreachable ({result.reason or result.outcome})"
+        )
 
     # ---- fetching
 
@@ -697,6 +707,9 @@ class Fetcher:
             except AddressRefused as e:
                 return FetchResult(url, current, "refused", None, str(e))
             if not rules.allowed(_target(current)):
+                if rules.unreachable is not None:
+                    reason = f"{rules.unreachable}: not fetched, tried again next run"
+                    return FetchResult(url, current, "unconfirmed", None, reason)
                 return FetchResult(url, current, "skipped", None, "disallowed by robots.txt")
         attempt = 0
         while True:

@@ -9,8 +9,11 @@ The group for a crawler is the one whose ``User-agent`` lines name its product t
 rules of that group the longest matching path wins, and ``Allow`` wins a tie. An
 empty ``Disallow:`` allows everything. ``/robots.txt`` itself is always allowed.
 
-What a fetch result means (RFC 9309 §2.3.1, applied by the fetcher): 2xx → parse the body; 4xx →
-no restrictions; 5xx or unreachable → everything disallowed (the server may be in trouble).
+What a fetch result means (RFC 9309 §2.3.1, applied by the fetcher): 2xx → parse the body; 4xx
+(but 429) → no restrictions; 5xx, 429 after backoff, or unreachable (network error, timeout) →
+everything disallowed for now (§2.3.1.4: the server may be in trouble). That last one is no verdict
+on any page: :attr:`Robots.unreachable` says why the file could not be read, and what it kept from
+being fetched ends ``unconfirmed`` (tried again on the next run), never "disallowed by robots.txt".
 """
 
 from __future__ import annotations
@@ -34,20 +37,24 @@ class _Rule:
 
 @dataclass(frozen=True)
 class Robots:
-    """The rules that apply to one crawler on one host."""
+    """The rules that apply to one crawler on one host. ``unreachable`` is None for a robots.txt that
+    was read (or is known to be absent); else why it could not be read (one line, e.g. ``robots.txt
+    answered 503``), and everything is disallowed until a later run reads it."""
 
     rules: tuple[_Rule, ...] = ()
     crawl_delay: float | None = None
     disallow_all: bool = False
     sitemaps: tuple[str, ...] = field(default=())
+    unreachable: str | None = None
 
     @classmethod
     def allow_everything(cls) -> Robots:
         return cls()
 
     @classmethod
-    def disallow_everything(cls) -> Robots:
-        return cls(disallow_all=True)
+    def disallow_everything(cls, reason: str) -> Robots:
+        """The rules while robots.txt cannot be read, for ``reason`` (see :attr:`unreachable`)."""
+        return cls(disallow_all=True, unreachable=" ".join(reason.split()) or "robots.txt unreachable")
 
     def allowed(self, path_and_query: str) -> bool:
         """May ``path_and_query`` (``/a/b?x=1``, as sent on the request line) be fetched?"""

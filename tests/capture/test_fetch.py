@@ -4,6 +4,7 @@ and the address guard with an injected resolver (no packet leaves loopback)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import threading
 import time
@@ -215,10 +216,12 @@ def test_size_cap_by_content_length(server: FixtureServer) -> None:
     assert big.outcome == "ok" and big.size == 262144
 
 
-def test_robots_server_error_disallows_everything(tmp_path: Path) -> None:
+def test_robots_server_error_disallows_everything_for_now(tmp_path: Path) -> None:
     with FixtureServer(FixtureConfig(status={"/robots.txt": 503})) as s:
         r = run(_fetch(s.url + "about.html", guard=_guard()))
-    assert r.outcome == "skipped" and "robots" in r.reason
+        paths = [q.path for q in s.requests]
+    assert r.outcome == "unconfirmed" and "robots.txt answered 503" in r.reason
+    assert "/about.html" not in paths and "/robots.txt" in paths
     with FixtureServer(FixtureConfig(robots=None)) as s:  # 404: no rules
         assert run(_fetch(s.url + "private/", guard=_guard())).outcome == "ok"
 
@@ -481,3 +484,39 @@ def test_the_next_request_goes_out_before_the_caller_resumes(server: FixtureServ
 
     one, base, seen = run(go())
     assert seen - base > one  # the first request's writes and the start of the second
+
+
+# ---- robots.txt that cannot be read (RFC 9309 §2.3.1.4): nothing fetched, outcome unconfirmed
+
+
+def test_robots_429_after_backoff_is_unreachable_but_other_4xx_mean_no_rules() -> None:
+    with FixtureServer(FixtureConfig(status={"/robots.txt": 429})) as s:
+        r = run(_fetch(s.url + "about.html", guard=_guard()))
+        paths = [q.path for q in s.requests]
+    assert (r.outcome, r.status) == ("unconfirmed", None)
+    assert r.reason == "robots.txt answered 429: not fetched, tried again next run"
+    assert "/about.html" not in paths
+    with FixtureServer(FixtureConfig(status={"/robots.txt": 404})) as s:
+        assert run(_fetch(s.url + "private/", guard=_guard())).outcome == "ok"
+
+
+def test_robots_on_a_closed_port_names_the_network_error() -> None:
+    with socket.socket() as probe:  # a port nothing listens on: bound, never listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        r = run(_fetch(f"http://127.0.0.1:{port}/page.html", guard=_guard()))
+    assert r.outcome == "unconfirmed", r
+    assert r.reason.startswith("robots.txt unreachable (network error: ")
+    assert r.reason.endswith("): not fetched, tried again next run") and "\n" not in r.reason
+
+
+def test_robots_allows_is_not_known_for_a_host_whose_robots_was_unreachable() -> None:
+    async def go(url: str) -> tuple[bool | None, bool | None]:
+        async with Fetcher(FetchPolicy(**FAST), guard=_guard()) as f:  # type: ignore[arg-type]
+            await f.fetch(url + "about.html")
+            return f.robots_allows(url + "docs/"), f.robots_allows(url + "private/")
+
+    with FixtureServer(FixtureConfig(status={"/robots.txt": 503})) as s:
+        assert run(go(s.url)) == (None, None)
+    with FixtureServer() as s:  # read: a verdict, as before
+        assert run(go(s.url)) == (True, False)

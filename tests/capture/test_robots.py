@@ -57,7 +57,19 @@ def test_fixture_robots() -> None:
 
 
 def test_extremes() -> None:
-    assert not Robots.disallow_everything().allowed("/x")
-    assert Robots.disallow_everything().allowed("/robots.txt")
+    assert not Robots.disallow_everything("down").allowed("/x")
+    assert Robots.disallow_everything("down").allowed("/robots.txt")
     assert Robots.allow_everything().allowed("/x")
     assert parse("garbage\n\x00\nUser-agent *\n", "x").allowed("/")
+
+
+def test_unreachable_robots_disallows_everything_and_says_why() -> None:
+    down = Robots.disallow_everything("robots.txt answered 503")
+    assert down.unreachable == "robots.txt answered 503"
+    assert not down.allowed("/x") and not down.allowed("/") and down.allowed("/robots.txt")
+    assert Robots.disallow_everything("robots.txt unreachable (a\n b)").unreachable == (
+        "robots.txt unreachable (a b)"  # one line
+    )
+    assert Robots.allow_everything().unreachable is None
+    assert parse("User-agent: *\nDisallow: /\n", "x").unreachable is None  # read, and it disallows
+    assert not parse("User-agent: *\nDisallow: /\n", "x").allowed("/x")
