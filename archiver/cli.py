@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,21 +71,84 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     return capture_main(
         args.urls,
         Path(args.out),
-        render=not args.no_render,
-        depth=args.depth,
-        max_pages=args.max_pages,
-        subdomains=args.subdomains,
-        scope_prefix=args.scope,
-        exclude=args.exclude,
-        chromium=args.chromium,
-        delay=args.delay,
-        timeout=args.timeout,
-        asset_cap=args.asset_cap,
-        resume=not args.no_resume,
         as_json=args.json,
         seeds_file=Path(args.seeds) if args.seeds else None,
         bookmarks=Path(args.bookmarks) if args.bookmarks else None,
+        **capture_options(args),
     )
+
+
+def capture_options(args: argparse.Namespace) -> dict[str, object]:
+    """The keyword arguments of :func:`archiver.capture.capture` that ``archiver capture``'s flags set."""
+    return {
+        "render": not args.no_render,
+        "depth": args.depth,
+        "max_pages": args.max_pages,
+        "subdomains": args.subdomains,
+        "scope_prefix": args.scope,
+        "include": args.include,
+        "exclude": args.exclude,
+        "allow_domains": args.allow_domain,
+        "prefer": [w for group in args.prefer for w in group],
+        "avoid": [w for group in args.avoid for w in group],
+        "assets_any_host": args.assets_any_host,
+        "skip_extensions": args.skip_ext,
+        "chromium": args.chromium,
+        "delay": args.delay,
+        "timeout": args.timeout,
+        "asset_cap": args.asset_cap,
+        "resume": not args.no_resume,
+        "refresh": args.refresh,
+        "ignore_robots": args.ignore_robots,
+        "allow_private": args.allow_private,
+        "allow_hosts": args.allow_host,
+        "concurrency": args.concurrency,
+        "tabs": args.tabs,
+        "retries": args.retries,
+        "settle": args.settle,
+    }
+
+
+def _words(text: str) -> list[str]:
+    """``contact,about`` → ``["contact", "about"]`` (blank items dropped)."""
+    return [w.strip() for w in text.split(",") if w.strip()]
+
+
+def _extensions(text: str) -> frozenset[str]:
+    """``mp4,.ZIP`` → ``{".mp4", ".zip"}``; an empty text is the empty list (store every asset)."""
+    out = set()
+    for word in _words(text):
+        ext = "." + word.lower().lstrip(".")
+        if ext == "." or "/" in ext:
+            raise argparse.ArgumentTypeError(f"not a file extension: {word!r}")
+        out.add(ext)
+    return frozenset(out)
+
+
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, zero or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
 
 
 # --------------------------------------------------------------------------------------------- pack
@@ -277,20 +341,107 @@ def _parser() -> argparse.ArgumentParser:
     p = command("capture", "render a site in Chromium and write its canonical mirror tree")
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
     p.add_argument("-o", "--out", required=True, help="the tree's folder (resumed if it exists)")
-    p.add_argument("--seeds", help="a file of seed URLs, one per line")
-    p.add_argument("--bookmarks", help="a browser bookmarks export (HTML) to take seeds from")
-    p.add_argument("--no-render", action="store_true", help="fetch HTML with httpx only (static sites)")
-    p.add_argument("--depth", type=int, default=3, help="link depth from the seeds (default 3)")
-    p.add_argument("--max-pages", type=int, help="stop after this many pages")
-    p.add_argument("--subdomains", action="store_true", help="follow pages on the same registrable domain")
-    p.add_argument("--scope", help="only crawl pages under this path prefix")
-    p.add_argument("--exclude", action="append", default=[], help="skip pages under this path prefix")
-    p.add_argument("--chromium", help="the Chromium executable (default: see README)")
-    p.add_argument("--delay", type=float, help="seconds between page fetches per host (default: robots.txt)")
-    p.add_argument("--timeout", type=float, default=30, help="seconds per request and render (default 30)")
-    p.add_argument("--asset-cap", type=int, default=25 << 20, help="skip assets larger than this (bytes)")
-    p.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
     p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
+    g = p.add_argument_group("seeds")
+    g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
+    g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")
+    g = p.add_argument_group("scope (which pages are followed)")
+    g.add_argument("--depth", type=_count(0), default=3, help="link depth from the seeds (default 3)")
+    g.add_argument("--max-pages", type=_count(1), metavar="N", help="stop after this many pages")
+    g.add_argument("--subdomains", action="store_true", help="follow pages on the seed's registrable domain")
+    g.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="DOMAIN",
+        help="also follow DOMAIN, subdomains too",
+    )
+    g.add_argument("--include", action="append", default=[], metavar="PREFIX", help="only pages under PREFIX")
+    g.add_argument("--scope", metavar="PREFIX", help="the same as one --include")
+    g.add_argument("--exclude", action="append", default=[], metavar="PREFIX", help="skip pages under PREFIX")
+    g.add_argument(
+        "--prefer",
+        type=_words,
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="comma-separated path words whose pages go first under --max-pages (e.g. contact,about)",
+    )
+    g.add_argument(
+        "--avoid",
+        type=_words,
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="comma-separated path words whose pages go last (wins over --prefer; e.g. blog,login,cart)",
+    )
+    g = p.add_argument_group("assets")
+    g.add_argument(
+        "--assets-any-host", action="store_true", help="store assets from any host (default: the seed's site)"
+    )
+    g.add_argument(
+        "--skip-ext",
+        type=_extensions,
+        metavar="EXTS",
+        help="comma-separated extensions never stored, replacing the default list of media and archives "
+        '(formats/tree.md 6.3); "" stores every type',
+    )
+    g.add_argument(
+        "--asset-cap",
+        type=_count(0),
+        default=25 << 20,
+        metavar="BYTES",
+        help="skip larger assets (25 MiB)",
+    )
+    g = p.add_argument_group("politeness and safety")
+    g.add_argument(
+        "--delay",
+        type=_seconds,
+        metavar="SECONDS",
+        help="between requests to one host (default 1; a robots.txt Crawl-delay raises it)",
+    )
+    g.add_argument(
+        "--concurrency",
+        type=_count(1),
+        default=12,
+        metavar="N",
+        help="requests at once, one a host (12)",
+    )
+    g.add_argument("--timeout", type=_seconds, default=30, metavar="SECONDS", help="per request (default 30)")
+    g.add_argument(
+        "--retries",
+        type=_count(0),
+        default=3,
+        metavar="N",
+        help="retries on 5xx, network error (3)",
+    )
+    g.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
+    g.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="allow hosts on loopback, private and link-local addresses (the seeds' own hosts always are)",
+    )
+    g.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="allow this private host",
+    )
+    g = p.add_argument_group("rendering")
+    g.add_argument("--no-render", action="store_true", help="fetch HTML without a browser (fast)")
+    g.add_argument("--chromium", metavar="PATH", help="the Chromium executable (default: see README)")
+    g.add_argument("--tabs", type=_count(1), default=3, metavar="N", help="pages rendered at once (3)")
+    g.add_argument(
+        "--settle",
+        type=_seconds,
+        default=1.5,
+        metavar="SECONDS",
+        help="settle wait at most (1.5)",
+    )
+    g = p.add_argument_group("resuming")
+    g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")
+    g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
     p.set_defaults(func=_cmd_capture)
 
     p = command("pack", "pack a tree, gwtar, ZIM or SingleFile page into a ZIM or gwtar file")

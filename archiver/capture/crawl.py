@@ -69,6 +69,9 @@ STATE_NAME = "crawl.sqlite"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _RAW_CACHE_BYTES = 256 << 20
 _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+#: The size cap of a page (``--asset-cap`` is for assets; a larger one raises this too): an HTML
+#: document this large is a runaway response, not a page to keep.
+PAGE_CAP = 64 << 20
 
 
 @dataclass
@@ -645,8 +648,11 @@ class Crawler:
             return hit
         return self.spooled.get(key)
 
-    async def get(self, key: str, referrer: str | None, accept: str = "*/*") -> FetchResult:
-        """``key``'s response: from the cache, from a fetch already under way, or fetched now."""
+    async def get(
+        self, key: str, referrer: str | None, accept: str = "*/*", *, page: bool = False
+    ) -> FetchResult:
+        """``key``'s response: from the cache, from a fetch already under way, or fetched now
+        (``page``: with the page size cap, not the asset cap)."""
         hit = self._cached(key)
         if hit is not None:
             return hit
@@ -657,7 +663,8 @@ class Crawler:
         future: asyncio.Future[FetchResult] = asyncio.get_running_loop().create_future()
         self.fetching[key] = future
         try:
-            result = await self.fetcher.fetch(key, referrer=referrer, accept=accept)
+            cap = max(self.options.asset_cap, PAGE_CAP) if page else "default"
+            result = await self.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
             self._remember(key, result)
             if result.final_url != key and result.outcome in ("ok", "redirected"):
                 with contextlib.suppress(URLError):
@@ -695,7 +702,7 @@ class Crawler:
                 return Reply(200, {"content-type": record.media_type}, path=file)
         if urls.ext(key) in self.scope.skip_extensions:
             return None  # large media the tree leaves on the live web: the page renders without it
-        result = await self.get(key, referrer)
+        result = await self.get(key, referrer, page=resource_type == "document")
         if result.outcome in ("refused", "skipped"):
             return None
         if result.status is None:
@@ -785,7 +792,7 @@ class Crawler:
 
     async def page(self, row: Row) -> None:
         key = row.key
-        result = await self.get(key, row.referrer, accept=_HTML_ACCEPT)
+        result = await self.get(key, row.referrer, accept=_HTML_ACCEPT, page=True)
         if result.outcome not in ("ok", "redirected"):
             await self._fail(row, result)
             return
