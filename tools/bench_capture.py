@@ -10,6 +10,9 @@
    --page-requisites`` on the whole site. Same politeness: no delay, one request at a time (wget is
    sequential; archiver's rule is one request at a time per host). With ``--repeat N`` the two take
    turns N times and each keeps its fastest run (for a machine that other work makes noisy).
+   A third row, ``python_floor``, runs ``tools/capture_floor.py`` in the same turns: the least a Python
+   capture can do (fetch, parse, rewrite, atomic write, one SQLite commit per URL, nothing else), so the
+   table shows how much of the gap to wget is Python's floor and how much is archiver's own work.
 3. **Rendering**: ``archiver capture`` (Chromium) against ``single-file-cli`` (npm) on the same first
    ``--rendered-pages`` pages, given to both as a URL list, ``--tabs`` pages at a time for both
    (``--max-parallel-workers`` for single-file). Skipped, with the reason printed, when single-file is
@@ -35,6 +38,7 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FLOOR = ROOT / "tools" / "capture_floor.py"
 sys.path.insert(0, str(ROOT))
 
 from archiver.fixture import FixtureConfig, FixtureServer, site_root  # noqa: E402
@@ -165,6 +169,10 @@ def bench(
                     t, rss, _, cpu = _run([*cmd, "-P", str(theirs), server.url], work)
                     _keep_fastest(rows, "wget", _row(_count_html(theirs), t, rss, cpu))
                     shutil.rmtree(theirs, ignore_errors=True)
+                floor = work / f"floor-{turn}"
+                t, rss, _, cpu = _run([sys.executable, str(FLOOR), server.url, str(floor)], work)
+                _keep_fastest(rows, "python_floor", _row(_count_html(floor), t, rss, cpu))
+                shutil.rmtree(floor, ignore_errors=True)
             if rendered_pages <= 0:
                 rows["archiver_render"] = "skipped (--rendered-pages 0)"
                 rows["single_file"] = "skipped (--rendered-pages 0)"
@@ -225,12 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     rows["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows["ratio_no_render_vs_wget"] = _ratio(rows, "archiver_no_render", "wget")
     rows["ratio_render_vs_single_file"] = _ratio(rows, "archiver_render", "single_file")
+    rows["ratio_floor_vs_wget"] = _ratio(rows, "python_floor", "wget")
+    rows["ratio_no_render_vs_floor"] = _ratio(rows, "archiver_no_render", "python_floor")
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print(f"generated site: {args.pages} pages; rendered comparison on {args.rendered_pages} pages,", end=" ")
     print(f"{args.tabs} at a time; no-render: best of {rows['repeat']}; load average {rows['load_average']}")
-    for name in ("archiver_no_render", "wget", "archiver_render", "single_file"):
+    for name in ("archiver_no_render", "wget", "python_floor", "archiver_render", "single_file"):
         row = rows[name]
         if isinstance(row, dict):
             print(
@@ -242,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"  {name:<20} {row}")
     print(f"  no-render vs wget: {rows['ratio_no_render_vs_wget']}")
+    print(f"  python floor vs wget: {rows['ratio_floor_vs_wget']}")
+    print(f"  no-render vs python floor: {rows['ratio_no_render_vs_floor']}")
     print(f"  rendered vs single-file: {rows['ratio_render_vs_single_file']}")
     return 0
 
