@@ -479,6 +479,13 @@ def _media(headers: httpx.Headers) -> tuple[str | None, str | None]:
     return media.strip().lower() or None, charset
 
 
+@dataclass(frozen=True)
+class _Prefix:
+    """A cap that keeps the first ``size`` bytes of a larger body instead of skipping it."""
+
+    size: int
+
+
 class Fetcher:
     """Fetches URLs by the rules of the module docstring. Use as an async context manager."""
 
@@ -578,7 +585,8 @@ class Fetcher:
 
     async def _read_robots(self, scheme: str, netloc: str) -> robots_mod.Robots:
         url = f"{scheme}://{netloc}/robots.txt"
-        result = await self._fetch(url, referrer=None, cap=512 * 1024, check_robots=False, retries=1)
+        cap = _Prefix(robots_mod.MAX_BYTES)  # a larger file is read in part, not skipped (§2.5)
+        result = await self._fetch(url, referrer=None, cap=cap, check_robots=False, retries=1)
         if result.outcome in ("ok", "redirected") and result.status and 200 <= result.status < 300:
             text = result.read().decode("utf-8", "replace")
             result.discard()
@@ -634,7 +642,7 @@ class Fetcher:
         url: str,
         *,
         referrer: str | None,
-        cap: int | None,
+        cap: int | _Prefix | None,
         check_robots: bool,
         retries: int | None = None,
         accept: str = "*/*",
@@ -692,7 +700,7 @@ class Fetcher:
         url: str,
         current: str,
         referrer: str | None,
-        cap: int | None,
+        cap: int | _Prefix | None,
         check_robots: bool,
         retries: int,
         accept: str,
@@ -757,7 +765,7 @@ class Fetcher:
             return result
 
     async def _request(
-        self, url: str, current: str, referrer: str | None, cap: int | None, accept: str
+        self, url: str, current: str, referrer: str | None, cap: int | _Prefix | None, accept: str
     ) -> FetchResult:
         headers = {"Accept": accept}
         if referrer:
@@ -771,30 +779,43 @@ class Fetcher:
                 result = FetchResult(url, current, "ok", status, "", media, charset, kept)
                 if status in _REDIRECT_STATUS:
                     return result
-                limit = cap if 200 <= status < 300 else min(cap or _ERROR_BODY_LIMIT, _ERROR_BODY_LIMIT)
+                prefix = isinstance(cap, _Prefix)
+                size_cap = cap.size if isinstance(cap, _Prefix) else cap
+                limit = (
+                    size_cap if 200 <= status < 300 else min(size_cap or _ERROR_BODY_LIMIT, _ERROR_BODY_LIMIT)
+                )
                 length = response.headers.get("content-length")
-                if limit is not None and length and length.isdigit() and int(length) > limit:
+                if not prefix and limit is not None and length and length.isdigit() and int(length) > limit:
                     if 200 <= status < 300:
                         raise _Skip(
                             "skipped", f"larger than the size cap ({int(length)} > {limit} bytes)", status
                         )
                     return result
-                await self._read_body(response, result, limit)
+                await self._read_body(response, result, limit, keep_prefix=prefix)
                 return result
 
-    async def _read_body(self, response: httpx.Response, result: FetchResult, limit: int | None) -> None:
+    async def _read_body(
+        self, response: httpx.Response, result: FetchResult, limit: int | None, *, keep_prefix: bool = False
+    ) -> None:
+        """Read the body into memory (or a spool file past :data:`SPOOL_LIMIT`). Past ``limit`` a 2xx
+        body is skipped, another one cut; with ``keep_prefix`` the first ``limit`` bytes are kept."""
         buffer = bytearray()
         spool: Any = None
         size = 0
         try:
             async for chunk in response.aiter_bytes():
                 size += len(chunk)
-                if limit is not None and size > limit:
+                over = limit is not None and size > limit
+                if over and not keep_prefix:
                     if result.status and 200 <= result.status < 300:
                         raise _Skip(
                             "skipped", f"larger than the size cap (over {limit} bytes)", result.status
                         )
                     break
+                if over:
+                    assert limit is not None
+                    chunk = chunk[: len(chunk) - (size - limit)]
+                    size = limit
                 if spool is None:
                     buffer += chunk
                     if len(buffer) > SPOOL_LIMIT:
@@ -803,6 +824,8 @@ class Fetcher:
                         buffer = bytearray()
                 else:
                     spool.write(chunk)
+                if over:
+                    break
         except BaseException:
             if spool is not None:
                 spool.close()

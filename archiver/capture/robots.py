@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import quote, unquote
 
-__all__ = ["Robots", "parse"]
+__all__ = ["MAX_BYTES", "Robots", "parse"]
 
-_MAX_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB; ignore the rest
+#: RFC 9309 §2.5: parse at least 500 KiB; ignore the rest (the fetcher reads no more than this).
+MAX_BYTES = 500 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,9 @@ def parse(text: str, agent: str) -> Robots:
     sitemaps: list[str] = []
     current: tuple[list[str], list[_Rule], list[float]] | None = None
     in_agents = False
-    for raw in text[:_MAX_BYTES].splitlines():
+    if len(text) > MAX_BYTES:  # a line cut at the limit is no rule (it may be a shorter, wider one)
+        text = text[: text.rfind("\n", 0, MAX_BYTES) + 1]
+    for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if ":" not in line:
             continue

@@ -520,3 +520,13 @@ def test_robots_allows_is_not_known_for_a_host_whose_robots_was_unreachable() ->
         assert run(go(s.url)) == (None, None)
     with FixtureServer() as s:  # read: a verdict, as before
         assert run(go(s.url)) == (True, False)
+
+
+def test_a_robots_txt_over_500_kib_is_read_in_part_not_skipped() -> None:
+    robots = "User-agent: *\nDisallow: /private/\n" + "# filler line of a large robots.txt\n" * 20_000
+    assert len(robots) > 600 * 1024
+    with FixtureServer(FixtureConfig(robots=robots + "Disallow: /about.html\n")) as s:
+        disallowed = run(_fetch(s.url + "private/", guard=_guard()))
+        beyond = run(_fetch(s.url + "about.html", guard=_guard()))
+    assert (disallowed.outcome, disallowed.reason) == ("skipped", "disallowed by robots.txt")
+    assert beyond.outcome == "ok"  # its rule lies past the first 500 KiB (RFC 9309 §2.5)

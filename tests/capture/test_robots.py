@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archiver.capture.robots import Robots, parse
+from archiver.capture.robots import MAX_BYTES, Robots, parse
 
 TEXT = """
 # comment
@@ -73,3 +73,15 @@ def test_unreachable_robots_disallows_everything_and_says_why() -> None:
     assert Robots.allow_everything().unreachable is None
     assert parse("User-agent: *\nDisallow: /\n", "x").unreachable is None  # read, and it disallows
     assert not parse("User-agent: *\nDisallow: /\n", "x").allowed("/x")
+
+
+def test_only_the_first_500_kib_are_parsed_and_a_cut_line_is_no_rule() -> None:
+    head = "User-agent: *\nDisallow: /early/\n"
+    filler = "# " + "x" * 97 + "\n"
+    body = head + filler * ((MAX_BYTES - len(head)) // len(filler))
+    cut = body + "#" * (MAX_BYTES - len(body) - 12) + "\nDisallow: /abcdefghij/rest\n"
+    assert len(cut) > MAX_BYTES > cut.index("Disallow: /abcdefghij")  # the limit falls inside that line
+    rules = parse(cut + "Disallow: /late/\n", "archiver")
+    assert not rules.allowed("/early/x")
+    assert rules.allowed("/abcdefghij/x")  # "Disallow: /abcde" (cut) would have disallowed it
+    assert rules.allowed("/late/x")  # past 500 KiB: ignored
