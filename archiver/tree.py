@@ -21,16 +21,19 @@ import msgspec
 from archiver import __version__
 from archiver.errors import FormatError
 from archiver.media import media_type_for
-from archiver.urls import RESERVED_DIR
+from archiver.urls import PRIVATE_NAMES, RESERVED_DIR, STATE_NAME
 
 __all__ = [
     "FORMAT_VERSION",
     "MANIFEST_NAME",
+    "PRIVATE_NAMES",
+    "STATE_NAME",
     "Header",
     "ManifestWriter",
     "Record",
     "hash_file",
     "infer_records",
+    "is_private",
     "manifest_path",
     "page_title",
     "read_header",
@@ -42,6 +45,8 @@ __all__ = [
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.jsonl"
+# STATE_NAME and PRIVATE_NAMES (the private files, is_private) are re-exported from archiver.urls,
+# where they are defined because RESERVED_NAMES is built from them and urls cannot import this module.
 _CHUNK = 1 << 20
 
 
@@ -77,6 +82,17 @@ class Record(msgspec.Struct, kw_only=True, omit_defaults=True):
 _header_decoder = msgspec.json.Decoder(Header)
 _record_decoder = msgspec.json.Decoder(Record)
 _encoder = msgspec.json.Encoder()
+
+
+def is_private(tree_path: str) -> bool:
+    """Whether a '/'-separated path relative to a tree's root is one of its private files
+    (:data:`PRIVATE_NAMES`, or anything inside the ``tmp`` folder). Empty and ``.`` segments are
+    ignored; names compare case-insensitively, as a case-insensitive file system finds them."""
+    parts = [p for p in tree_path.split("/") if p and p != "."]
+    if len(parts) < 2 or parts[0].lower() != RESERVED_DIR:
+        return False
+    name = parts[1].lower()
+    return name in PRIVATE_NAMES or name.startswith(STATE_NAME)
 
 
 def manifest_path(root: Path) -> Path:
@@ -186,8 +202,9 @@ def title_from_html(data: bytes) -> str | None:
 
 def infer_records(root: Path) -> Iterator[Record]:
     """Records for a tree without a manifest (tree.md §8.2): every regular file under ``root`` in
-    sorted path order, except the files directly inside the reserved folder (metadata); symlinks
-    that leave the root and special files are skipped."""
+    sorted path order, except the files directly inside the reserved folder (metadata) and the
+    private ones (:func:`is_private`, also when a symlink leads there); symlinks that leave the root,
+    symlinked folders and special files are skipped."""
     root = root.resolve()
     for rel in _walk(root, root):
         full = root / rel
@@ -213,9 +230,13 @@ def _walk(root: Path, folder: Path) -> Iterator[str]:
         rel = full.relative_to(root).as_posix()
         if folder == root / RESERVED_DIR and not entry.is_dir(follow_symlinks=False):
             continue  # files directly in the reserved folder are metadata; only folders are hosts
+        if is_private(rel):
+            continue
         if entry.is_symlink():
+            if entry.is_dir():
+                continue  # a symlinked folder: a second path to files (or a loop), never followed
             target = full.resolve()
-            if not target.is_relative_to(root):
+            if not target.is_relative_to(root) or is_private(target.relative_to(root).as_posix()):
                 continue
         if entry.is_dir():
             yield from _walk(root, full)

@@ -39,8 +39,10 @@ __all__ = [
     "DEFAULT_SKIP_EXTENSIONS",
     "MAX_URL_LENGTH",
     "NOT_FETCHED_SCHEMES",
+    "PRIVATE_NAMES",
     "RESERVED_DIR",
     "RESERVED_NAMES",
+    "STATE_NAME",
     "Hygiene",
     "Kind",
     "canonicalize",
@@ -64,8 +66,21 @@ Kind = Literal["page", "asset"]
 
 #: The folder at the root of every tree that holds assets (one sub-folder per host) and metadata.
 RESERVED_DIR = "_archiver"
-#: Names inside RESERVED_DIR that are metadata, never host folders (tree.md §4.3).
-RESERVED_NAMES = frozenset({"manifest.jsonl", "crawl.sqlite", "crawl.sqlite-wal", "crawl.sqlite-shm", "tmp"})
+#: The capture's resume state (SQLite), directly inside RESERVED_DIR; SQLite names its side files
+#: (``-wal``, ``-shm``, ``-journal``…) after it. Re-exported by :mod:`archiver.tree`.
+STATE_NAME = "crawl.sqlite"
+#: The tree's private files and folders, directly inside RESERVED_DIR: the resume state with its side
+#: files (it keeps every URL unredacted), and ``tmp`` (files being written, tree.md §9.2). They
+#: belong to the machine that wrote the tree: never served, never packed (serve.md §5.1). Any other
+#: name that starts with STATE_NAME is private too (:func:`archiver.tree.is_private`). Re-exported
+#: by :mod:`archiver.tree`.
+PRIVATE_NAMES = frozenset(
+    {STATE_NAME, f"{STATE_NAME}-wal", f"{STATE_NAME}-shm", f"{STATE_NAME}-journal", "tmp"}
+)
+#: Names inside RESERVED_DIR that are metadata, never host folders (tree.md §4.4): the manifest and
+#: the private names, exactly as tree.md §4.4 lists them (so without ``-journal``: changing the set
+#: changes LocalPath).
+RESERVED_NAMES = frozenset({"manifest.jsonl", *(PRIVATE_NAMES - {f"{STATE_NAME}-journal"})})
 #: Longer inputs are rejected (tree.md §2.1): nginx's default request-line buffer is 8 KiB.
 MAX_URL_LENGTH = 8192
 #: References with these schemes stay in pages exactly as written and are never fetched (tree.md §2.2).

@@ -21,7 +21,7 @@ CORE = {
 GWTAR = {
     "__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
     "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
-    "archiver.gwtar.refs", "contextlib",
+    "archiver.gwtar.refs", "contextlib", "archiver.urls",
 }  # fmt: skip
 PAR2 = {
     "__future__", "collections.abc", "dataclasses", "hashlib", "math", "re", "struct", "typing", "zlib",

@@ -133,3 +133,64 @@ def test_title_charset_and_absence() -> None:
     assert title_from_html(b'<meta charset="iso-8859-1"><title>Caf\xe9</title>') == "Caf\u00e9"
     assert title_from_html(b"<p>no title</p>") is None
     assert title_from_html(b"<title>   </title>") is None
+
+
+PRIVATE_CASES = [
+    ("_archiver/crawl.sqlite", True),
+    ("_archiver/crawl.sqlite-wal", True),
+    ("_archiver/crawl.sqlite-shm", True),
+    ("_archiver/crawl.sqlite-journal", True),
+    ("_archiver/crawl.sqlite-mj4f2a91", True),  # any side file SQLite names after the state
+    ("_archiver/tmp", True),
+    ("_archiver/tmp/", True),
+    ("_archiver/tmp/write-1.tmp", True),
+    ("_archiver/tmp/deep/fetch-3.part", True),
+    ("_archiver//crawl.sqlite", True),
+    ("./_archiver/tmp/x", True),
+    ("_ARCHIVER/Crawl.SQLite", True),  # as a case-insensitive file system would find it
+    ("_archiver/TMP/x", True),
+    ("_archiver", False),
+    ("_archiver/", False),
+    ("_archiver/manifest.jsonl", False),
+    ("_archiver/zim-edits.jsonl", False),
+    ("_archiver/gwtar-index.json", False),
+    ("_archiver/127.0.0.1/img/a.png", False),
+    ("_archiver/ex.com/crawl.sqlite", False),  # a host's asset of that name is public
+    ("_archiver/ex.com/tmp/x", False),
+    ("_archiver/tmpfile", False),
+    ("_archiver/crawl.sql", False),
+    ("crawl.sqlite", False),
+    ("tmp/write-1.tmp", False),
+    ("docs/_archiver/crawl.sqlite", False),
+    ("index.html", False),
+    ("", False),
+]
+
+
+@pytest.mark.parametrize(("path", "private"), PRIVATE_CASES)
+def test_is_private(path: str, private: bool) -> None:
+    from archiver.tree import is_private
+
+    assert is_private(path) is private
+
+
+def test_infer_records_leaves_private_files_out(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_bytes(b"<title>Home</title>")
+    (tmp_path / "_archiver" / "tmp").mkdir(parents=True)
+    (tmp_path / "_archiver" / "tmp" / "write-1.tmp").write_bytes(b"half written")
+    (tmp_path / "_archiver" / "crawl.sqlite").write_bytes(b"state")
+    (tmp_path / "s.db").symlink_to(tmp_path / "_archiver" / "crawl.sqlite")
+    (tmp_path / "w.tmp").symlink_to(tmp_path / "_archiver" / "tmp" / "write-1.tmp")
+    assert [r.path for r in infer_records(tmp_path)] == ["index.html"]
+
+
+def test_symlinked_folders_are_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "_archiver" / "tmp").mkdir(parents=True)
+    (tmp_path / "_archiver" / "crawl.sqlite").write_bytes(b"state")
+    (tmp_path / "_archiver" / "tmp" / "x").write_bytes(b"partial")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.html").write_text("<title>A</title>")
+    (tmp_path / "state").symlink_to("_archiver")  # into the private files
+    (tmp_path / "again").symlink_to("docs")  # a second path to the same page
+    (tmp_path / "docs" / "loop").symlink_to("..")  # a loop
+    assert [r.path for r in infer_records(tmp_path)] == ["docs/a.html"]

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from archiver import tar
 from archiver.errors import FormatError
 from archiver.gwtar.refs import Category
+from archiver.urls import PRIVATE_NAMES, RESERVED_DIR
 
 __all__ = [
     "END_MARK",
@@ -62,10 +63,9 @@ TOTAL_DIGITS = 24
 OFFSET_DIGITS = 24
 #: Assets above this size go after everything else (formats/gwtar.md §5.2).
 LARGE = 4 << 20
-#: Tree files never packed: the capture's resume state, and a site index left by an earlier extract.
-EXCLUDED = frozenset(
-    {"_archiver/crawl.sqlite", "_archiver/crawl.sqlite-wal", "_archiver/crawl.sqlite-shm", INDEX_PATH}
-)
+#: Tree files never packed: the tree's private files (urls.PRIVATE_NAMES), and a site index left by
+#: an earlier extract.
+EXCLUDED = frozenset({f"{RESERVED_DIR}/{name}" for name in PRIVATE_NAMES} | {INDEX_PATH})
 #: Fields the v1 loader adds to each manifest entry at run time; a manifest must not use them.
 RESERVED_ENTRY_FIELDS = frozenset(
     {"name", "byteRangeStart", "byteRangeEnd", "urlString", "data", "status", "rendered"}

@@ -177,20 +177,28 @@ def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
 
 def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
     """Regular files under ``root`` in sorted path order as (tree path, file path, stat) (tree.md
-    §8.2): files directly inside the reserved folder are metadata and skipped; symlinks are followed
-    only to files inside the root; symlinked folders and special files are skipped. Iterative (one
-    generator, whatever the depth): trees of many small files are walked at the cost of the stat."""
+    §8.2): files directly inside the reserved folder are metadata and skipped, and so are the tree's
+    private files (:func:`archiver.tree.is_private`: the ``tmp`` folder is not entered); symlinks are
+    followed only to files inside the root that are not private; symlinked folders and special files
+    are skipped. Iterative (one generator, whatever the depth): trees of many small files are walked
+    at the cost of the stat."""
     inside = root + os.sep
     stack: list[tuple[str, Iterator[os.DirEntry[str]]]] = [("", iter(_sorted_entries(root)))]
     while stack:
         prefix, entries = stack[-1]
         in_reserved = prefix == RESERVED_DIR
+        # only entries of a top-level folder named like the reserved one (any case) can be private
+        maybe_private = prefix.lower() == RESERVED_DIR
         for entry in entries:
             rel = f"{prefix}/{entry.name}" if prefix else entry.name
-            if entry.is_symlink() and (
-                entry.is_dir() or in_reserved or not os.path.realpath(entry.path).startswith(inside)
-            ):
+            if maybe_private and tree.is_private(rel):
                 continue
+            if entry.is_symlink():
+                if entry.is_dir() or in_reserved:
+                    continue
+                real = os.path.realpath(entry.path)
+                if not real.startswith(inside) or _private_real(real[len(inside) :]):
+                    continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append((rel, iter(_sorted_entries(entry.path))))
                 break
@@ -198,6 +206,11 @@ def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
                 yield rel, entry.path, entry.stat()
         else:
             stack.pop()
+
+
+def _private_real(rel: str) -> bool:
+    """Whether a real path relative to the tree's real root (``os.sep``-separated) is private."""
+    return tree.is_private(rel if os.sep == "/" else rel.replace(os.sep, "/"))
 
 
 def _pick_main(specs: dict[str, MemberSpec], main: str | None, home_page: str | None, src: Path) -> str:
@@ -269,14 +282,17 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
     late: set[str] = set()
     if header is not None:
         for record in tree.read_records(root):
-            if record.path in layout.EXCLUDED:
-                continue
+            if record.path in layout.EXCLUDED or tree.is_private(record.path):
+                continue  # a private file is left out even when the manifest names it
             why = layout.member_path_problem(record.path)
             if why:
                 raise FormatError(f"manifest names an impossible path: {why}", subject=record.path)
             full = root / record.path
-            if not full.is_file() or not full.resolve().is_relative_to(root):
+            real = full.resolve()
+            if not full.is_file() or not real.is_relative_to(root):
                 raise FormatError("listed in the manifest but not a file in the tree", subject=str(full))
+            if tree.is_private(real.relative_to(root).as_posix()):
+                continue  # a symlink to a private file: left out too
             specs[record.path] = MemberSpec(
                 path=record.path,
                 size=record.size,

@@ -16,6 +16,7 @@ Pure apart from reading what the PATHs are (a file, a folder, a ZIM) through
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -23,6 +24,7 @@ from typing import Final
 from archiver.errors import UsageError
 from archiver.serve.ranges import MAX_RANGES
 from archiver.serve.sources import plan_mounts
+from archiver.urls import RESERVED_DIR, STATE_NAME
 
 __all__ = ["ARCHIVE_CACHE", "KINDS", "TREE_CACHE", "print_config"]
 
@@ -33,6 +35,11 @@ ARCHIVE_CACHE: Final = "public, max-age=86400"
 #: Cache-Control for tree files.
 TREE_CACHE: Final = "public, max-age=3600"
 _KIWIX_PORT: Final = 8081
+#: A tree's private files (archiver.tree.is_private, formats/serve.md §5.1) as a regular expression
+#: on the decoded request path after a tree mount's ``/<name>/``, for nginx (PCRE) and Caddy (Go
+#: RE2), matched case-insensitively: the capture's state with every file named after it, and the
+#: ``tmp`` folder with everything in it. Repeated slashes are allowed, whatever the server merges.
+_PRIVATE_TAIL: Final = f"/+{re.escape(RESERVED_DIR)}/+({re.escape(STATE_NAME)}|tmp(/|$))"
 
 
 def print_config(
@@ -62,6 +69,16 @@ def _quote_nginx(text: str) -> str:
     if any(c in text for c in " \";{}#'\\$") or not text:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return text
+
+
+def _pcre_literal(name: str) -> str:
+    """``/<name>`` as a regular expression matching the decoded request path's mount prefix."""
+    return "/" + re.escape(name)
+
+
+def _quote_caddy(text: str) -> str:
+    """A Caddyfile token: backquoted (no escapes inside) unless it is a plain word."""
+    return text if text and not any(c in text for c in ' \t"`{}#') else "`" + text + "`"
 
 
 def _uri(name: str) -> str:
@@ -132,6 +149,11 @@ def _nginx(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
                 f'        add_header Cache-Control "{TREE_CACHE}";',
                 "        gzip on;",
                 "        gzip_types text/css text/javascript application/json image/svg+xml;",
+                "        # the tree's private files (capture state, _archiver/tmp/): never served; first,",
+                "        # so no other location below wins. A symlink leading there is not caught here.",
+                f"        location ~* {_quote_nginx('^' + _pcre_literal(name) + _PRIVATE_TAIL)} {{",
+                "            return 404;",
+                "        }",
                 "        # gwtar files inside the tree: never compressed, their own type.",
                 r"        location ~* \.gwtar\.html$ {",
                 "            types { }",
@@ -184,6 +206,9 @@ def _caddy(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
                 f"    redir {uri} {uri}/ 301",
                 f"    handle_path {uri}/* {{",
                 f'        root * "{_abs(path)}"',
+                "        # the tree's private files (capture state, _archiver/tmp/): never served",
+                f"        @private path_regexp {_quote_caddy('(?i)^' + _PRIVATE_TAIL)}",
+                "        respond @private 404",
                 f'        header Cache-Control "{TREE_CACHE}"',
                 "        @gwtar path *.gwtar.html",
                 f'        header @gwtar Content-Type "{gwtar_mime}"',

@@ -7,9 +7,12 @@ becomes one or more *mounts* (:func:`mounts_for`):
   its members at ``/<file name>/~/<member path>``;
 - a ZIM file → ``/<name without .zim>/``, the main page at that prefix, entries below it;
 - a canonical tree (a folder with ``index.html`` or ``_archiver/``) → ``/<folder name>/``, served as
-  static files; a ``*.gwtar.html`` file inside a tree also gets member URLs;
+  static files, except its private files (:func:`archiver.tree.is_private`: the capture's state and
+  ``_archiver/tmp/``), which are 404 whatever the spelling or symlink; a ``*.gwtar.html`` file
+  inside a tree also gets member URLs;
 - any other file → ``/<file name>``;
-- any other folder → each of its entries that is one of the above becomes a mount of its own.
+- any other folder → each of its entries that is one of the above becomes a mount of its own
+  (a tree's private files excepted).
 
 ``/`` is the index page and ``/~/`` is reserved for the server (``/~/search/<zim>?q=…``), so no
 mount is called ``~``. Request paths are checked before any file is touched
@@ -42,6 +45,7 @@ from urllib.parse import quote, unquote_to_bytes
 from archiver.errors import UsageError
 from archiver.media import is_text, media_type_for
 from archiver.serve.ranges import format_http_date
+from archiver.tree import is_private
 
 __all__ = [
     "GWTAR_MAGIC",
@@ -454,13 +458,13 @@ class _TreeMount(Mount):
                 return self._member(rest[:cut], rest[cut + 1 :], slash)
         candidate = os.path.join(self.root, *rest)
         real = os.path.realpath(candidate)
-        if not _inside(real, self.root):
+        if not self._public(real):
             return _NOT_FOUND
         if os.path.isdir(real):
             if not slash and rest:
                 return Redirect(301, _href(self.name, *rest) + "/" + _query_suffix(raw_query))
             real = os.path.realpath(os.path.join(real, "index.html"))
-            if not _inside(real, self.root):
+            if not self._public(real):
                 return _NOT_FOUND
         elif slash:
             return _NOT_FOUND
@@ -475,9 +479,20 @@ class _TreeMount(Mount):
         rep.identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         return rep
 
+    def _public(self, real: str) -> bool:
+        """Whether a real path may be served: inside the root, and not one of the tree's private
+        files (tree.is_private, decided on the path relative to the real root, so no spelling and
+        no symlink reaches them)."""
+        if real == self.root:
+            return True
+        if not _inside(real, self.root):
+            return False
+        rel = real[len(self.root) + 1 :]
+        return not is_private(rel if os.sep == "/" else rel.replace(os.sep, "/"))
+
     def _member(self, archive: list[str], member: list[str], slash: bool) -> Result:
         real = os.path.realpath(os.path.join(self.root, *archive))
-        if not _inside(real, self.root):
+        if not self._public(real):
             return _NOT_FOUND
         opened = _open_regular(real)
         if opened is None:
@@ -612,6 +627,13 @@ def _classify(path: Path) -> str | None:
     return None
 
 
+def _in_private_place(path: Path) -> bool:
+    """Whether a path's real location is a tree's private file or inside one (some ``_archiver``
+    folder on the way holds it as tree.is_private says): such a child of a served folder is no mount."""
+    parts = Path(os.path.realpath(path)).parts
+    return any(is_private("/".join(parts[i : i + 2])) for i in range(len(parts) - 1))
+
+
 def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
     """``(kind, name, path)`` of every mount the PATHs given to ``archiver serve`` make, in order,
     with unique names (``name-2``… on a clash); nothing is opened. A missing PATH, or a set of PATHs
@@ -627,7 +649,7 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
             continue
         found = False
         for child in sorted(path.iterdir(), key=lambda p: p.name):
-            if child.name.startswith("."):
+            if child.name.startswith(".") or _in_private_place(child):
                 continue
             child_kind = _classify(child)
             if child_kind in (None, "folder"):

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from archiver.errors import FormatError, URLError, UsageError
 from archiver.media import media_type_for
-from archiver.tree import Header, Record, read_header, read_records, records
+from archiver.tree import Header, Record, is_private, read_header, read_records, records
 from archiver.urls import RESERVED_DIR, local_path
 from archiver.zim.zimsafe import Edit, decode_edits
 
@@ -129,6 +129,7 @@ class TreeSource:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._resolved = self.root.resolve()
+        self._resolved_prefix = os.path.join(self._resolved, "")  # with its final separator
         self.label = str(root)
         self.header = read_header(self.root)
         self.home = self.header.home if self.header else None
@@ -147,6 +148,8 @@ class TreeSource:
             # one streaming pass over the manifest: the set of paths (for main/icon look-ups)
             self._listed = set()
             for r in read_records(self.root):
+                if is_private(r.path):
+                    continue  # never content, even when a manifest names it (formats/serve.md §5.1)
                 self._listed.add(r.path)
                 if self._first_page is None and r.kind == "page":
                     self._first_page = r.path
@@ -155,14 +158,20 @@ class TreeSource:
         return self.root / path
 
     def has(self, path: str) -> bool:
-        if self._listed is not None:
-            return path in self._listed
+        """Whether ``path`` is one of the tree's entries: listed in its manifest, or (without one) a
+        regular file the walk of tree.md §8.2 would find: not metadata of the reserved folder, not a
+        private file (tree.is_private, also through a symlink), not a symlink that leaves the tree."""
+        if self._listed is not None:  # a listed path that leaves the tree fails later, in entries()
+            return path in self._listed and not self._leads_to_private(self._file(path))
         if not path or path.startswith("/") or any(s in ("", ".", "..") for s in path.split("/")):
             return False
         top, _, rest = path.partition("/")
         if top == RESERVED_DIR and "/" not in rest:
             return False  # metadata files of the reserved folder are never content
-        return self._file(path).is_file()
+        if is_private(path):
+            return False
+        full = self._file(path)
+        return full.is_file() and self._public(full)
 
     def head(self, path: str, limit: int = _CHUNK) -> bytes | None:
         if not self.has(path):
@@ -186,8 +195,8 @@ class TreeSource:
 
     def entries(self) -> Iterator[SourceEntry]:
         for record in records(self.root):
-            if record.path in (STORED_MANIFEST, STORED_EDITS):
-                continue
+            if record.path in (STORED_MANIFEST, STORED_EDITS) or is_private(record.path):
+                continue  # a private file is never content, even when a manifest names it
             check_entry_path(record.path, self.label)
             full = self._file(record.path)
             try:
@@ -198,8 +207,11 @@ class TreeSource:
                 ) from None
             if not full.is_file():
                 raise FormatError(f"{record.path!r} is not a regular file", subject=self.label)
-            if not self._inside(full):
+            target = self._real(full)
+            if not target.is_relative_to(self._resolved):
                 raise FormatError(f"{record.path!r} is a symlink that leaves the tree", subject=self.label)
+            if self._private_target(target):
+                continue  # a symlink (or symlinked folder) leading to a private file: left out too
             if st.st_size != record.size:
                 raise FormatError(
                     f"{record.path!r} has {st.st_size} bytes on disk, the manifest says {record.size}",
@@ -218,14 +230,30 @@ class TreeSource:
                 record=record,
             )
 
-    def _inside(self, full: Path) -> bool:
-        """Whether ``full`` resolves inside the tree; each folder is resolved once, a file only
-        when it is a symlink itself."""
+    def _real(self, full: Path) -> Path:
+        """Where ``full`` really is; each folder is resolved once, a file only when it is a symlink
+        itself."""
         folder = self._folders.get(full.parent)
         if folder is None:
             folder = self._folders[full.parent] = full.parent.resolve()
-        target = full.resolve() if full.is_symlink() else folder / full.name
-        return target.is_relative_to(self._resolved)
+        return full.resolve() if full.is_symlink() else folder / full.name
+
+    def _public(self, full: Path) -> bool:
+        """Whether ``full`` resolves inside the tree to a file that is not private (tree.is_private
+        of its real path relative to the tree's real root)."""
+        target = self._real(full)
+        return target.is_relative_to(self._resolved) and not self._private_target(target)
+
+    def _leads_to_private(self, full: Path) -> bool:
+        """Whether ``full`` resolves inside the tree to one of its private files."""
+        target = self._real(full)
+        return target.is_relative_to(self._resolved) and self._private_target(target)
+
+    def _private_target(self, target: Path) -> bool:
+        """Whether a real path inside the tree's real root is private (tree.is_private); string
+        slicing, as this runs once per entry."""
+        rel = str(target)[len(self._resolved_prefix) :]
+        return is_private(rel if os.sep == "/" else rel.replace(os.sep, "/"))
 
     def chunks(self, entry: SourceEntry) -> Iterator[bytes]:
         with self._file(entry.path).open("rb") as f:

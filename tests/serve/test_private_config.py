@@ -1,0 +1,104 @@
+"""``archiver serve --print-config nginx|caddy`` denies a tree's private files (formats/serve.md §5.1
+and §7) as ``archiver serve`` does: Debian's nginx, run with the printed configuration, answers 404
+for the capture's state and ``_archiver/tmp/`` however the path is spelt, and still serves the
+tree's public files, ``_archiver/manifest.jsonl`` among them. Caddy is not one of the test tools
+(tools/bootstrap): its output is checked as text here, and was run by hand (serve.md §7)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from archiver.serve import print_config, running
+from tests.serve.helpers import nginx, request
+
+SECRET = b"PRIVATE-STATE-3b9e"
+
+# Every spelling of a private file of the tree mounted at /t/ (after the server decodes the path).
+PRIVATE_TARGETS = [
+    "/t/_archiver/crawl.sqlite",
+    "/t/_archiver/crawl.sqlite-wal",
+    "/t/_archiver/crawl.sqlite-shm",
+    "/t/_archiver/crawl.sqlite-journal",
+    "/t/_archiver/tmp/x",
+    "/t/_archiver/tmp/index.html",
+    "/t/_archiver/tmp/p.gwtar.html",  # the gwtar location must not win
+    "/t/_archiver/tmp/",
+    "/t/_archiver/tmp",
+    "/t/%5Farchiver/crawl.sqlite",
+    "/t/%5farchiver/crawl%2Esqlite",
+    "/t/_archiver%2Fcrawl.sqlite-wal",
+    "/t/%5F%61rchiver/%74mp/x",
+    "/t/_archiver//crawl.sqlite",
+    "/t//_archiver/tmp//x",
+    "/t/docs/../_archiver/crawl.sqlite",
+    "/t/_archiver/crawl.sqlite?download=1",
+]
+PUBLIC_TARGETS = {
+    "/t/": b"<title>Home</title>",
+    "/t/index.html": b"<title>Home</title>",
+    "/t/_archiver/manifest.jsonl": b'"format":"archiver-tree"',
+    "/t/_archiver/ex.com/tmp/a.css": b"body{}",  # a host's own tmp folder is public
+    "/t/_archiver/tmpfile.txt": b"public",
+}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("private") / "t"
+    files = {
+        "index.html": b"<title>Home</title>",
+        "docs/index.html": b"<title>Docs</title>",
+        "_archiver/manifest.jsonl": b'{"format":"archiver-tree","version":1,"home":"https://ex.com/",'
+        b'"created":"2026-11-30T00:00:00Z"}\n',
+        "_archiver/ex.com/tmp/a.css": b"body{}",
+        "_archiver/tmpfile.txt": b"public",
+        "_archiver/crawl.sqlite": SECRET + b" state",
+        "_archiver/crawl.sqlite-wal": SECRET + b" wal",
+        "_archiver/crawl.sqlite-shm": SECRET + b" shm",
+        "_archiver/crawl.sqlite-journal": SECRET + b" journal",
+        "_archiver/tmp/x": SECRET + b" tmp",
+        "_archiver/tmp/index.html": SECRET + b" tmp index",
+        "_archiver/tmp/p.gwtar.html": SECRET + b" gwtar",
+    }
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    # nginx runs as this user, who must be able to read the tree (test temp folders are private)
+    for folder in [root, *root.parents][:3]:
+        folder.chmod(folder.stat().st_mode | 0o755)
+    return root
+
+
+def _check(base: str, server: str) -> None:
+    for target in PRIVATE_TARGETS:
+        for method in ("GET", "HEAD"):
+            reply = request(base, method, target)
+            # archiver serve refuses a path with ".." outright (serve.md §5); the others resolve it
+            want = 400 if ".." in target and server == "archiver serve" else 404
+            assert reply.status == want, f"{server}: {method} {target} -> {reply.status}"
+            assert SECRET not in reply.body and reply.header("location") is None, f"{server}: {target}"
+    for target, expected in PUBLIC_TARGETS.items():
+        reply = request(base, "GET", target)
+        assert reply.status == 200 and expected in reply.body, f"{server}: {target} -> {reply.status}"
+
+
+@pytest.mark.interop
+def test_nginx_with_the_printed_config_denies_private_files(tree: Path, tmp_path: Path) -> None:
+    with nginx(tmp_path, [tree]) as url, running([tree]) as ours:
+        _check(url, "nginx")
+        _check(ours, "archiver serve")
+
+
+def test_printed_configs_deny_private_paths_of_every_tree_mount(tree: Path, tmp_path: Path) -> None:
+    other = tmp_path / "b (2)"
+    shutil.copytree(tree, other)
+    text = print_config("nginx", [tree, other])
+    assert r'location ~* "^/t/+_archiver/+(crawl\\.sqlite|tmp(/|$))" {' in text
+    assert r'location ~* "^/b\\ \\(2\\)/+_archiver/+(crawl\\.sqlite|tmp(/|$))" {' in text
+    assert text.index("+_archiver/+(crawl") < text.index(r"location ~* \.gwtar\.html$")
+    caddy = print_config("caddy", [tree, other])
+    assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$))") == 2
+    assert caddy.count("respond @private 404") == 2
