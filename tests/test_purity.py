@@ -21,7 +21,7 @@ CORE = {
 GWTAR = {
     "__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
     "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
-    "archiver.gwtar.refs", "contextlib", "archiver.urls",
+    "archiver.gwtar.refs", "contextlib", "archiver.css_refs", "archiver.html_refs", "archiver.urls",
 }  # fmt: skip
 PAR2 = {
     "__future__", "collections.abc", "dataclasses", "hashlib", "math", "re", "struct", "typing", "zlib",
@@ -31,23 +31,29 @@ PAR2 = {
 ZIM = {
     "__future__", "collections.abc", "dataclasses", "datetime", "hashlib", "io", "posixpath", "re", "regex",
     "struct", "typing", "urllib.parse", "zlib", "lxml.etree", "lxml.html", "tinycss2", "tinycss2.ast", "PIL",
-    "archiver.errors", "archiver.srcset", "archiver.urls", "archiver.zim.links",
+    "archiver.errors", "archiver.srcset", "archiver.urls", "archiver.zim.links", "archiver.css_refs",
+    "archiver.html_refs",
 }  # fmt: skip
 CAPTURE = {
     "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "re", "typing",
     "urllib.parse", "tinycss2", "tinycss2.serializer", "selectolax.lexbor", "archiver", "archiver.urls",
     "archiver.errors", "archiver.capture", "archiver.srcset", "archiver.capture.policy",
-    "archiver.capture.rewrite_css",
+    "archiver.css_refs", "archiver.html_refs",
+}  # fmt: skip
+REFS = {
+    "__future__", "collections.abc", "contextlib", "dataclasses", "re", "typing", "tinycss2",
+    "tinycss2.bytes", "tinycss2.serializer",
 }  # fmt: skip
 
 SERVE = {"__future__", "dataclasses", "datetime", "typing"}
 
 PURE: dict[str, set[str]] = {
     "urls.py": CORE, "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
+    "css_refs.py": REFS, "html_refs.py": REFS,
     "tar.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/refs.py": GWTAR,
     "par2/packets.py": PAR2, "par2/layout.py": PAR2, "par2/results.py": PAR2,
     "zim/metadata.py": ZIM, "zim/links.py": ZIM, "zim/page.py": ZIM, "zim/icon.py": ZIM,
-    "capture/rewrite_css.py": CAPTURE, "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
+    "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "serve/ranges.py": SERVE,
 }  # fmt: skip

@@ -7,8 +7,9 @@ The stages, one module each (data flows down):
 - :mod:`.state` — the resume state, ``_archiver/crawl.sqlite``;
 - :mod:`.fetch` — the one network path: politeness, robots.txt, retries, size caps, address guard;
 - :mod:`.render` — Chromium via Playwright, every request routed through the fetcher;
-- :mod:`.rewrite_html`, :mod:`.rewrite_css`, :mod:`.srcset` — pure rewriting; :mod:`.policy` — the
-  one reference decision (pure); :mod:`.robots`, :mod:`.textcodec` — pure helpers;
+- :mod:`.rewrite_html` — pure HTML rewriting (CSS through :mod:`archiver.css_refs`, srcset through
+  :mod:`archiver.srcset`); :mod:`.policy` — the one reference decision (pure); :mod:`.robots`,
+  :mod:`.textcodec` — pure helpers;
 - :mod:`.browser` — finding and launching Chromium.
 
 :func:`capture` is the library entry point and :func:`capture_main` its command-line shape.

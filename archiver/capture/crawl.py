@@ -7,7 +7,7 @@ A capture of seeds into ``out`` (formats/tree.md) runs these stages for each URL
   are answered from what was already fetched, or fetched once), rewrite (:mod:`.rewrite_html`, every
   reference through :meth:`archiver.capture.policy.Scope.decide`), write at its tree path;
 - **asset**: fetch (or take what the browser already fetched), rewrite stylesheets
-  (:mod:`.rewrite_css`), write at its tree path.
+  (:mod:`archiver.css_refs`), write at its tree path.
 
 Each completed URL is one state transaction (its outcome, its manifest record, the references it
 revealed) followed by one manifest line (:class:`archiver.tree.ManifestWriter`). Files are written
@@ -53,9 +53,9 @@ from archiver import urls
 from archiver.capture import rewrite_html
 from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult, Resolver
 from archiver.capture.policy import Decision, Hint, Scope, redact, split_fragment
-from archiver.capture.rewrite_css import rewrite_stylesheet
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.textcodec import decode_css, decode_html
+from archiver.css_refs import rewrite_stylesheet
 from archiver.errors import CaptureError, URLError, UsageError
 from archiver.tree import Header, ManifestWriter, Record, write_records
 from archiver.urls import RESERVED_DIR, Kind

@@ -23,9 +23,9 @@ not assumed.
    without a script or a scroll;
 5. passes every reference, one at a time, to ``change(reference, hint)``, the caller's single decision
    function, and writes back what it returns (``None`` leaves the reference as it was): element
-   attributes (table ``_URL_ATTRIBUTES``), ``srcset`` candidates (WHATWG parsing, :mod:`.srcset`),
-   ``style`` attributes and ``<style>`` elements (tinycss2, :mod:`.rewrite_css`), a meta refresh URL,
-   and ``<iframe srcdoc>`` documents (recursively);
+   attributes (the shared table :mod:`archiver.html_refs`), ``srcset`` candidates (WHATWG parsing,
+   :mod:`archiver.srcset`), ``style`` attributes and ``<style>`` elements (:mod:`archiver.css_refs`),
+   a meta refresh URL, and ``<iframe srcdoc>`` documents (recursively);
 6. drops ``integrity`` and ``crossorigin`` from elements whose reference changed (the local copy is
    rewritten, and CORS has no meaning for ``file://``);
 7. makes the document declare ``<meta charset="utf-8">`` first in ``<head>`` (the serialised text is
@@ -45,75 +45,28 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archiver import srcset, urls
 from archiver.capture.policy import Hint
-from archiver.capture.rewrite_css import Role, rewrite_declarations, rewrite_stylesheet
+from archiver.css_refs import Role, rewrite_declarations, rewrite_stylesheet
 from archiver.errors import URLError
+from archiver.html_refs import (
+    LAZY_SRC,
+    LAZY_SRCSET,
+    LAZY_TAGS,
+    URL_ATTRIBUTE_NAMES,
+    Use,
+    attribute_refs,
+    parse_refresh,
+)
 
 __all__ = ["Change", "HTMLResult", "base_url", "parse", "rewrite", "title_of"]
 
 #: ``change(reference, hint)`` → the text to write instead, or None to leave the reference as it is.
 Change = Callable[[str, Hint], "str | None"]
 
-# (tag, attribute) → hint; "*" is any tag. srcset-like attributes are handled apart.
-_URL_ATTRIBUTES: dict[tuple[str, str], Hint] = {
-    ("a", "href"): "link",
-    ("area", "href"): "link",
-    ("iframe", "src"): "link",
-    ("frame", "src"): "link",
-    ("img", "src"): "embed",
-    ("source", "src"): "embed",
-    ("video", "src"): "embed",
-    ("video", "poster"): "embed",
-    ("audio", "src"): "embed",
-    ("track", "src"): "embed",
-    ("embed", "src"): "embed",
-    ("object", "data"): "embed",
-    ("input", "src"): "embed",
-    ("body", "background"): "embed",
-    ("table", "background"): "embed",
-    ("tr", "background"): "embed",
-    ("td", "background"): "embed",
-    ("th", "background"): "embed",
-    ("image", "href"): "embed",
-    ("image", "xlink:href"): "embed",
-    ("use", "href"): "embed",
-    ("use", "xlink:href"): "embed",
-    ("feimage", "href"): "embed",
-    ("feimage", "xlink:href"): "embed",
-    ("form", "action"): "absolute",
-    ("button", "formaction"): "absolute",
-    ("input", "formaction"): "absolute",
-    ("blockquote", "cite"): "absolute",
-    ("q", "cite"): "absolute",
-    ("del", "cite"): "absolute",
-    ("ins", "cite"): "absolute",
-}
-_SRCSET_ATTRIBUTES = {("img", "srcset"), ("source", "srcset"), ("link", "imagesrcset")}
-_BY_TAG: dict[str, list[tuple[str, Hint]]] = {}
-for (_tag, _attr), _hint in _URL_ATTRIBUTES.items():
-    _BY_TAG.setdefault(_tag, []).append((_attr, _hint))
-_SRCSET_BY_TAG: dict[str, list[str]] = {}
-for _tag, _attr in _SRCSET_ATTRIBUTES:
-    _SRCSET_BY_TAG.setdefault(_tag, []).append(_attr)
-# Attributes that may carry a javascript: URL (removed when they do).
-_JS_URL_ATTRIBUTES = frozenset(
-    {"href", "src", "action", "formaction", "data", "poster", "background", "xlink:href", "cite"}
-)
-_LAZY_SRC = ("data-src", "data-lazy-src")
-_LAZY_TAGS = frozenset({"img", "source", "iframe", "video", "audio"})
-_LINK_ASSET_RELS = frozenset(
-    {
-        "icon",
-        "shortcut",
-        "apple-touch-icon",
-        "apple-touch-icon-precomposed",
-        "mask-icon",
-        "manifest",
-        "image_src",
-    }
-)
+# What each use of a URL attribute (archiver.html_refs) is to the capture policy: a frame is a page.
+_HINTS: dict[Use, Hint] = {"link": "link", "frame": "link", "absolute": "absolute", "style": "stylesheet"}
+# <link> tags that only serve scripts or the live network: dropped from a script-free copy.
 _LINK_DROP_RELS = frozenset({"modulepreload", "preconnect", "dns-prefetch", "prefetch", "prerender"})
 _PRELOAD_DROP_AS = frozenset({"script", "fetch", "worker", "document", "audio", "video", "track"})
-_REFRESH = re.compile(r"^\s*(\d*(?:\.\d*)?)\s*(?:[;,]\s*(?:url\s*=\s*)?(['\"]?)(.*?)\2\s*)?$", re.I | re.S)
 _JS_SCHEME = re.compile(r"^\s*javascript:", re.I)
 _DOCTYPE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)", re.I | re.S)
 
@@ -154,25 +107,12 @@ def title_of(doc: LexborHTMLParser) -> str | None:
     return text or None
 
 
-def _rels(node: LexborNode) -> set[str]:
-    return set((node.attributes.get("rel") or "").lower().split())
-
-
-def _link_hint(node: LexborNode) -> Hint | None:
-    """The hint for a ``<link href>``; None when the tag should be dropped."""
-    rels = _rels(node)
-    kind = (node.attributes.get("as") or "").lower()
+def _link_dropped(attrs: dict[str, str | None]) -> bool:
+    """Whether a ``<link>`` only serves scripts or the live network (so it is dropped)."""
+    rels = set((attrs.get("rel") or "").lower().split())
     if rels & _LINK_DROP_RELS:
-        return None
-    if "preload" in rels:
-        if kind in _PRELOAD_DROP_AS:
-            return None
-        return "stylesheet" if kind == "style" else "embed"
-    if "stylesheet" in rels:
-        return "stylesheet"
-    if rels & _LINK_ASSET_RELS:
-        return "embed"
-    return "link"
+        return True
+    return "preload" in rels and (attrs.get("as") or "").strip().lower() in _PRELOAD_DROP_AS
 
 
 def _css_change(change: Change) -> Callable[[str, Role], str | None]:
@@ -188,10 +128,7 @@ class _Rewriter:
         self.noscript = noscript
         self.changed: list[str] = []
 
-    def _apply(self, node: LexborNode, attr: str, hint: Hint) -> bool:
-        value = node.attributes.get(attr)
-        if value is None:
-            return False
+    def _apply(self, node: LexborNode, attr: str, value: str, hint: Hint) -> bool:
         new = self.change(value, hint)
         if new is not None and new != value:
             node.attrs[attr] = new
@@ -199,8 +136,7 @@ class _Rewriter:
             return True
         return False
 
-    def _apply_srcset(self, node: LexborNode, attr: str) -> bool:
-        value = node.attributes.get(attr)
+    def _apply_srcset(self, node: LexborNode, attr: str, value: str) -> bool:
         if not value:
             return False
         before = len(self.changed)
@@ -227,31 +163,30 @@ class _Rewriter:
             node.attrs["style"] = result.text
 
     def _refresh(self, node: LexborNode) -> None:
-        content = node.attributes.get("content") or ""
-        m = _REFRESH.match(content)
-        if not m or not m.group(3):
+        refresh = parse_refresh(node.attributes.get("content") or "")
+        if refresh is None or not refresh[1]:
             return
-        target = m.group(3)
+        delay, target = refresh
         if _JS_SCHEME.match(target):
             node.decompose()
             return
         new = self.change(target, "link")
         if new is not None and new != target:
-            node.attrs["content"] = f"{m.group(1) or '0'}; url={new}"
+            node.attrs["content"] = f"{delay or '0'}; url={new}"
 
     def _promote_lazy(self, node: LexborNode, tag: str) -> None:
-        if tag not in _LAZY_TAGS:
+        if tag not in LAZY_TAGS:
             return
         attrs = node.attributes
-        for name in _LAZY_SRC:
+        for name in LAZY_SRC:
             value = attrs.get(name)
             if value and value.strip():
                 node.attrs["src"] = value
                 break
-        lazy_srcset = attrs.get("data-srcset")
+        lazy_srcset = attrs.get(LAZY_SRCSET)
         if lazy_srcset and lazy_srcset.strip():
             node.attrs["srcset"] = lazy_srcset
-        for name in (*_LAZY_SRC, "data-srcset"):
+        for name in (*LAZY_SRC, LAZY_SRCSET):
             if name in attrs:
                 del node.attrs[name]
         if (attrs.get("loading") or "").lower() == "lazy":
@@ -261,7 +196,7 @@ class _Rewriter:
         for name, value in list(node.attributes.items()):
             lower = name.lower()
             if lower.startswith("on") or (
-                lower in _JS_URL_ATTRIBUTES and value is not None and _JS_SCHEME.match(value)
+                lower in URL_ATTRIBUTE_NAMES and value is not None and _JS_SCHEME.match(value)
             ):
                 del node.attrs[name]
 
@@ -271,14 +206,10 @@ class _Rewriter:
         tag = node.tag.lower() if node.tag else ""
         self._strip_handlers(node)
         self._promote_lazy(node, tag)
-        touched = False
-        if tag == "link":
-            hint = _link_hint(node)
-            if hint is None:
-                node.decompose()
-                return
-            touched |= self._apply(node, "href", hint)
-        elif tag == "meta":
+        if tag == "link" and _link_dropped(node.attributes):
+            node.decompose()
+            return
+        if tag == "meta":
             equiv = (node.attributes.get("http-equiv") or "").lower()
             if equiv == "refresh":
                 self._refresh(node)
@@ -292,10 +223,12 @@ class _Rewriter:
                 inner = parse(srcdoc)
                 _Rewriter(self.change, self.noscript).document(inner)
                 node.attrs["srcdoc"] = inner.html or ""
-        for attr, hint in _BY_TAG.get(tag, ()):
-            touched |= self._apply(node, attr, hint)
-        for attr in _SRCSET_BY_TAG.get(tag, ()):
-            touched |= self._apply_srcset(node, attr)
+        touched = False
+        for found in attribute_refs(tag, node.attributes):
+            if found.srcset:
+                touched |= self._apply_srcset(node, found.attr, found.value)
+            else:
+                touched |= self._apply(node, found.attr, found.value, _HINTS.get(found.use, "embed"))
         self._style_attribute(node)
         if touched:
             for name in ("integrity", "crossorigin"):

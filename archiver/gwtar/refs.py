@@ -3,27 +3,28 @@ in document order, each with a category that decides its place in a gwtar (forma
 
 Pure: no network, no filesystem, no clock.
 
-HTML is tokenized with the standard library's tolerant ``html.parser``; CSS with tinycss2 tokens
-(``@import``, ``url()``, ``image-set()``), never regular expressions over CSS. Nothing here raises
-on hostile input: unreadable parts yield no references.
+HTML is tokenized with the standard library's tolerant ``html.parser``; which attributes are
+references is the shared table :mod:`archiver.html_refs`, CSS references are :mod:`archiver.css_refs`
+(tinycss2 tokens, never regular expressions). Nothing here raises on hostile input: unreadable parts
+yield no references.
 """
 
 from __future__ import annotations
 
-import contextlib
 import posixpath
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import unquote
 
-import tinycss2
-
+from archiver.css_refs import Reference, references_detailed
+from archiver.html_refs import attribute_refs
 from archiver.srcset import parse as srcset_candidates
 
 __all__ = ["Category", "Ref", "css_refs", "html_refs", "parse_srcset", "resolve"]
 
 Category = Literal["style", "font", "script", "image", "media", "other"]
+_NOT_ASSETS = ("link", "absolute")  # uses (archiver.html_refs) a page does not load to display
 
 
 @dataclass(frozen=True)
@@ -34,92 +35,28 @@ class Ref:
     category: Category
 
 
-_LINK_AS: dict[str, Category] = {
-    "style": "style",
-    "font": "font",
-    "script": "script",
-    "image": "image",
-    "audio": "media",
-    "video": "media",
-}
-
-
 def parse_srcset(value: str) -> list[str]:
     """The URLs of a ``srcset`` attribute, by the WHATWG parsing steps (:func:`archiver.srcset.parse`)."""
     return [c.url for c in srcset_candidates(value)]
 
 
-def _css_walk(tokens: list[object], in_font: bool, out: list[Ref]) -> None:
-    for token in tokens:
-        kind = getattr(token, "type", None)
-        if kind == "url":
-            out.append(Ref(token.value, "font" if in_font else "image"))  # type: ignore[attr-defined]
-        elif kind == "function":
-            name = token.lower_name  # type: ignore[attr-defined]
-            args = token.arguments  # type: ignore[attr-defined]
-            if name in ("url", "src"):
-                for arg in args:
-                    if getattr(arg, "type", None) == "string":
-                        out.append(Ref(arg.value, "font" if in_font else "image"))
-                        break
-            elif name in ("image-set", "-webkit-image-set"):
-                for arg in args:
-                    if getattr(arg, "type", None) == "string":
-                        out.append(Ref(arg.value, "image"))
-            _css_walk(args, in_font, out)
-        elif kind in ("() block", "[] block", "{} block"):
-            _css_walk(token.content, in_font, out)  # type: ignore[attr-defined]
-
-
-def _css_rules(rules: list[object], out: list[Ref]) -> None:
-    for rule in rules:
-        kind = getattr(rule, "type", None)
-        if kind == "at-rule":
-            name = rule.lower_at_keyword  # type: ignore[attr-defined]
-            if name == "import":
-                for token in rule.prelude:  # type: ignore[attr-defined]
-                    t = getattr(token, "type", None)
-                    if t in ("url", "string"):
-                        out.append(Ref(token.value, "style"))
-                        break
-                    if t == "function" and token.lower_name == "url":
-                        strings = [a for a in token.arguments if getattr(a, "type", None) == "string"]
-                        if strings:
-                            out.append(Ref(strings[0].value, "style"))
-                        break
-                continue
-            content = rule.content or []  # type: ignore[attr-defined]
-            if name == "font-face":
-                _css_walk(content, True, out)
-            elif name in ("media", "supports", "layer", "container", "document", "scope"):
-                _css_rules(tinycss2.parse_rule_list(content), out)
-            else:
-                _css_walk(content, False, out)
-        elif kind == "qualified-rule":
-            _css_walk(rule.content, False, out)  # type: ignore[attr-defined]
+def _category(ref: Reference) -> Category:
+    if ref.role == "import":
+        return "style"
+    return "font" if ref.font_face else "image"
 
 
 def css_refs(text: str) -> list[Ref]:
     """References of a stylesheet in order: ``@import`` (``style``), ``url()`` inside ``@font-face``
-    (``font``), every other ``url()``/``image-set()`` (``image``)."""
-    out: list[Ref] = []
-    with contextlib.suppress(RecursionError):  # absurdly nested blocks: what was found so far
-        _css_rules(tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True), out)
-    return out
-
-
-def _style_attr_refs(text: str) -> list[Ref]:
-    out: list[Ref] = []
-    with contextlib.suppress(RecursionError):
-        _css_walk(tinycss2.parse_component_value_list(text), False, out)
-    return out
+    (``font``), every other ``url()``/``image-set()`` (``image``); the walker is
+    :mod:`archiver.css_refs`."""
+    return [Ref(r.url, _category(r)) for r in references_detailed(text)]
 
 
 class _Collector(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.refs: list[Ref] = []
-        self._media_depth = 0
         self._in_style = False
 
     def _add(self, url: str | None, category: Category) -> None:
@@ -129,50 +66,18 @@ class _Collector(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: (v or "") for k, v in attrs}
         if "style" in a:
-            self.refs.extend(_style_attr_refs(a["style"]))
-        if tag == "link":
-            rel = a.get("rel", "").lower().split()
-            if "stylesheet" in rel:
-                self._add(a.get("href"), "style")
-            elif "preload" in rel or "prefetch" in rel:
-                self._add(a.get("href"), _LINK_AS.get(a.get("as", "").lower(), "other"))
-            elif "modulepreload" in rel:
-                self._add(a.get("href"), "script")
-            elif any("icon" in r for r in rel):
-                self._add(a.get("href"), "image")
-            elif "manifest" in rel:
-                self._add(a.get("href"), "other")
-        elif tag == "script":
-            self._add(a.get("src"), "script")
-        elif tag in ("img", "source"):
-            category: Category = "media" if (tag == "source" and self._media_depth) else "image"
-            self._add(a.get("src"), category)
-            for url in parse_srcset(a.get("srcset", "")):
+            self.refs.extend(css_refs(a["style"]))
+        for found in attribute_refs(tag, a):
+            if found.use in _NOT_ASSETS:
+                continue
+            category: Category = "other" if found.use == "frame" else found.use  # type: ignore[assignment]
+            for url in parse_srcset(found.value) if found.srcset else [found.value]:
                 self._add(url, category)
-        elif tag in ("video", "audio"):
-            self._media_depth += 1
-            self._add(a.get("poster"), "image")
-            self._add(a.get("src"), "media")
-        elif tag == "input" and a.get("type", "").lower() == "image":
-            self._add(a.get("src"), "image")
-        elif tag in ("image", "use", "feimage"):
-            self._add(a.get("href") or a.get("xlink:href"), "image")
-        elif tag in ("embed", "track", "iframe", "frame"):
-            self._add(a.get("src"), "other")
-        elif tag == "object":
-            self._add(a.get("data"), "other")
-        elif tag == "style":
+        if tag == "style":
             self._in_style = True
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag in ("video", "audio"):
-            self._media_depth -= 1
-
     def handle_endtag(self, tag: str) -> None:
-        if tag in ("video", "audio") and self._media_depth:
-            self._media_depth -= 1
-        elif tag == "style":
+        if tag == "style":
             self._in_style = False
 
     def handle_data(self, data: str) -> None:

@@ -3,14 +3,15 @@
 Pure: no network, no filesystem, no clock. A document's bytes and its archive path go in, with a
 predicate that says whether an archive path exists; problems come out as values (formats/zim.md §6).
 
-What is read:
+What is read (the shared tables, so capture, gwtar and this checker agree on what a reference is):
 
-- HTML: ``href`` (``a area link base``), ``src`` (``img script iframe frame embed audio video source
-  track input``), ``srcset`` and ``imagesrcset`` (parsed by the HTML standard's algorithm, so a URL
-  may contain commas), ``poster``, ``object[data]``, legacy ``background``, SVG ``href``/``xlink:href``,
-  ``<meta http-equiv=refresh>``, ``style`` attributes and ``<style>`` elements;
-- CSS (with tinycss2, comments skipped): ``url(…)`` in both spellings, ``src()``, the strings of
-  ``image-set()``, ``@import`` (string or url).
+- HTML: every URL attribute of :mod:`archiver.html_refs` but the never-loaded ones (``form action``,
+  ``cite``): ``href``, ``src``, ``srcset`` and ``imagesrcset`` (parsed by the HTML standard's
+  algorithm, so a URL may contain commas), ``poster``, ``object[data]``, legacy ``background``, SVG
+  ``href``/``xlink:href``; ``<base href>``, ``<meta http-equiv=refresh>``, ``style`` attributes and
+  ``<style>`` elements;
+- CSS (:mod:`archiver.css_refs`, comments skipped): ``url(…)`` in both spellings, ``src()``, the
+  strings of ``image-set()``, ``@import`` (string or url); never an ``@namespace`` name.
 
 What is wrong:
 
@@ -30,15 +31,15 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import lxml.etree
 import lxml.html
-import tinycss2
-import tinycss2.ast
 
+from archiver.css_refs import decode, references
+from archiver.html_refs import EMBEDDED, attribute_refs, parse_refresh
 from archiver.srcset import parse as srcset_candidates
 from archiver.urls import ref_action
 
@@ -53,17 +54,6 @@ __all__ = [
     "resolve",
 ]
 
-# link rel values whose target a page loads to display itself
-_EMBEDDING_RELS = frozenset(
-    {"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon", "preload",
-     "modulepreload", "manifest", "prefetch", "fluid-icon"}
-)  # fmt: skip
-_SRC_TAGS = frozenset(
-    {"img", "script", "iframe", "frame", "embed", "audio", "video", "source", "track", "input"}
-)
-_SRCSET_TAGS = frozenset({"img", "source"})
-_CSS_URL_FUNCTIONS = frozenset({"url", "src"})
-_CSS_SET_FUNCTIONS = frozenset({"image-set", "-webkit-image-set"})
 _XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
 
 
@@ -96,61 +86,16 @@ def parse_srcset(value: str) -> list[str]:
     return [c.url for c in srcset_candidates(value)]
 
 
-def _walk_tokens(tokens: list[tinycss2.ast.Node] | None, where: str) -> Iterator[Ref]:
-    for token in tokens or ():
-        if token.type == "url":
-            yield Ref(token.value, where, True)
-        elif token.type == "function":
-            name = token.lower_name
-            if name in _CSS_URL_FUNCTIONS:
-                strings = [a for a in token.arguments if a.type == "string"]
-                if strings:
-                    yield Ref(strings[0].value, where, True)
-                    continue
-            if name in _CSS_SET_FUNCTIONS:
-                for arg in token.arguments:
-                    if arg.type == "string":
-                        yield Ref(arg.value, where, True)
-            yield from _walk_tokens(token.arguments, where)
-        elif token.type in ("() block", "[] block", "{} block"):
-            yield from _walk_tokens(token.content, where)
-
-
-def _css_rules(rules: list[tinycss2.ast.Node], where: str) -> Iterator[Ref]:
-    for rule in rules:
-        if rule.type == "at-rule":
-            if rule.lower_at_keyword == "import":
-                for token in rule.prelude:
-                    if token.type == "string":
-                        yield Ref(token.value, f"{where} @import", True)
-                        break
-                    if token.type in ("url", "function"):
-                        yield from (
-                            Ref(r.ref, f"{where} @import", True) for r in _walk_tokens([token], where)
-                        )
-                        break
-                continue
-            if rule.lower_at_keyword == "namespace":
-                continue  # a namespace URI is a name, never fetched
-            # @media, @supports, @font-face …: every url() in them, nested blocks included
-            yield from _walk_tokens(rule.prelude, where)
-            yield from _walk_tokens(rule.content, where)
-        elif rule.type == "qualified-rule":
-            yield from _walk_tokens(rule.content, where)
+def _css(text: str, where: str) -> Iterator[Ref]:
+    for url, role in references(text):
+        yield Ref(url, f"{where} @import" if role == "import" else where, True)
 
 
 def css_refs(text: str | bytes, where: str = "css") -> Iterator[Ref]:
-    """Every URL a stylesheet loads (comments skipped): ``url()``, ``src()``, ``image-set()`` strings,
-    ``@import``. Bytes are decoded as CSS says (``@charset``, BOM, else UTF-8)."""
-    if isinstance(text, bytes):
-        rules, _ = tinycss2.parse_stylesheet_bytes(text, skip_comments=True, skip_whitespace=True)
-    else:
-        rules = tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True)
-    yield from _css_rules(rules, where)
-
-
-def _inline_css_refs(text: str, where: str) -> Iterator[Ref]:
-    yield from _walk_tokens(tinycss2.parse_component_value_list(text, skip_comments=True), where)
+    """Every URL a stylesheet loads (:mod:`archiver.css_refs`: ``url()``, ``src()``, ``image-set()``
+    strings, ``@import``; comments skipped). Bytes are decoded as CSS says (BOM, ``@charset``, else
+    UTF-8)."""
+    yield from _css(decode(text) if isinstance(text, bytes) else text, where)
 
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
@@ -189,41 +134,27 @@ def html_refs(data: bytes) -> Iterator[Ref]:
     for el in root.iter():
         tag = el.tag if isinstance(el.tag, str) else ""
         tag = tag.rsplit("}", 1)[-1].lower()
-        attrib = el.attrib
-        if "href" in attrib and tag in ("a", "area", "link", "base", "image", "use", "feimage"):
-            embedded = tag in ("image", "use", "feimage")
-            if tag == "link":
-                rels = set((attrib.get("rel") or "").lower().split())
-                embedded = bool(rels & _EMBEDDING_RELS) or "icon" in rels
-            yield Ref(attrib["href"], f"<{tag} href>", embedded)
-        for name in ("xlink:href", _XLINK_HREF):
-            if name in attrib:
-                yield Ref(attrib[name], f"<{tag} xlink:href>", True)
-        is_image_input = tag != "input" or (attrib.get("type") or "").lower() == "image"
-        if "src" in attrib and tag in _SRC_TAGS and is_image_input:
-            yield Ref(attrib["src"], f"<{tag} src>", True)
-        if "srcset" in attrib and tag in _SRCSET_TAGS:
-            yield from (Ref(u, f"<{tag} srcset>", True) for u in parse_srcset(attrib["srcset"]))
-        if "imagesrcset" in attrib and tag == "link":
-            yield from (Ref(u, "<link imagesrcset>", True) for u in parse_srcset(attrib["imagesrcset"]))
-        if "poster" in attrib and tag == "video":
-            yield Ref(attrib["poster"], "<video poster>", True)
-        if "data" in attrib and tag == "object":
-            yield Ref(attrib["data"], "<object data>", True)
-        if "background" in attrib and tag in ("body", "table", "td", "th", "tr"):
-            yield Ref(attrib["background"], f"<{tag} background>", True)
+        attrib: Mapping[str, str] = el.attrib
+        if tag == "base" and "href" in attrib:
+            yield Ref(attrib["href"], "<base href>", False)
+        if _XLINK_HREF in attrib:  # an XML-namespaced name, as lxml may report it
+            attrib = {**attrib, "xlink:href": attrib[_XLINK_HREF]}
+        for found in attribute_refs(tag, attrib):
+            if found.use == "absolute":
+                continue  # never loaded (form action, cite): kept as written
+            where = f"<{tag} {found.attr}>"
+            if found.srcset:
+                yield from (Ref(u, where, True) for u in parse_srcset(found.value))
+            else:
+                yield Ref(found.value, where, found.use in EMBEDDED)
         if tag == "meta" and (attrib.get("http-equiv") or "").lower() == "refresh":
-            content = attrib.get("content") or ""
-            _, _, rest = content.partition(";")
-            rest = rest.strip()
-            if rest.lower().startswith("url"):
-                target = rest[3:].lstrip(" =").strip().strip("'\"")
-                if target:
-                    yield Ref(target, "<meta refresh>", False)
+            refresh = parse_refresh(attrib.get("content") or "")
+            if refresh is not None and refresh[1]:
+                yield Ref(refresh[1], "<meta refresh>", False)
         if "style" in attrib:
-            yield from _inline_css_refs(attrib["style"], f"<{tag} style>")
+            yield from _css(attrib["style"], f"<{tag} style>")
         if tag == "style" and el.text:
-            yield from css_refs(el.text, "<style>")
+            yield from _css(el.text, "<style>")
 
 
 def resolve(doc_path: str, ref: str) -> str | None:

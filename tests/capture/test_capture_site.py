@@ -12,7 +12,7 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 
 from archiver import urls
-from archiver.capture.rewrite_css import references
+from archiver.css_refs import references
 from archiver.fixture import JS_MARKER, JS_PAGE, site_root
 from archiver.tree import read_header, read_records
 from tests.capture.conftest import Captured

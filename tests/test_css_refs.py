@@ -1,10 +1,10 @@
-"""CSS references found by tinycss2 tokens: url(), @import, image-set(), nesting, comments."""
+"""archiver.css_refs: references found by tinycss2 tokens: url(), @import, image-set(), nesting, comments."""
 
 from __future__ import annotations
 
 import tinycss2
 
-from archiver.capture.rewrite_css import references, rewrite_declarations, rewrite_stylesheet
+from archiver.css_refs import references, rewrite_declarations, rewrite_stylesheet
 from archiver.fixture import site_root
 
 SITE = site_root()
