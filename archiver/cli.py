@@ -199,7 +199,14 @@ def _cmd_pack(args: argparse.Namespace) -> int:
             "entries": result_zim.entries,
             "redirects": result_zim.redirects,
             "main": result_zim.main,
+            "warnings": result_zim.warnings,
+            "skipped": [{"path": p, "reason": r} for p, r in result_zim.skipped],
         }
+        for path, reason in result_zim.skipped:
+            print(f"archiver: {out}: left out {path}: {reason}", file=sys.stderr)
+        if not args.json:
+            for line in result_zim.warnings:
+                print(f"archiver: {out}: {line}", file=sys.stderr)
         if args.add_fec_data:
             from archiver import par2
 

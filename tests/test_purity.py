@@ -32,7 +32,7 @@ ZIM = {
     "__future__", "collections.abc", "dataclasses", "datetime", "hashlib", "io", "posixpath", "re", "regex",
     "struct", "typing", "urllib.parse", "zlib", "lxml.etree", "lxml.html", "tinycss2", "tinycss2.ast", "PIL",
     "archiver.errors", "archiver.srcset", "archiver.urls", "archiver.zim.links", "archiver.css_refs",
-    "archiver.html_refs",
+    "archiver.html_refs", "archiver.zim.zimsafe", "html", "json", "selectolax.lexbor",
 }  # fmt: skip
 CAPTURE = {
     "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "re", "typing",
@@ -53,6 +53,7 @@ PURE: dict[str, set[str]] = {
     "tar.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/refs.py": GWTAR,
     "par2/packets.py": PAR2, "par2/layout.py": PAR2, "par2/results.py": PAR2,
     "zim/metadata.py": ZIM, "zim/links.py": ZIM, "zim/page.py": ZIM, "zim/icon.py": ZIM,
+    "zim/zimsafe.py": ZIM, "zim/offline.py": ZIM,
     "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "serve/ranges.py": SERVE,

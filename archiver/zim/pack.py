@@ -42,6 +42,7 @@ from archiver.zim.metadata import (
     merge_tags,
     truncate,
 )
+from archiver.zim.offline import PREFIX, switch_off
 from archiver.zim.page import PageInfo, page_info
 from archiver.zim.read import ZimReader
 from archiver.zim.source import (
@@ -76,7 +77,8 @@ class PackResult:
     """What ``pack`` wrote. ``illustration`` says where the 48×48 icon came from (a path in the
     source, the user's file, ``source`` for a ZIM's own, or ``generated``). ``skipped`` lists
     (path, reason) of source files left out (empty ones: ZIM forbids empty entries); ``warnings``
-    are defaults the user may want to set explicitly."""
+    are defaults the user may want to set explicitly, and what pack changed in pages (references to
+    other sites switched off, formats/zim.md §3.3)."""
 
     path: Path
     source_kind: str
@@ -445,8 +447,22 @@ def _write(
         seconds=time.monotonic() - started,
         incomplete=source.incomplete,
         skipped=skipped,
-        warnings=warnings,
+        warnings=warnings + _offline_note(edits),
     )
+
+
+def _offline_note(edits: dict[str, list[Edit]]) -> list[str]:
+    """One line on the references switched off (formats/zim.md §3.3), if any were."""
+    count = {path: sum(1 for e in made if e.new == PREFIX) for path, made in edits.items()}
+    pages = [path for path, n in sorted(count.items()) if n]
+    if not pages:
+        return []
+    shown = ", ".join(pages[:3]) + (f" and {len(pages) - 3} more" if len(pages) > 3 else "")
+    return [
+        f"{sum(count.values())} reference(s) to other sites that pages load (images, media, frames, "
+        f"stylesheets…) switched off in {len(pages)} page(s): {shown} (a ZIM reader is offline; "
+        "extract restores them)"
+    ]
 
 
 def _spec(
@@ -481,7 +497,7 @@ def _spec(
         except ValueError as err:
             raise FormatError(f"{STORED_EDITS}: {e.path!r}: {err}") from None
     if html:
-        data, made = zimcheck_safe(data)
+        data, made = zimcheck_safe(data, list(switch_off(data)), PREFIX)
         if made:
             edits[e.path] = made
     return replace(spec, size=len(data), data=data, sha256=None, compress=compress_hint(e, data))

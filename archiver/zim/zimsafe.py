@@ -19,18 +19,22 @@ same DOM (formats/zim.md §3.1):
 Script, style, comments and other raw-text content are never touched (a character reference would
 not be decoded there). Each result is checked: both documents are parsed with lexbor (an HTML5
 parser) and the edit is dropped unless the two DOMs serialise identically. The edits are returned so
-``extract`` can restore the original bytes (:func:`restore`). Pure: bytes in, bytes out.
+``extract`` can restore the original bytes (:func:`restore`).
+
+Pure: no network, no filesystem, no clock. Bytes in, bytes out.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Edit", "decode_edits", "encode_edits", "restore", "zimcheck_safe"]
+__all__ = ["Edit", "decode_edits", "encode_edits", "restore", "start_tags", "zimcheck_safe"]
 
 _WS = rb"[ \t\n\f\r]"
 _RAW_NAMES = rb"script|style|xmp|iframe|noembed|noframes|noscript|textarea|title|plaintext"
@@ -43,8 +47,9 @@ _RAW_ELEMENTS = b"".join(
     rb"|<" + name + rb"(?=[\s/>])" + _TAG_BODY + rb">.*?(?=</" + name + rb"[\s/>])"
     for name in _RAW_NAMES.split(b"|")
 )
-_TOKENS = re.compile(
-    rb"(?:(?>[^<]++"
+# one token of the data state; _TOKENS: a run of them
+_TOKEN = re.compile(
+    rb"(?>[^<]++"
     rb"|<!--(?:-?>|.*?--!?>)"
     + _RAW_ELEMENTS
     + rb"|<(?!(?:"
@@ -54,9 +59,12 @@ _TOKENS = re.compile(
     + rb">"
     rb"|</[A-Za-z][^\s/>]*+" + _TAG_BODY + rb">"
     rb"|<(?:![^-]|!-[^-]|\?|/[^A-Za-z>])[^>]*+>"
-    rb"|<(?![A-Za-z/!?])))*+",
+    rb"|<(?![A-Za-z/!?]))",
     re.S | re.I,
 )
+_START_TAG = re.compile(rb"<([A-Za-z][^\s/>]*+)(" + _TAG_BODY + rb")>", re.S)
+_ATTRIBUTE = re.compile(rb"[\s/]*+([^\s/>][^\s/>=]*+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s>]*+))?", re.S)
+_TOKENS = re.compile(rb"(?:" + _TOKEN.pattern + rb")*+", re.S | re.I)
 # a start tag up to an attribute boundary, and up to inside a quoted attribute value
 _TAG_PREFIX = re.compile(rb"<[A-Za-z][^\s/>]*+" + _TAG_BODY, re.S)
 _IN_VALUE = re.compile(
@@ -102,6 +110,35 @@ class _State:
         if lt < 0 or not self.in_text(lt):
             return None
         return lt
+
+
+def start_tags(data: bytes) -> Iterator[tuple[str, list[tuple[int, str, str]]]]:
+    """Every start tag of ``data`` in order, as HTML5 tokenises it (the contents of script, style
+    and the other raw-text elements are not looked into): ``(tag, [(offset, name, value), …])`` with
+    the tag and attribute names lowercased, each attribute's offset in ``data`` and its value with
+    character references decoded. Stops where the bytes cannot be tokenised (nothing after that)."""
+    pos, end = 0, len(data)
+    while pos < end:
+        m = _TOKEN.match(data, pos)
+        if m is None or m.end() == pos:
+            return
+        if data[pos : pos + 1] == b"<" and data[pos + 1 : pos + 2].isalpha():
+            tag = _START_TAG.match(data, pos)
+            if tag is not None:
+                attributes = []
+                at, body_end = tag.start(2), tag.end(2)
+                while at < body_end:
+                    a = _ATTRIBUTE.match(data, at, body_end)
+                    if a is None or a.end() == at:
+                        break
+                    raw = a.group(2) or b""
+                    if raw[:1] in (b'"', b"'"):
+                        raw = raw[1:-1]
+                    value = html.unescape(raw.decode("utf-8", "replace"))
+                    attributes.append((a.start(1), a.group(1).decode("latin-1").lower(), value))
+                    at = a.end()
+                yield tag.group(1).decode("latin-1").lower(), attributes
+        pos = m.end()
 
 
 def _find_edits(data: bytes) -> tuple[list[tuple[int, bytes, bytes]], bool]:
@@ -164,12 +201,20 @@ def _dom(data: bytes) -> str | None:
     return html
 
 
-def zimcheck_safe(data: bytes) -> tuple[bytes, list[Edit]]:
+def zimcheck_safe(
+    data: bytes, renames: Sequence[tuple[int, bytes, bytes]] = (), prefix: bytes = b""
+) -> tuple[bytes, list[Edit]]:
     """``data`` rewritten as the module docstring says, and the edits made (none: ``data`` itself).
-    Edits that would change the DOM are not made."""
+    Edits that would change the DOM are not made. ``renames`` are insertions of ``prefix`` before
+    attribute names (:func:`archiver.zim.offline.switch_off`): made too when the result's DOM is the
+    original one with those attributes renamed, else left out."""
     if len(data) > _LIMIT:
         return data, []
     found, risky = _find_edits(data)
+    if renames:
+        out, edits = _apply(data, sorted([*found, *renames]))
+        if (_dom(out) or "").replace(" " + prefix.decode("ascii"), " ") == (_dom(data) or ""):
+            return out, edits
     if not found:
         return data, []
     out, edits = _apply(data, found)

@@ -35,8 +35,9 @@ def test_broken_srcset_and_css_url_fail_with_clear_reasons(make_tree: MakeTree, 
             "_archiver/ex.test/img/ok.png": b"\x89PNG fake",
         }
     )
-    zim = pack(tree, tmp_path / "broken.zim").path
-    report = verify(zim)
+    result = pack(tree, tmp_path / "broken.zim")
+    assert any("1 reference(s) to other sites" in w for w in result.warnings)  # the external <img>
+    report = verify(result.path)
     assert not report.ok
     shown = sorted(str(p) for p in report.problems)
     assert shown == [
@@ -46,8 +47,6 @@ def test_broken_srcset_and_css_url_fail_with_clear_reasons(make_tree: MakeTree, 
         "'_archiver/ex.test/css/missing.css' is not in the archive",
         "index.html: <a href> '/root/absolute.html': root-absolute link: readers serve the archive under "
         "a prefix, so it never resolves",
-        "index.html: <img src> 'https://cdn.test/external.png': external resource: the page needs it and "
-        "it is not in the archive",
         "index.html: <img srcset> '_archiver/ex.test/img/ok@2x.png': broken: "
         "'_archiver/ex.test/img/ok@2x.png' is not in the archive",
     ]
@@ -116,3 +115,36 @@ def test_not_a_zim_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     bad.write_bytes(b"ZIM\x04 but then nothing")
     report = verify(bad)
     assert not report.ok and "not a readable ZIM file" in report.problems[0].message
+
+
+def test_an_external_resource_in_another_tools_zim_is_a_problem(tmp_path: Path) -> None:
+    """pack switches such references off (formats/zim.md §3.3); a ZIM written otherwise keeps them."""
+    from libzim.writer import ContentProvider, Creator, Hint, Item, StringProvider  # as another tool writes
+
+    body = page("Other", '<img src="https://cdn.test/external.png"><a href="https://away.test/">ok</a>')
+
+    class Page(Item):  # type: ignore[misc]
+        def get_path(self) -> str:
+            return "index.html"
+
+        def get_title(self) -> str:
+            return "Other"
+
+        def get_mimetype(self) -> str:
+            return "text/html"
+
+        def get_contentprovider(self) -> ContentProvider:
+            return StringProvider(body.decode())
+
+        def get_hints(self) -> dict[Hint, int]:
+            return {Hint.FRONT_ARTICLE: True}
+
+    out = tmp_path / "other.zim"
+    with Creator(str(out)) as creator:
+        creator.set_mainpath("index.html")
+        creator.add_item(Page())
+    report = verify(out)
+    assert [str(p) for p in report.problems if "external" in str(p)] == [
+        "index.html: <img src> 'https://cdn.test/external.png': external resource: the page needs it and "
+        "it is not in the archive"
+    ]
