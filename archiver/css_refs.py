@@ -61,11 +61,15 @@ class CSSResult:
 
 @dataclass(frozen=True)
 class Reference:
-    """One reference as written, its role, and whether it sits inside an ``@font-face`` block."""
+    """One reference as written, its role, whether it sits inside an ``@font-face`` block, and where
+    the token that holds it starts (1-based line and column as tinycss2 counts them: ``url(`` of an
+    unquoted url, the opening quote of a string)."""
 
     url: str
     role: Role
     font_face: bool = False
+    line: int = 0
+    column: int = 0
 
 
 def _set_string(token: Any, value: str) -> None:
@@ -90,7 +94,7 @@ class _Walker:
 
     def _visit(self, token: Any, role: Role, font: bool, setter: Callable[[Any, str], None]) -> None:
         ref = token.value
-        self.found.append(Reference(ref, role, font))
+        self.found.append(Reference(ref, role, font, token.source_line, token.source_column))
         new = self.change(ref, role)
         if new is not None and new != ref:
             setter(token, new)

@@ -42,7 +42,7 @@ from archiver.zim.metadata import (
     merge_tags,
     truncate,
 )
-from archiver.zim.offline import PREFIX, switch_off
+from archiver.zim.offline import CSS_MARK, PREFIX, stylesheet, switch_off, undo_markers
 from archiver.zim.page import PageInfo, page_info
 from archiver.zim.read import ZimReader
 from archiver.zim.source import (
@@ -453,15 +453,15 @@ def _write(
 
 def _offline_note(edits: dict[str, list[Edit]]) -> list[str]:
     """One line on the references switched off (formats/zim.md §3.3), if any were."""
-    count = {path: sum(1 for e in made if e.new == PREFIX) for path, made in edits.items()}
+    count = {path: sum(1 for e in made if e.new in (PREFIX, CSS_MARK)) for path, made in edits.items()}
     pages = [path for path, n in sorted(count.items()) if n]
     if not pages:
         return []
     shown = ", ".join(pages[:3]) + (f" and {len(pages) - 3} more" if len(pages) > 3 else "")
     return [
         f"{sum(count.values())} reference(s) to other sites that pages load (images, media, frames, "
-        f"stylesheets…) switched off in {len(pages)} page(s): {shown} (a ZIM reader is offline; "
-        "extract restores them)"
+        f"stylesheets, CSS url()…) switched off in {len(pages)} file(s): {shown} (a ZIM reader is "
+        "offline; extract restores them)"
     ]
 
 
@@ -496,10 +496,13 @@ def _spec(
             data = restore(data, carried)
         except ValueError as err:
             raise FormatError(f"{STORED_EDITS}: {e.path!r}: {err}") from None
+    made: list[Edit] = []
     if html:
-        data, made = zimcheck_safe(data, list(switch_off(data)), PREFIX)
-        if made:
-            edits[e.path] = made
+        data, made = zimcheck_safe(data, switch_off(data), undo_markers)
+    elif e.media_type == "text/css":
+        data, made = stylesheet(data)
+    if made:
+        edits[e.path] = made
     return replace(spec, size=len(data), data=data, sha256=None, compress=compress_hint(e, data))
 
 

@@ -29,12 +29,23 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Edit", "decode_edits", "encode_edits", "restore", "start_tags", "zimcheck_safe"]
+__all__ = [
+    "Attribute",
+    "Edit",
+    "StartTag",
+    "apply_edits",
+    "decode_edits",
+    "encode_edits",
+    "restore",
+    "start_tags",
+    "zimcheck_safe",
+]
 
 _WS = rb"[ \t\n\f\r]"
 _RAW_NAMES = rb"script|style|xmp|iframe|noembed|noframes|noscript|textarea|title|plaintext"
@@ -112,11 +123,29 @@ class _State:
         return lt
 
 
-def start_tags(data: bytes) -> Iterator[tuple[str, list[tuple[int, str, str]]]]:
+class Attribute(NamedTuple):
+    """One attribute of a start tag: where its name starts, its name (lowercased), its value with
+    character references decoded, and the value as written (without quotes) at ``data[start:end]``."""
+
+    offset: int
+    name: str
+    value: str
+    start: int
+    end: int
+
+
+class StartTag(NamedTuple):
+    """A start tag: its name (lowercased), its attributes in order, and the offset just past ``>``."""
+
+    name: str
+    attributes: list[Attribute]
+    end: int
+
+
+def start_tags(data: bytes) -> Iterator[StartTag]:
     """Every start tag of ``data`` in order, as HTML5 tokenises it (the contents of script, style
-    and the other raw-text elements are not looked into): ``(tag, [(offset, name, value), …])`` with
-    the tag and attribute names lowercased, each attribute's offset in ``data`` and its value with
-    character references decoded. Stops where the bytes cannot be tokenised (nothing after that)."""
+    and the other raw-text elements are not looked into). Stops where the bytes cannot be tokenised
+    (nothing after that)."""
     pos, end = 0, len(data)
     while pos < end:
         m = _TOKEN.match(data, pos)
@@ -131,13 +160,14 @@ def start_tags(data: bytes) -> Iterator[tuple[str, list[tuple[int, str, str]]]]:
                     a = _ATTRIBUTE.match(data, at, body_end)
                     if a is None or a.end() == at:
                         break
-                    raw = a.group(2) or b""
-                    if raw[:1] in (b'"', b"'"):
-                        raw = raw[1:-1]
-                    value = html.unescape(raw.decode("utf-8", "replace"))
-                    attributes.append((a.start(1), a.group(1).decode("latin-1").lower(), value))
+                    v0, v1 = (a.start(2), a.end(2)) if a.group(2) is not None else (a.end(), a.end())
+                    if data[v0 : v0 + 1] in (b'"', b"'"):
+                        v0, v1 = v0 + 1, v1 - 1
+                    value = html.unescape(data[v0:v1].decode("utf-8", "replace"))
+                    name = a.group(1).decode("latin-1").lower()
+                    attributes.append(Attribute(a.start(1), name, value, v0, v1))
                     at = a.end()
-                yield tag.group(1).decode("latin-1").lower(), attributes
+                yield StartTag(tag.group(1).decode("latin-1").lower(), attributes, tag.end())
         pos = m.end()
 
 
@@ -179,7 +209,9 @@ def _find_edits(data: bytes) -> tuple[list[tuple[int, bytes, bytes]], bool]:
     return out, risky
 
 
-def _apply(data: bytes, found: list[tuple[int, bytes, bytes]]) -> tuple[bytes, list[Edit]]:
+def apply_edits(data: bytes, found: list[tuple[int, bytes, bytes]]) -> tuple[bytes, list[Edit]]:
+    """``data`` with the replacements ``(offset, old, new)`` (offsets in ``data``, in order; one that
+    overlaps the one before is dropped) made, and the edits as :func:`restore` takes them."""
     parts: list[bytes] = []
     edits: list[Edit] = []
     last = 0
@@ -202,22 +234,23 @@ def _dom(data: bytes) -> str | None:
 
 
 def zimcheck_safe(
-    data: bytes, renames: Sequence[tuple[int, bytes, bytes]] = (), prefix: bytes = b""
+    data: bytes,
+    insertions: Sequence[tuple[int, bytes, bytes]] = (),
+    undo: Callable[[str], str] | None = None,
 ) -> tuple[bytes, list[Edit]]:
     """``data`` rewritten as the module docstring says, and the edits made (none: ``data`` itself).
-    Edits that would change the DOM are not made. ``renames`` are insertions of ``prefix`` before
-    attribute names (:func:`archiver.zim.offline.switch_off`): made too when the result's DOM is the
-    original one with those attributes renamed, else left out."""
+    Edits that would change the DOM are not made. ``insertions`` (:func:`archiver.zim.offline.switch_off`)
+    are made too when ``undo`` of the result's serialised DOM is the original's, else left out."""
     if len(data) > _LIMIT:
         return data, []
     found, risky = _find_edits(data)
-    if renames:
-        out, edits = _apply(data, sorted([*found, *renames]))
-        if (_dom(out) or "").replace(" " + prefix.decode("ascii"), " ") == (_dom(data) or ""):
+    if insertions and undo is not None:
+        out, edits = apply_edits(data, sorted([*found, *insertions]))
+        if undo(_dom(out) or "") == (_dom(data) or ""):
             return out, edits
     if not found:
         return data, []
-    out, edits = _apply(data, found)
+    out, edits = apply_edits(data, found)
     if risky and _dom(out) != _dom(data):
         return data, []
     return out, edits

@@ -13,7 +13,7 @@ from selectolax.lexbor import LexborHTMLParser
 from archiver.html_refs import EMBEDDED, attribute_refs
 from archiver.zim import extract, pack, verify
 from archiver.zim.links import check_document, html_refs
-from archiver.zim.offline import PREFIX, external, switch_off
+from archiver.zim.offline import CSS_MARK, PREFIX, external, stylesheet, switch_off, undo_markers
 from archiver.zim.zimsafe import restore, start_tags, zimcheck_safe
 
 from .conftest import MakeTree, page, tree_files
@@ -50,11 +50,11 @@ DOC = page("Rows", "\n".join(ROWS))
 
 def _loaded_by_table(data: bytes) -> set[str]:
     urls = set()
-    for tag, attributes in start_tags(data):
+    for tag in start_tags(data):
         first: dict[str, str] = {}
-        for _offset, name, value in attributes:
-            first.setdefault(name, value)
-        for found in attribute_refs(tag, first):
+        for a in tag.attributes:
+            first.setdefault(a.name, a.value)
+        for found in attribute_refs(tag.name, first):
             if found.use in EMBEDDED:
                 urls.update(found.value.replace(",", " ").split() if found.srcset else [found.value])
     return {u for u in urls if u.startswith(("https://ext.test/", "//ext.test/"))}
@@ -76,8 +76,8 @@ def test_external() -> None:
 
 
 def test_switched_off_page_keeps_its_dom_and_gives_the_bytes_back() -> None:
-    renames = list(switch_off(DOC))
-    out, edits = zimcheck_safe(DOC, renames, PREFIX)
+    renames = switch_off(DOC)
+    out, edits = zimcheck_safe(DOC, renames, undo_markers)
     assert len([e for e in edits if e.new == PREFIX]) == len(renames) >= 20
     assert restore(out, edits) == DOC
     renamed_dom = (LexborHTMLParser(out).html or "").replace(" " + PREFIX.decode(), " ")
@@ -98,16 +98,62 @@ def test_what_is_never_touched() -> None:
         '<!-- <img src="https://ext.test/b.png"> --><textarea><img src="https://ext.test/c.png"></textarea>'
         '<p>text: &lt;img src="https://ext.test/d.png"&gt;</p><img src="local.png" alt="https://ext.test/e">'
     )
-    assert list(switch_off(page("Untouched", body))) == []
+    assert switch_off(page("Untouched", body)) == []
     holder = page("Holder", f'<img {PREFIX.decode()}src="https://x.test/" src="https://ext.test/f.png">')
-    assert list(switch_off(holder)) == []  # could not be undone by name alone
+    assert switch_off(holder) == []  # could not be undone by name alone
 
 
 def test_a_duplicate_attribute_cannot_take_the_first_ones_place() -> None:
     doc = page("Dup", '<img src="https://ext.test/a.png" SRC="local.png">')
-    out, _ = zimcheck_safe(doc, list(switch_off(doc)), PREFIX)
+    out, _ = zimcheck_safe(doc, switch_off(doc), undo_markers)
     img = LexborHTMLParser(out).css_first("img")
     assert img is not None and "src" not in img.attributes
+
+
+CSS = (
+    '@charset "utf-8";\r\n@import url("https://fonts.test/css?family=A");\r\n'
+    "body { background: URL( https://cdn.test/a.png ) }\n/* url(https://cdn.test/comment.png) */\n"
+    '.a { background-image: image-set("https://cdn.test/1.png" 1x, "local.png" 2x) }\n'
+    "@font-face { font-family: X; src: url(local.woff2), url('//cdn.test/x.woff2') }\n"
+    ".é { background: url(//cdn.test/é.png) } .b { background: url(#frag) url(data:,x) url(local.png) }\n"
+).encode()
+
+
+def test_a_stylesheet_is_switched_off_and_given_back() -> None:
+    out, edits = stylesheet(CSS)
+    assert len(edits) == 5 and all(e.new == CSS_MARK for e in edits)
+    text = out.decode()
+    assert 'url("about:invalid#https://fonts.test/css?family=A")' in text
+    assert (
+        "URL( about:invalid#https://cdn.test/a.png )" in text
+        and "url(about:invalid#//cdn.test/é.png)" in text
+    )
+    assert "/* url(https://cdn.test/comment.png) */" in text  # comments are not references
+    assert "url(local.png)" in text and '"local.png" 2x' in text
+    assert restore(out, edits) == CSS
+    assert stylesheet(out) == (out, [])  # a marked file is left alone
+    assert stylesheet(b"\xef\xbb\xbf" + CSS)[0][3:] == out  # a BOM
+    assert stylesheet(CSS.replace(b"\xc3\xa9", b"\xe9")) == (
+        CSS.replace(b"\xc3\xa9", b"\xe9"),
+        [],
+    )  # not UTF-8
+    _, problems = check_document("site.css", out, "text/css", lambda p: True)
+    assert problems == []
+
+
+def test_style_elements_and_attributes() -> None:
+    body = (
+        '<style>.h { background: url("https://cdn.test/h.png") }</style>'
+        '<div style="background:url(https://cdn.test/d.png)">d</div>'
+        '<div style="background:url(&quot;https://cdn.test/e.png&quot;)">e</div>'
+    )
+    doc = page("Styles", body)
+    out, edits = zimcheck_safe(doc, switch_off(doc), undo_markers)
+    assert (
+        out.count(CSS_MARK) == 2 and b"https://cdn.test/e.png&quot;" in out
+    )  # written with a reference: kept
+    assert restore(out, edits) == doc
+    assert undo_markers(LexborHTMLParser(out).html or "") == LexborHTMLParser(doc).html
 
 
 def test_pack_verify_zimcheck_extract(make_tree: MakeTree, tmp_path: Path) -> None:
@@ -119,13 +165,15 @@ def test_pack_verify_zimcheck_extract(make_tree: MakeTree, tmp_path: Path) -> No
             "Video",
             '<video src="https://cdn.test/clip.mp4" poster="_archiver/ex.test/p.png"></video>'
             '<img src="https://www.tracker.test/pixel.gif" alt=""><iframe src="https://video.test/embed/1"></iframe>',
-            head='<link rel="stylesheet" href="https://fonts.test/css?family=X">',
+            head='<link rel="stylesheet" href="https://fonts.test/css?family=X">'
+            '<link rel="stylesheet" href="_archiver/ex.test/site.css">',
         ),
         "_archiver/ex.test/p.png": b"\x89PNG\r\n\x1a\n" + b"\0" * 64,
+        "_archiver/ex.test/site.css": b'@import "https://fonts.test/a.css";\nbody { background: url(p.png) }',
     }
     tree = make_tree(files)
     result = pack(tree, tmp_path / "out.zim")
-    assert any("4 reference(s) to other sites" in w and "video.html" in w for w in result.warnings)
+    assert any("5 reference(s) to other sites" in w and "2 file(s)" in w for w in result.warnings)
     report = verify(result.path)
     assert report.ok, report
     run = subprocess.run(
