@@ -237,21 +237,24 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     zims = [p for p in paths if p.is_file() and kind_of(p) == "zim"]
     others = [p for p in paths if p not in zims]
     code = 0
-    if others:
-        from archiver import gwtar
-
-        code = max(code, gwtar.verify_main(others, recursive=args.recursive, as_json=args.json))
+    zim_docs = []
     for path in zims:
         from archiver import zim
 
         report = zim.verify(path)
         if args.json:
-            _print_json(report.to_json())
+            zim_docs.append({"format": "zim", **report.to_json()})
         else:
             for problem in report.problems:
-                print(f"{path}: {problem.entry or '-'}: {problem.message}")
-            print(f"{path}: {'valid' if report.ok else 'INVALID'} ({report.entries} entries)")
+                print(f"{path}: {problem}")
+            print(f"{path}: {'OK' if report.ok else 'INVALID'} ({report.entries} entries)")
         code = max(code, 0 if report.ok else 1)
+    if others or zim_docs:  # gwtar's verify prints the one JSON document, with the ZIM reports in it
+        from archiver import gwtar
+
+        code = max(
+            code, gwtar.verify_main(others, recursive=args.recursive, as_json=args.json, more=zim_docs)
+        )
     return code
 
 

@@ -481,12 +481,19 @@ def _targets(paths: Sequence[Path], recursive: bool, err: IO[str]) -> tuple[list
     return files, code
 
 
-def verify_main(paths: list[Path], *, recursive: bool = False, as_json: bool = False) -> int:
+def verify_main(
+    paths: list[Path],
+    *,
+    recursive: bool = False,
+    as_json: bool = False,
+    more: Sequence[dict[str, Any]] = (),
+) -> int:
     """``archiver verify [-r] [--json] PATH...``: check each file (every ``*.gwtar.html`` under a
     folder with ``recursive``), print one line per problem naming the member and byte offset and a
-    summary line per file (or one JSON object with ``as_json``), and return the exit code: 0 all
-    valid, 1 some invalid or damaged, 2 some unreadable or a usage error (the worst wins)."""
-    if not paths:
+    summary line per file (or one JSON object with ``as_json``, whose ``files`` end with ``more``:
+    other formats' reports, each with an ``ok``), and return the exit code: 0 all valid, 1 some
+    invalid or damaged, 2 some unreadable or a usage error (the worst wins)."""
+    if not paths and not more:
         print("archiver: verify: no file given", file=sys.stderr)
         return EXIT_UNREADABLE
     files, code = _targets(paths, recursive, sys.stderr)
@@ -496,7 +503,8 @@ def verify_main(paths: list[Path], *, recursive: bool = False, as_json: bool = F
         with bytes_meter(f"verify {p.name}", show=show) as meter:
             reports.append(verify(p, progress=meter))
     if as_json:
-        doc = {"ok": code == EXIT_OK and all(r.ok for r in reports), "files": [r.to_json() for r in reports]}
+        ok = code == EXIT_OK and all(r.ok for r in reports) and all(m["ok"] for m in more)
+        doc = {"ok": ok, "files": [*(r.to_json() for r in reports), *more]}
         print(json.dumps(doc, ensure_ascii=False, indent=1))
     else:
         for r in reports:
