@@ -114,11 +114,13 @@ def _nginx(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
     ]
     kiwix: list[str] = []
     for kind, name, path in plan:
-        uri = _uri(name)
+        # nginx matches locations against the decoded, normalised path: "/my tree/", not "/my%20tree/";
+        # URLs it sends (redirects, proxy_pass) stay percent-encoded
+        uri, at = _uri(name), "/" + name
         if kind == "gwtar":
             out += [
                 f"    # gwtar archive: Range on, never compressed, served as {gwtar_mime}.",
-                f"    location = {_quote_nginx(uri)} {{",
+                f"    location = {_quote_nginx(at)} {{",
                 f"        alias {_quote_nginx(_abs(path))};",
                 "        types { }",
                 f"        default_type {_quote_nginx(gwtar_mime)};",
@@ -130,7 +132,7 @@ def _nginx(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
             ]
         elif kind == "file":
             out += [
-                f"    location = {_quote_nginx(uri)} {{",
+                f"    location = {_quote_nginx(at)} {{",
                 f"        alias {_quote_nginx(_abs(path))};",
                 f'        add_header Cache-Control "{ARCHIVE_CACHE}";',
                 "    }",
@@ -138,10 +140,10 @@ def _nginx(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
         elif kind == "tree":
             out += [
                 "    # canonical tree: static files; dir/ serves dir/index.html.",
-                f"    location = {_quote_nginx(uri)} {{",
+                f"    location = {_quote_nginx(at)} {{",
                 f"        return 301 {_quote_nginx(uri + '/')};",
                 "    }",
-                f"    location {_quote_nginx(uri + '/')} {{",
+                f"    location {_quote_nginx(at + '/')} {{",
                 f"        alias {_quote_nginx(_abs(path) + '/')};",
                 "        index index.html;",
                 "        charset utf-8;",
@@ -169,10 +171,10 @@ def _nginx(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
             kiwix.append(f"#   kiwix-serve --address=127.0.0.1 --port={port} --nosearchbar {_abs(path)}")
             out += [
                 "    # ZIM: nginx cannot read ZIM files; kiwix-serve does (see the command at the end).",
-                f"    location = {_quote_nginx(uri)} {{",
+                f"    location = {_quote_nginx(at)} {{",
                 f"        return 301 {_quote_nginx(uri + '/')};",
                 "    }",
-                f"    location {_quote_nginx(uri + '/')} {{",
+                f"    location {_quote_nginx(at + '/')} {{",
                 f"        proxy_pass http://127.0.0.1:{port}{_kiwix_prefix(path)};",
                 "        proxy_http_version 1.1;",
                 "    }",

@@ -102,3 +102,27 @@ def test_printed_configs_deny_private_paths_of_every_tree_mount(tree: Path, tmp_
     caddy = print_config("caddy", [tree, other])
     assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$))") == 2
     assert caddy.count("respond @private 404") == 2
+
+
+@pytest.mark.interop
+def test_nginx_serves_mounts_whose_names_need_percent_encoding(tmp_path: Path) -> None:
+    """nginx matches locations against the decoded path: a mount called "my tree" or "café" is
+    served at /my%20tree/ and /caf%C3%A9/ as archiver serve serves it (the printed config used to put
+    the encoded form in the location, which never matched)."""
+    roots = []
+    for name in ("my tree", "café", "a+b"):
+        root = tmp_path / "names" / name
+        (root / "docs").mkdir(parents=True)
+        (root / "index.html").write_bytes(f"<title>{name}</title>".encode())
+        (root / "docs" / "index.html").write_bytes(b"<title>docs</title>")
+        roots.append(root)
+    for folder in [tmp_path / "names", *roots]:
+        folder.chmod(folder.stat().st_mode | 0o755)
+    with nginx(tmp_path, roots) as url, running(roots) as ours:
+        for base in (url, ours):
+            for prefix, name in (("/my%20tree", "my tree"), ("/caf%C3%A9", "café"), ("/a+b", "a+b")):
+                home = request(base, "GET", prefix + "/")
+                assert home.status == 200 and f"<title>{name}</title>".encode() in home.body, (base, prefix)
+                assert request(base, "GET", prefix + "/docs/").status == 200
+                moved = request(base, "GET", prefix)
+                assert moved.status == 301 and (moved.header("location") or "").endswith(prefix + "/")
