@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Candidate", "parse", "rewrite", "serialize"]
+__all__ = ["Candidate", "parse", "rewrite", "serialize", "urls"]
 
 _WS = " \t\n\r\f"
 
@@ -63,6 +63,13 @@ def parse(value: str) -> list[Candidate]:
         out.append(Candidate(url, " ".join(value[dstart:i].split())))
         if i < n:
             i += 1  # the comma
+
+
+def urls(value: str) -> list[str]:
+    """The candidate URLs of a ``srcset`` value, in order (:func:`parse`): a URL runs to the next
+    white space and commas at its end separate candidates, so ``a,b.png 1x, c.png 2x`` is ``a,b.png``
+    and ``c.png``."""
+    return [c.url for c in parse(value)]
 
 
 def _safe_url(url: str) -> str:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.srcset import Candidate, parse, rewrite, serialize
+from archiver.srcset import Candidate, parse, rewrite, serialize, urls
 
 CASES = [
     # the fixture's gallery: commas inside the URLs, spaces after the separating commas
@@ -78,3 +78,8 @@ _desc = st.sampled_from(["", "1x", "2x", "300w", "1.5x"])
 def test_serialize_then_parse_round_trips(items: list[tuple[str, str]]) -> None:
     candidates = [Candidate(u, d) for u, d in items]
     assert parse(serialize(candidates)) == candidates
+
+
+@pytest.mark.parametrize(("value", "expected"), CASES, ids=[c[0][:40] or "empty" for c in CASES])
+def test_urls(value: str, expected: list[tuple[str, str]]) -> None:
+    assert urls(value) == [url for url, _ in expected]

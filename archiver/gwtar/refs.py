@@ -19,12 +19,15 @@ from urllib.parse import unquote
 
 from archiver.css_refs import Reference, references_detailed
 from archiver.html_refs import attribute_refs
-from archiver.srcset import parse as srcset_candidates
+from archiver.srcset import urls as srcset_urls
 
 __all__ = ["Category", "Ref", "css_refs", "html_refs", "parse_srcset", "resolve"]
 
 Category = Literal["style", "font", "script", "image", "media", "other"]
 _NOT_ASSETS = ("link", "absolute")  # uses (archiver.html_refs) a page does not load to display
+
+#: :func:`archiver.srcset.urls`, kept under this name for tests/gwtar/test_refs.py.
+parse_srcset = srcset_urls
 
 
 @dataclass(frozen=True)
@@ -33,11 +36,6 @@ class Ref:
 
     url: str
     category: Category
-
-
-def parse_srcset(value: str) -> list[str]:
-    """The URLs of a ``srcset`` attribute, by the WHATWG parsing steps (:func:`archiver.srcset.parse`)."""
-    return [c.url for c in srcset_candidates(value)]
 
 
 def _category(ref: Reference) -> Category:
@@ -71,7 +69,7 @@ class _Collector(HTMLParser):
             if found.use in _NOT_ASSETS:
                 continue
             category: Category = "other" if found.use == "frame" else found.use  # type: ignore[assignment]
-            for url in parse_srcset(found.value) if found.srcset else [found.value]:
+            for url in srcset_urls(found.value) if found.srcset else [found.value]:
                 self._add(url, category)
         if tag == "style":
             self._in_style = True

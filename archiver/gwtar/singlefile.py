@@ -1,12 +1,16 @@
 """SingleFile input: split a self-contained HTML page's ``data:`` URIs out into v1-named assets
 (formats/gwtar.md §3): ``BASE.html`` and ``BASE/BASE-asset-N.EXT``.
 
-Every ``data:`` URI in an attribute (``src``, ``href``, ``poster``, ``srcset`` candidates, ``style``
-``url()``, …) or a ``<style>`` block is decoded (base64 or percent-encoded, any media type, any
+Every ``data:`` URI a page loads is decoded (base64 or percent-encoded, any media type, any
 parameters such as ``charset``; WHATWG's data: URL rules), written once per distinct (media type,
-bytes) and replaced by its relative asset URL. A URI that does not decode is left inline. Links
-(``<a href>``, ``<area href>``, ``<form action>``) and ``<meta>`` values stay as they are. The
-``Content-Security-Policy`` ``<meta>`` SingleFile adds is removed (it would block the loader).
+bytes) and replaced by its relative asset URL: the value of a URL attribute of an embedded resource
+(the shared table :mod:`archiver.html_refs`, ``srcset``-like attributes candidate by candidate, plus the
+lazy-loading ``data-src`` / ``data-srcset`` a script copies), and every reference the CSS walker
+:mod:`archiver.css_refs` finds in a ``<style>`` block or a ``style`` attribute (``url()``, ``@import``,
+``image-set()`` strings; never a comment or another string). A URI that does not decode is left
+inline; navigation and never-loaded URLs (``<a href>``, ``<form action>``, ``<link rel=canonical>``)
+and ``<meta>`` values stay as they are. The ``Content-Security-Policy`` ``<meta>`` SingleFile adds is
+removed (it would block the loader).
 
 The page itself is read whole (it must be parsed and rewritten); each decoded asset goes straight to
 its own file, so assets never accumulate in memory.
@@ -19,16 +23,18 @@ import binascii
 import hashlib
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
-from archiver import tree
+from archiver import css_refs, srcset, tree
 from archiver.errors import UsageError
 from archiver.gwtar import refs
 from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.gwtar.write import TOOL, Source, _epoch, _fallback_created
+from archiver.html_refs import EMBEDDED, LAZY_SRC, LAZY_SRCSET, LAZY_TAGS, Found, attribute_refs
 
 __all__ = ["EXTENSIONS", "DataURI", "parse_data_uri", "rewrite", "safe_base", "singlefile_source"]
 
@@ -55,9 +61,7 @@ _TYPE_FOR_EXT = {"js": "text/javascript", "jpg": "image/jpeg", "ttf": "font/ttf"
 
 _ASCII_WS = " \t\n\f\r"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*")
-_SKIP_ATTRS = {("a", "href"), ("area", "href"), ("form", "action")}
 _ATTR = re.compile(r"""(\s+)([^\s"'>/=]+)(\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
-_CSS_URL = re.compile(r"""url\(\s*(?:"(data:[^"]*)"|'(data:[^']*)'|(data:[^)\s"']*))\s*\)""", re.IGNORECASE)
 _SAVED_URL = re.compile(r"^\s*url:\s*(\S+)\s*$", re.MULTILINE)
 
 
@@ -138,39 +142,135 @@ class _Assets:
         return path
 
 
-def _rewrite_css(text: str, assets: _Assets) -> str:
-    def replace(m: re.Match[str]) -> str:
-        uri = parse_data_uri(m.group(1) or m.group(2) or m.group(3))
-        return f"url({assets.url_for(uri)})" if uri is not None else m.group(0)
-
-    return _CSS_URL.sub(replace, text) if "data:" in text.lower() else text
+def _may_hold_data(text: str) -> bool:
+    # a data: URL in CSS may be spelt with escapes (d\61ta:, data\:), which only the tokenizer decodes
+    return "data:" in text.lower() or "\\" in text
 
 
-def _rewrite_value(tag: str, name: str, value: str, assets: _Assets) -> str:
-    if name in ("srcset", "imagesrcset"):
+#: Runs of these characters (base64 and percent-encoded payloads) at least this long are shortened
+#: before the CSS is tokenized (:func:`_shorten`).
+_RUN_CHARS = "A-Za-z0-9+/%="
+_LONG = 256
+_RUN = re.compile(f"[{_RUN_CHARS}]{{{_LONG},}}")
+_DIGITS = "abcdefghij"
+
+
+def _shorten(css: str, avoid: str, long: int = _LONG) -> tuple[str, Callable[[str], str]]:
+    """``css`` with the middle of each long run of ``[A-Za-z0-9+/%=]`` replaced by a short letter-only
+    placeholder, and the function that puts the runs back into any text made from it.
+
+    tinycss2 walks a string or an unquoted url() character by character in Python, so a megabyte of
+    base64 in a SingleFile ``<style>`` costs about a second to tokenize. The shortening cannot change
+    what the tokenizer sees: none of these characters opens or closes a string, url(), comment, block
+    or escape, and the middle replaced runs from just after one ``/`` to just before a later ``/`` of
+    the run (at least 8 characters in, so an escape before the run ends before it, and never last, so
+    the ``/`` is not the start of ``/*``). Outside a string, url() or comment a ``/`` is a token of its
+    own, so the tokens up to the first ``/`` and from the second are those of the original text; a
+    reference (``url(``, a quote, ``@import``) can never lie inside the middle. Inside a string,
+    url() or comment the placeholder is part of the value, and is put back by the returned function.
+    """
+    if len(css) < long:
+        return css, lambda text: text
+    nonce = "QsfRun"
+    while nonce in css or nonce in avoid:
+        nonce += "Q"
+    cuts: list[str] = []
+    out: list[str] = []
+    pos = 0
+    runs = _RUN if long == _LONG else re.compile(f"[{_RUN_CHARS}]{{{long},}}")
+    for m in runs.finditer(css):
+        if len(cuts) == 10**6:  # six placeholder digits
+            break
+        start, end = m.span()
+        first = css.find("/", start + 7, end)
+        last = css.rfind("/", first + 1, end - 1)
+        if first < 0 or last - first < long // 2:
+            continue
+        index = str(len(cuts)).zfill(6)
+        out += [css[pos : first + 1], nonce, "".join(_DIGITS[int(d)] for d in index)]
+        cuts.append(css[first + 1 : last])
+        pos = last
+    if not cuts:
+        return css, lambda text: text
+    out.append(css[pos:])
+
+    def expand(text: str) -> str:
+        if nonce not in text:
+            return text
+        head, *parts = text.split(nonce)
+        whole = [head]
+        for part in parts:
+            whole += [cuts[int("".join(str(_DIGITS.index(c)) for c in part[:6]))], part[6:]]
+        return "".join(whole)
+
+    return "".join(out), expand
+
+
+def _rewrite_css(text: str, assets: _Assets, *, declarations: bool = False, long: int = _LONG) -> str:
+    if not _may_hold_data(text):
+        return text
+    short, expand = _shorten(text, assets.base, long)
+
+    def change(ref: str, role: css_refs.Role) -> str | None:
+        uri = parse_data_uri(expand(ref))
+        return assets.url_for(uri) if uri is not None else None
+
+    rewrite_css = css_refs.rewrite_declarations if declarations else css_refs.rewrite_stylesheet
+    try:
+        result = rewrite_css(short, change).text
+    except RecursionError:  # absurdly nested CSS: kept as it is, its data: URIs inline
+        return text
+    return text if result == short else expand(result)
+
+
+def _rewrite_value(value: str, is_srcset: bool, assets: _Assets) -> str:
+    if is_srcset:
         out = value
-        for candidate in refs.parse_srcset(value):
+        for candidate in srcset.urls(value):
             uri = parse_data_uri(candidate)
             if uri is not None:
                 out = out.replace(candidate, assets.url_for(uri), 1)
         return out
-    if name == "style":
-        return _rewrite_css(value, assets)
     uri = parse_data_uri(value)
     return assets.url_for(uri) if uri is not None else value
 
 
-def _rewrite_tag(raw: str, tag: str, assets: _Assets) -> str:
-    if "data:" not in raw.lower() or tag == "meta":
+def _url_attributes(tag: str, attrs: dict[str, str]) -> dict[str, Found]:
+    """The attributes of this element that may hold a data: URI to split out, by name: the embedded
+    resources of the shared table (archiver.html_refs; navigation and never-loaded URLs stay), and the
+    lazy-loading attributes a script copies into ``src`` / ``srcset``."""
+    out = {f.attr: f for f in attribute_refs(tag, attrs) if f.use in EMBEDDED}
+    if tag in LAZY_TAGS:
+        for name in LAZY_SRC:
+            if name in attrs:
+                out[name] = Found(name, attrs[name], "image")
+        if LAZY_SRCSET in attrs:
+            out[LAZY_SRCSET] = Found(LAZY_SRCSET, attrs[LAZY_SRCSET], "image", srcset=True)
+    return out
+
+
+def _rewrite_tag(raw: str, tag: str, attrs: dict[str, str], assets: _Assets) -> str:
+    if tag == "meta" or not (_may_hold_data(raw) if "style" in attrs else "data:" in raw.lower()):
+        return raw
+    urls = _url_attributes(tag, attrs)
+    if not urls and "style" not in attrs:
         return raw
 
     def replace(m: re.Match[str]) -> str:
         name = m.group(2).lower()
         value_raw = next((g for g in (m.group(4), m.group(5), m.group(6)) if g is not None), None)
-        if value_raw is None or "data:" not in value_raw.lower() or (tag, name) in _SKIP_ATTRS:
+        if value_raw is None:
             return m.group(0)
-        value = html.unescape(value_raw)
-        new = _rewrite_value(tag, name, value, assets)
+        if name == "style":
+            if not _may_hold_data(value_raw):
+                return m.group(0)
+            value = html.unescape(value_raw)
+            new = _rewrite_css(value, assets, declarations=True)
+        elif name in urls and "data:" in value_raw.lower():
+            value = html.unescape(value_raw)
+            new = _rewrite_value(value, urls[name].srcset, assets)
+        else:
+            return m.group(0)
         if new == value:
             return m.group(0)
         return f'{m.group(1)}{m.group(2)}="{html.escape(new, quote=True)}"'
@@ -182,14 +282,15 @@ def _rewrite_tag(raw: str, tag: str, assets: _Assets) -> str:
 
 
 class _Scanner(HTMLParser):
-    """Collects (start, end, kind, tag) spans of start tags and ``<style>`` text, in source order."""
+    """Collects (start, end, kind, tag, attributes) spans of start tags and ``<style>`` text, in
+    source order (attributes: the first value of each name, entities decoded)."""
 
     def __init__(self, text: str) -> None:
         super().__init__(convert_charrefs=False)
         self._lines = [0]
         for m in re.finditer("\n", text):
             self._lines.append(m.end())
-        self.spans: list[tuple[int, int, str, str]] = []
+        self.spans: list[tuple[int, int, str, str, dict[str, str]]] = []
         self.comments: list[str] = []
         self._style = False
 
@@ -206,7 +307,10 @@ class _Scanner(HTMLParser):
             for k, v in attrs
         ):
             kind = "csp"
-        self.spans.append((start, start + len(raw), kind, tag))
+        first: dict[str, str] = {}
+        for k, v in attrs:
+            first.setdefault(k, v or "")
+        self.spans.append((start, start + len(raw), kind, tag, first))
         self._style = tag == "style"
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -219,7 +323,7 @@ class _Scanner(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._style:
             start = self._at()
-            self.spans.append((start, start + len(data), "style", "style"))
+            self.spans.append((start, start + len(data), "style", "style", {}))
 
     def handle_comment(self, data: str) -> None:
         if len(self.comments) < 4:
@@ -237,7 +341,7 @@ def rewrite(text: str, assets: _Assets) -> tuple[str, str | None]:
         pass
     out: list[str] = []
     pos = 0
-    for start, end, kind, tag in scanner.spans:
+    for start, end, kind, tag, attrs in scanner.spans:
         if start < pos or text[start:end] == "":
             continue
         out.append(text[pos:start])
@@ -245,7 +349,7 @@ def rewrite(text: str, assets: _Assets) -> tuple[str, str | None]:
         if kind == "csp":
             piece = ""
         elif kind == "tag":
-            piece = _rewrite_tag(piece, tag, assets)
+            piece = _rewrite_tag(piece, tag, attrs, assets)
         else:
             piece = _rewrite_css(piece, assets)
         out.append(piece)

@@ -40,7 +40,7 @@ import lxml.html
 
 from archiver.css_refs import decode, references
 from archiver.html_refs import EMBEDDED, attribute_refs, parse_refresh
-from archiver.srcset import parse as srcset_candidates
+from archiver.srcset import urls as srcset_urls
 from archiver.urls import ref_action
 
 __all__ = [
@@ -55,6 +55,9 @@ __all__ = [
 ]
 
 _XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+
+#: :func:`archiver.srcset.urls`, kept under this name for tests/zim/test_links.py.
+parse_srcset = srcset_urls
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,6 @@ class LinkProblem:
 
     def __str__(self) -> str:
         return f"{self.where} {self.ref!r}: {self.message}"
-
-
-def parse_srcset(value: str) -> list[str]:
-    """The URLs of a ``srcset`` value, by the HTML standard's algorithm (:func:`archiver.srcset.parse`):
-    a URL runs to the next white space, and commas at its end separate candidates, so
-    ``a,b.png 1x, c.png 2x`` is ``a,b.png`` and ``c.png``."""
-    return [c.url for c in srcset_candidates(value)]
 
 
 def _css(text: str, where: str) -> Iterator[Ref]:
@@ -144,7 +140,7 @@ def html_refs(data: bytes) -> Iterator[Ref]:
                 continue  # never loaded (form action, cite): kept as written
             where = f"<{tag} {found.attr}>"
             if found.srcset:
-                yield from (Ref(u, where, True) for u in parse_srcset(found.value))
+                yield from (Ref(u, where, True) for u in srcset_urls(found.value))
             else:
                 yield Ref(found.value, where, found.use in EMBEDDED)
         if tag == "meta" and (attrib.get("http-equiv") or "").lower() == "refresh":

@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from archiver.gwtar import extract, pack, verify
 from archiver.gwtar import open as open_gwtar
@@ -155,3 +158,139 @@ def test_parse_data_uri_refuses(uri: str) -> None:
 )
 def test_safe_base(stem: str, base: str) -> None:
     assert safe_base(stem) == base
+
+
+# What a regular expression over CSS got wrong and the CSS tokenizer (archiver.css_refs) gets right.
+
+GIF = base64.b64decode("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==")
+GIF64 = base64.b64encode(GIF).decode()
+
+
+def _split(tmp_path: Path, head: str, body: str = "") -> tuple[str, list[bytes]]:
+    """Pack a one-page SingleFile input; the rewritten page and the bytes of every asset member."""
+    src = tmp_path / "in.html"
+    src.write_text(f"<!DOCTYPE html><html><head>{head}</head><body>{body}</body></html>", encoding="utf-8")
+    result = pack(src, tmp_path / "out.gwtar.html", loader=STUB_LOADER, created="2026-01-01T00:00:00Z")
+    assert verify(result.path).ok
+    with open_gwtar(result.path) as g:
+        return g.read("0").decode(), [g.read(m) for m in g.members[1:]]
+
+
+def test_css_comment_is_not_a_reference(tmp_path: Path) -> None:
+    comment = f"/* old: url(data:image/png;base64,{PNG64}) */"
+    text = "url(data:text/plain,just%20text)"
+    page, members = _split(tmp_path, f'<style>{comment} p {{ content: "{text}" }}</style>')
+    assert members == []
+    assert comment in page and f'"{text}"' in page
+
+
+def test_css_escaped_and_quoted_forms(tmp_path: Path) -> None:
+    svg = '<svg xmlns=\\"http://www.w3.org/2000/svg\\"/>'
+    css = (
+        f'.a {{ background: url( "data:image/png;base64,{PNG64}" ) }}'
+        f".b {{ background: URL(data:image/gif;base64,{GIF64}) }}"
+        f".c {{ background: url(data\\:image/png;base64,{PNG64}) }}"
+        f'.d {{ background: url("data:image/svg+xml,{svg}") }}'
+        f".e {{ background: url('data:text/plain,a\\\nb') }}"
+    )
+    style = f"background: url(d\\61ta:image/gif;base64,{GIF64})"
+    page, members = _split(tmp_path, f"<style>{css}</style>", f'<div style="{style}">x</div>')
+    assert sorted(members) == sorted([PNG, GIF, b'<svg xmlns="http://www.w3.org/2000/svg"/>', b"ab"])
+    assert "data" not in page.split("<style>")[1].split("</style>")[0]
+    assert "d\\61ta" not in page and "background: url(in/in-asset-2.gif)" in page
+
+
+def test_css_image_set(tmp_path: Path) -> None:
+    css = (
+        f'.a {{ background-image: image-set("data:image/png;base64,{PNG64}" 1x, '
+        f"url(data:image/gif;base64,{GIF64}) 2x) }}"
+        f'.b {{ background-image: -webkit-image-set("data:image/gif;base64,{GIF64}" 1x) }}'
+    )
+    page, members = _split(tmp_path, f"<style>{css}</style>")
+    assert members == [PNG, GIF]
+    assert 'image-set("in/in-asset-1.png" 1x, url(in/in-asset-2.gif) 2x)' in page
+    assert '-webkit-image-set("in/in-asset-2.gif" 1x)' in page
+
+
+def test_css_parenthesis_inside_a_data_url(tmp_path: Path) -> None:
+    css = (
+        '.a { background: url("data:image/svg+xml,<svg>(x)</svg>") }'
+        ".b { background: url(data:image/svg+xml,%3Csvg%3E\\(y\\)%3C/svg%3E) }"
+        ".c { color: red }"
+    )
+    page, members = _split(tmp_path, f"<style>{css}</style>")
+    assert members == [b"<svg>(x)</svg>", b"<svg>(y)</svg>"]
+    style = page.split("<style>")[1].split("</style>")[0]
+    assert style == (
+        '.a { background: url("in/in-asset-1.svg") }.b { background: url(in/in-asset-2.svg) }'
+        ".c { color: red }"
+    )
+
+
+def test_url_attributes_come_from_the_shared_table(tmp_path: Path) -> None:
+    # archiver.html_refs decides which attributes hold a URL the page loads: lazy-loading data-srcset
+    # candidates are split out; navigation (<link rel=prefetch>, formaction) stays as written
+    gif = f"data:image/gif;base64,{GIF64}"
+    head = f'<link rel="prefetch" href="{gif}"><link rel="icon" href="data:image/png;base64,{PNG64}">'
+    body = (
+        f'<img data-srcset="{gif} 1x, data:image/svg+xml,%3Csvg%2F%3E 2x">'
+        f'<form><button formaction="{gif}">go</button></form>'
+    )
+    page, members = _split(tmp_path, head, body)
+    assert members == [PNG, GIF, b"<svg/>"]
+    assert page.count(f'"{gif}"') == 2
+    assert 'data-srcset="in/in-asset-2.gif 1x, in/in-asset-3.svg 2x"' in page
+
+
+def test_absurdly_nested_css_is_kept(tmp_path: Path) -> None:
+    deep = "(" * 5000 + f"url(data:image/gif;base64,{GIF64})" + ")" * 5000
+    page, members = _split(tmp_path, f"<style>a {{ b: {deep} }}</style>", f'<p style="b: {deep}">x</p>')
+    assert members == [] and page.count(deep) == 2
+
+
+_B64_RUN = st.text(alphabet="ABCDEFabcdefurlsxyz0123456789+/%=", min_size=20, max_size=60)
+_CSS_PIECE = st.one_of(
+    _B64_RUN,
+    st.sampled_from([
+        "url(", "URL( ", ")", '"', "'", "\\", "\\41 ", "/*", "*/", " ", "\n", "{", "}", ";", "(", ":",
+        "@import ", "@font-face", "image-set(", "src(", "u+", "data:", "data:image/png;base64,",
+        f"data:image/gif;base64,{GIF64}", "data:,a", ",", "-", "#", "@", "*", "url(data:,a)",
+        'url("data:,b")', "url(data:,c", "image-set('data:,d' 1x)", "@import 'data:text/css,e';",
+        "src('data:,f')",
+    ]),
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_CSS_PIECE, max_size=14), st.booleans())
+def test_shortened_runs_tokenize_as_the_original(pieces: list[str], declarations: bool) -> None:
+    # the speed-up of archiver.gwtar.singlefile._shorten changes nothing the CSS walker finds or writes
+    # (except that tinycss2 no longer adds /**/ between tokens it re-serialises inside a long run)
+    from archiver.gwtar.singlefile import _Assets, _rewrite_css
+
+    css = "".join(pieces)
+    with tempfile.TemporaryDirectory() as folder:
+        shortened, plain = _Assets("B", Path(folder, "a")), _Assets("B", Path(folder, "b"))
+        fast = _rewrite_css(css, shortened, declarations=declarations, long=16)
+        slow = _rewrite_css(css, plain, declarations=declarations, long=10**9)
+    assert fast.replace("/**/", "") == slow.replace("/**/", "")
+    assert shortened.order == plain.order
+
+
+def test_long_payloads_in_css(tmp_path: Path) -> None:
+    # long base64 runs are shortened before tokenizing (singlefile._shorten): values and the text kept
+    font = bytes(range(256)) * 40
+    font64 = base64.b64encode(font).decode()
+    assert font64.count("/") > 10
+    comment = f"/* was: url(data:font/woff2;base64,{font64}) */"
+    css = (
+        f'{comment}@font-face {{ font-family: F; src: url("data:font/woff2;base64,{font64}") }}'
+        f".a {{ background: url(data:application/octet-stream;base64,{font64}) }}"
+        f'.b::after {{ content: "{font64}" }}'
+    )
+    page, members = _split(tmp_path, f"<style>{css}</style>")
+    assert members == [font, font]  # one per media type
+    assert page.split("<style>")[1].split("</style>")[0] == (
+        f'{comment}@font-face {{ font-family: F; src: url("in/in-asset-1.woff2") }}'
+        f'.a {{ background: url(in/in-asset-2.dat) }}.b::after {{ content: "{font64}" }}'
+    )
