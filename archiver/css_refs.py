@@ -163,18 +163,20 @@ class _Walker:
 
 
 def _run(css: str, change: Change) -> CSSResult:
-    tokens = tinycss2.parse_component_value_list(css, skip_comments=False)
     walker = _Walker(change)
-    walker.walk(tokens)
-    refs = [(r.url, r.role) for r in walker.found]
-    if not walker.changed:
-        return CSSResult(css, refs)
-    return CSSResult(tinycss2.serialize(tokens), refs)
+    try:
+        tokens = tinycss2.parse_component_value_list(css, skip_comments=False)
+        walker.walk(tokens)
+        text = tinycss2.serialize(tokens) if walker.changed else css
+    except RecursionError:  # absurdly nested blocks: the CSS as it was, with what was found so far
+        text = css
+    return CSSResult(text, [(r.url, r.role) for r in walker.found])
 
 
 def rewrite_stylesheet(css: str, change: Change) -> CSSResult:
     """Rewrite every reference in a stylesheet (a ``.css`` file or a ``<style>`` element's text).
-    CSS in which nothing changes is returned as it was, byte for byte."""
+    CSS in which nothing changes is returned as it was, byte for byte; so is CSS nested too deeply
+    for the walker (thousands of open blocks), never an exception."""
     return _run(css, change)
 
 

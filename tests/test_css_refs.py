@@ -114,3 +114,10 @@ def test_style_attribute_declarations() -> None:
 def test_hostile_input_does_not_raise() -> None:
     for css in ["url(", "@import", "@import ;", "a{b:url(\\", "image-set(", "}}}{{{", "\x00", "url(  )"]:
         rewrite_stylesheet(css, lambda ref, role: "x")
+
+
+def test_absurd_nesting_is_returned_as_it_was_not_an_exception() -> None:
+    css = "a{" * 5000 + "background:url(x.png)" + "}" * 5000
+    result = rewrite_stylesheet(css, lambda ref, role: "changed")
+    assert result.text == css
+    assert rewrite_declarations("(" * 5000 + "url(y.png)", lambda ref, role: "z").text.startswith("(((")
