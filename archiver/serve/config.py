@@ -205,7 +205,9 @@ def _caddy(plan: list[tuple[str, str, Path]], gwtar_mime: str, listen: str, serv
             out += [f'        header Cache-Control "{ARCHIVE_CACHE}"', "        file_server", "    }"]
         elif kind == "tree":
             out += [
-                f"    redir {uri} {uri}/ 301",
+                # an exact path matcher written percent-encoded also matched "/name/…" (Caddy 2.6.2):
+                # every request redirected to itself; the decoded one matches only "/name"
+                f"    redir {_quote_caddy('/' + name)} {uri}/ 301",
                 f"    handle_path {uri}/* {{",
                 f'        root * "{_abs(path)}"',
                 "        # the tree's private files (capture state, _archiver/tmp/): never served",

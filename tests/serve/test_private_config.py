@@ -126,3 +126,13 @@ def test_nginx_serves_mounts_whose_names_need_percent_encoding(tmp_path: Path) -
                 assert request(base, "GET", prefix + "/docs/").status == 200
                 moved = request(base, "GET", prefix)
                 assert moved.status == 301 and (moved.header("location") or "").endswith(prefix + "/")
+
+
+def test_caddy_redirect_matchers_are_decoded(tmp_path: Path) -> None:
+    """Checked by hand with Caddy 2.6.2 (not a test tool): an encoded exact `redir` matcher looped."""
+    root = tmp_path / "my tree"
+    root.mkdir()
+    (root / "index.html").write_bytes(b"<title>t</title>")
+    text = print_config("caddy", [root])
+    assert "    redir `/my tree` /my%20tree/ 301\n" in text
+    assert "    handle_path /my%20tree/* {\n" in text
