@@ -21,13 +21,10 @@ from archiver.css_refs import Reference, references_detailed
 from archiver.html_refs import attribute_refs
 from archiver.srcset import urls as srcset_urls
 
-__all__ = ["Category", "Ref", "css_refs", "html_refs", "parse_srcset", "resolve"]
+__all__ = ["Category", "Ref", "css_refs", "html_refs", "resolve"]
 
 Category = Literal["style", "font", "script", "image", "media", "other"]
 _NOT_ASSETS = ("link", "absolute")  # uses (archiver.html_refs) a page does not load to display
-
-#: :func:`archiver.srcset.urls`, kept under this name for tests/gwtar/test_refs.py.
-parse_srcset = srcset_urls
 
 
 @dataclass(frozen=True)

@@ -50,14 +50,10 @@ __all__ = [
     "css_refs",
     "html_refs",
     "parse_html",
-    "parse_srcset",
     "resolve",
 ]
 
 _XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
-
-#: :func:`archiver.srcset.urls`, kept under this name for tests/zim/test_links.py.
-parse_srcset = srcset_urls
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from archiver import srcset
 from archiver.gwtar import refs
 
 
@@ -23,7 +24,7 @@ from archiver.gwtar import refs
     ],
 )
 def test_srcset(value: str, urls: list[str]) -> None:
-    assert refs.parse_srcset(value) == urls
+    assert srcset.urls(value) == urls
 
 
 def test_css_refs() -> None:

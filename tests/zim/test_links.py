@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.zim.links import check_document, css_refs, parse_srcset, resolve
+from archiver.srcset import urls as srcset_urls
+from archiver.zim.links import check_document, css_refs, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = json.loads((ROOT / "formats" / "vectors" / "zim" / "links.json").read_text("utf-8"))
@@ -30,7 +31,7 @@ def test_check_document(row: dict) -> None:
 
 @pytest.mark.parametrize("row", VECTORS["srcset"], ids=lambda r: r.get("note", r["in"]))
 def test_parse_srcset(row: dict) -> None:
-    assert parse_srcset(row["in"]) == row["want"]
+    assert srcset_urls(row["in"]) == row["want"]
 
 
 @pytest.mark.parametrize(
