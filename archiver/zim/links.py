@@ -48,6 +48,7 @@ __all__ = [
     "Ref",
     "check_document",
     "css_refs",
+    "external",
     "html_refs",
     "parse_html",
     "resolve",
@@ -186,6 +187,18 @@ def _scheme(ref: str) -> str | None:
     return None
 
 
+def _leaves(ref: str) -> bool:
+    """Whether a reference that is fetched at all (:func:`archiver.urls.ref_action`) is absolute:
+    ``http(s):`` or scheme-relative ``//``, so it leaves the archive."""
+    return _scheme(ref) is not None or ref.startswith(("//", "\\\\"))
+
+
+def external(ref: str) -> bool:
+    """An absolute ``http(s):`` or scheme-relative reference: one a ZIM reader cannot load."""
+    text = ref.strip()
+    return ref_action(text) == "fetch" and _leaves(text)
+
+
 def check_document(
     doc_path: str,
     data: bytes,
@@ -225,8 +238,7 @@ def check_document(
         if ref_action(ref) == "keep":
             continue
         checked += 1
-        scheme = _scheme(ref)
-        if scheme is not None or ref.startswith(("//", "\\\\")):
+        if _leaves(ref):
             if r.embedded:
                 problem(r, "external resource: the page needs it and it is not in the archive")
             continue

@@ -18,7 +18,8 @@ problem (formats/zim.md §7). So pack switches them off in the stored files only
   stylesheet, a ``<style>`` element or a ``style`` attribute gets :data:`CSS_MARK` put before its URL
   (``url(https://x/a.png)`` → ``url(about:invalid#https://x/a.png)``): an ``about:`` URL is never
   fetched, and the rest of the rule stays as it was;
-- external means an absolute ``http:``/``https:`` or scheme-relative ``//`` URL.
+- external means what the link checker calls so (:func:`archiver.zim.links.external`): an absolute
+  ``http:``/``https:`` or scheme-relative ``//`` URL.
 
 A page is tokenised only when some ``//`` in it follows what starts such an attribute value or CSS
 URL (a cheap look that lets the pages without one, most of them, through at the cost of a search).
@@ -38,10 +39,10 @@ from collections.abc import Iterator
 from archiver.css_refs import references_detailed
 from archiver.html_refs import EMBEDDED, SRCSET_ATTRIBUTES, URL_ATTRIBUTES, Found, attribute_refs
 from archiver.srcset import parse as srcset_candidates
-from archiver.urls import ref_action
+from archiver.zim.links import external
 from archiver.zim.zimsafe import Edit, apply_edits, start_tags
 
-__all__ = ["CSS_MARK", "PREFIX", "external", "stylesheet", "switch_off", "undo_markers"]
+__all__ = ["CSS_MARK", "PREFIX", "stylesheet", "switch_off", "undo_markers"]
 
 #: What is put before the name of an attribute that would load an external URL.
 PREFIX = b"data-zim-offline-"
@@ -78,15 +79,6 @@ def _worth_a_look(data: bytes) -> bool:
 
 _NEWLINES = re.compile(r"\r\n|[\r\n\f]")  # what tinycss2 counts as a line break
 Insertion = tuple[int, bytes, bytes]
-
-
-def external(ref: str) -> bool:
-    """An absolute ``http(s):`` or scheme-relative reference (what a ZIM reader cannot load)."""
-    text = ref.strip(" \t\n\f\r")
-    if ref_action(text) == "keep":
-        return False
-    head = text.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    return text.startswith(("//", "\\\\")) or (":" in head)
 
 
 def undo_markers(dom: str) -> str:

@@ -12,8 +12,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 from archiver.html_refs import EMBEDDED, attribute_refs
 from archiver.zim import extract, pack, verify
-from archiver.zim.links import check_document, html_refs
-from archiver.zim.offline import CSS_MARK, PREFIX, external, stylesheet, switch_off, undo_markers
+from archiver.zim.links import check_document, external, html_refs
+from archiver.zim.offline import CSS_MARK, PREFIX, stylesheet, switch_off, undo_markers
 from archiver.zim.zimsafe import restore, start_tags, zimcheck_safe
 
 from .conftest import MakeTree, page, tree_files
