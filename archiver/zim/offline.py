@@ -89,7 +89,8 @@ def undo_markers(dom: str) -> str:
 def switch_off(data: bytes) -> list[Insertion]:
     """The insertions that switch off an HTML page's external references, in offset order (offsets in
     ``data``): attribute renames and CSS marks in ``<style>`` and ``style``. None when the page
-    already holds a marker or names no ``//`` at all."""
+    already holds a marker, or when no ``//`` in it follows what starts a loading attribute value or
+    a CSS URL (the first look, :func:`_worth_a_look`)."""
     if PREFIX in data or CSS_MARK in data or not _worth_a_look(data):
         return []
     out: list[Insertion] = []
