@@ -230,24 +230,64 @@ def _metadata_pair(text: str) -> tuple[str, str]:
 # ------------------------------------------------------------------------------ verify, ls, extract
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
+def _zim_name(path: Path) -> Path | None:
+    """``path`` as a ZIM to open: itself, or the base name of a split ZIM (``X.zim`` for
+    ``X.zimaa``); None when it is not a ZIM."""
     from archiver.detect import kind_of
+    from archiver.zim.structure import split_parts
 
-    paths = [Path(p) for p in args.archives]
-    zims = [p for p in paths if p.is_file() and kind_of(p) == "zim"]
-    others = [p for p in paths if p not in zims]
+    if path.is_file():
+        try:
+            return path if kind_of(path) == "zim" else None
+        except UsageError:
+            return None
+    parts = split_parts(path)
+    return path if parts and parts[0] != path else None
+
+
+def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], list[Path]]:
+    """(ZIMs, everything else) to verify; with ``recursive``, a folder stands for every archive in
+    it: gwtar files, ZIM files and split ZIMs (by their base name)."""
+    zims: list[Path] = []
+    others: list[Path] = []
+    for path in paths:
+        if recursive and path.is_dir():
+            found = sorted(x for x in path.rglob("*") if x.is_file())
+            gwtars = [x for x in found if x.name.endswith((".gwtar.html", ".gwtar"))]
+            bases = {x.with_name(x.name[:-2]) for x in found if x.name.endswith(".zimaa")}
+            inside = sorted({*bases, *(x for x in found if x.name.endswith(".zim"))})
+            if not gwtars and not inside:
+                raise UsageError("no gwtar or ZIM files in this folder", subject=str(path))
+            zims += inside
+            others += gwtars
+        elif (zim_path := _zim_name(path)) is not None:
+            zims.append(zim_path)
+        else:
+            others.append(path)
+    return zims, others
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    zims, others = _verify_targets([Path(p) for p in args.archives], args.recursive)
     code = 0
     zim_docs = []
     for path in zims:
         from archiver import zim
 
         report = zim.verify(path)
+        if args.strict:
+            report.strict()
         if args.json:
             zim_docs.append({"format": "zim", **report.to_json()})
         else:
             for problem in report.problems:
                 print(f"{path}: {problem}")
-            print(f"{path}: {'OK' if report.ok else 'INVALID'} ({report.entries} entries)")
+            for warning in report.warnings:
+                print(f"{path}: warning: {warning}")
+            summary = "OK" if report.ok else "INVALID"
+            if report.ok and report.warnings:
+                summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
+            print(f"{path}: {summary} ({report.entries} entries)")
         code = max(code, 0 if report.ok else 1)
     if others or zim_docs:  # gwtar's verify prints the one JSON document, with the ZIM reports in it
         from archiver import gwtar
@@ -476,6 +516,9 @@ def _parser() -> argparse.ArgumentParser:
     p = command("verify", "check archives: offsets, sizes, hashes, tar structure, links, FEC data")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")
     p.add_argument("-r", "--recursive", action="store_true", help="verify every archive in folders")
+    p.add_argument(
+        "--strict", action="store_true", help="count warnings (metadata style, no checksum …) as problems"
+    )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.set_defaults(func=_cmd_verify)
 

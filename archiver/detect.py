@@ -1,4 +1,5 @@
-"""What kind of input a path is: a canonical tree, a gwtar, a ZIM, or a SingleFile-style HTML page.
+"""What kind of input a path is: a canonical tree, a gwtar, a ZIM (or a split ZIM named by its base
+name, ``X.zim`` for ``X.zimaa``, ``X.zimab``…), or a SingleFile-style HTML page.
 
 The decision reads at most the first 1 KiB of a file (``kind_of_bytes`` is pure over those bytes).
 """
@@ -38,6 +39,8 @@ def kind_of(path: Path) -> Kind:
         with path.open("rb") as f:
             head = f.read(1024)
     except FileNotFoundError:
+        if path.with_name(f"{path.name}aa").is_file():  # a split ZIM named by its base name
+            return "zim"
         raise UsageError("no such file or folder", subject=str(path)) from None
     except OSError as e:
         raise UsageError(f"cannot read: {e.strerror}", subject=str(path)) from None

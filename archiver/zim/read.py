@@ -12,9 +12,11 @@ Compressed items are decompressed with their cluster, as any ZIM reader does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 from libzim.reader import Archive
 from libzim.search import Query, Searcher
@@ -22,8 +24,10 @@ from libzim.suggestion import SuggestionSearcher
 
 from archiver.errors import FormatError, UsageError
 from archiver.zim.metadata import ILLUSTRATION_KEY
+from archiver.zim.structure import NOT_A_ZIM, Source, split_parts
+from archiver.zim.structure import check as check_structure
 
-__all__ = ["CHUNK", "Entry", "ZimReader", "open_archive"]
+__all__ = ["CHUNK", "Check", "Entry", "ZimReader", "open_archive", "structure_problems"]
 
 #: Bytes handed out per chunk by :meth:`Entry.chunks`.
 CHUNK = 1 << 20
@@ -42,21 +46,50 @@ class Entry:
     is_redirect: bool
     redirect_target: str | None
     _item: object = field(repr=False, compare=False, default=None)
+    _file: str | None = field(repr=False, compare=False, default=None)
 
     def read(self, offset: int = 0, size: int | None = None) -> bytes:
         """``size`` bytes from ``offset`` (to the end when ``size`` is None), like an HTTP range.
         Offsets past the end give ``b""``."""
         if offset < 0 or (size is not None and size < 0):
             raise ValueError("offset and size must not be negative")
-        view = self._item.content  # type: ignore[attr-defined]
+        view = self._content()
         end = len(view) if size is None else min(len(view), offset + size)
         return bytes(view[offset:end]) if offset < end else b""
 
     def chunks(self, chunk: int = CHUNK) -> Iterator[bytes]:
         """The content in pieces of at most ``chunk`` bytes."""
-        view = self._item.content  # type: ignore[attr-defined]
+        view = self._content()
         for start in range(0, len(view), chunk):
             yield bytes(view[start : start + chunk])
+
+    def _content(self) -> memoryview:
+        try:
+            return self._item.content  # type: ignore[attr-defined,no-any-return]
+        except (RuntimeError, UnicodeDecodeError) as e:  # a damaged cluster: "Data corruption detected"
+            error = _damaged(self.path, e)
+            error.subject = self._file
+            raise error from None
+
+
+def _damaged(path: str, e: Exception) -> FormatError:
+    return FormatError(f"damaged ZIM: entry {path!r} cannot be read ({e})")
+
+
+_T = TypeVar("_T")
+
+
+def _guarded(method: Callable[..., _T]) -> Callable[..., _T]:
+    """libzim's errors on a damaged file, raised from ``method``, as one :class:`FormatError`."""
+
+    @functools.wraps(method)
+    def guarded(self: ZimReader, *args: Any) -> _T:
+        try:
+            return method(self, *args)
+        except (RuntimeError, UnicodeDecodeError) as e:
+            raise FormatError(f"damaged ZIM: {e}", subject=str(self.path)) from None
+
+    return guarded
 
 
 class ZimReader:
@@ -67,7 +100,7 @@ class ZimReader:
         self.path = Path(path)
         try:
             self._archive: Archive | None = Archive(self.path)
-        except RuntimeError as e:
+        except (RuntimeError, UnicodeDecodeError) as e:
             raise FormatError(f"not a readable ZIM file: {e}", subject=str(path)) from None
 
     @property
@@ -79,6 +112,7 @@ class ZimReader:
     # -- entries -------------------------------------------------------------------------------
 
     @property
+    @_guarded
     def main_path(self) -> str | None:
         """The path of the main page (the end of the ``W/mainPage`` redirect), None when unset."""
         a = self.archive
@@ -100,12 +134,17 @@ class ZimReader:
         """Every entry path of the content namespace, in path order."""
         a = self.archive
         for i in range(a.entry_count):
-            yield a._get_entry_by_id(i).path
+            try:
+                yield a._get_entry_by_id(i).path
+            except (RuntimeError, UnicodeDecodeError) as e:
+                raise self._damaged(f"#{i}", e) from None
 
+    @_guarded
     def has(self, path: str) -> bool:
         """Whether ``path`` is an entry (item or redirect)."""
         return self.archive.has_entry_by_path(path)
 
+    @_guarded
     def get(self, path: str) -> Entry:
         """The entry at ``path``; ``KeyError`` when there is none."""
         try:
@@ -114,7 +153,18 @@ class ZimReader:
             raise KeyError(path) from None
         return self._wrap(raw)
 
+    def _damaged(self, what: str, e: Exception) -> FormatError:
+        error = _damaged(what, e)
+        error.subject = str(self.path)
+        return error
+
     def _wrap(self, raw: object) -> Entry:
+        try:
+            return self._wrap_raw(raw)
+        except (RuntimeError, UnicodeDecodeError) as e:
+            raise self._damaged(str(getattr(raw, "path", "?")), e) from None
+
+    def _wrap_raw(self, raw: object) -> Entry:
         target = None
         end = raw
         if raw.is_redirect:  # type: ignore[attr-defined]
@@ -134,17 +184,23 @@ class ZimReader:
             is_redirect=bool(raw.is_redirect),  # type: ignore[attr-defined]
             redirect_target=target,
             _item=item,
+            _file=str(self.path),
         )
 
     def iter_entries(self) -> Iterator[Entry]:
         """Every entry as an :class:`Entry`, in path order (redirect ends resolved)."""
         a = self.archive
         for i in range(a.entry_count):
-            yield self._wrap(a._get_entry_by_id(i))
+            try:
+                raw = a._get_entry_by_id(i)
+            except (RuntimeError, UnicodeDecodeError) as e:
+                raise self._damaged(f"#{i}", e) from None
+            yield self._wrap(raw)
 
     # -- metadata ------------------------------------------------------------------------------
 
     @property
+    @_guarded
     def metadata(self) -> dict[str, str]:
         """Text metadata (``Title``, ``Language`` …) decoded as UTF-8; illustrations and ``Counter``
         excluded. Invalid UTF-8 is replaced (verify reports it)."""
@@ -155,6 +211,7 @@ class ZimReader:
             out[key] = bytes(self.archive.get_metadata(key)).decode("utf-8", "replace")
         return out
 
+    @_guarded
     def metadata_bytes(self, key: str) -> bytes | None:
         """The raw bytes of one metadata entry, None when absent."""
         if key not in self.archive.metadata_keys:
@@ -172,6 +229,7 @@ class ZimReader:
     def has_checksum(self) -> bool:
         return bool(self.archive.has_checksum)
 
+    @_guarded
     def check_checksum(self) -> bool:
         """libzim's MD5 over the whole file (reads every byte)."""
         return bool(self.archive.check())
@@ -228,10 +286,45 @@ class ZimReader:
         self.close()
 
 
-def open_archive(path: Path) -> ZimReader:
-    """Open the ZIM file at ``path`` (exported as ``archiver.zim.open``). Raises :class:`FormatError`
-    when it is not a ZIM libzim can read, :class:`UsageError` when there is no such file."""
+#: How much :func:`open_archive` checks before libzim is trusted with a file.
+Check = Literal["full", "structure"]
+
+
+def open_archive(path: Path, *, check: Check = "full") -> ZimReader:
+    """Open the ZIM file at ``path`` (exported as ``archiver.zim.open``); a split ZIM is opened by
+    its base name (``X.zim`` for ``X.zimaa``, ``X.zimab``…), as libzim and kiwix-serve do.
+
+    Before libzim reads it, the file's structure is checked (:mod:`archiver.zim.structure`: every
+    pointer, index and blob table in range, the directory sorted) and, with ``check="full"``, its
+    MD5 checksum (when it has one): a crafted or damaged file is refused with one
+    :class:`FormatError` line instead of crashing libzim or handing out wrong bytes.
+    ``check="structure"`` skips the checksum (a full read of the file; ``--no-check`` on the
+    command line). Raises :class:`UsageError` when there is
+    no such file."""
     path = Path(path)
-    if not path.is_file():
+    parts = split_parts(path)
+    if not parts or not all(p.is_file() for p in parts):
         raise UsageError("no such file", subject=str(path))
-    return ZimReader(path)
+    problems = structure_problems(parts)
+    if problems and problems[0].startswith(NOT_A_ZIM):
+        raise FormatError(f"not a readable ZIM file: {problems[0]}", subject=str(path))
+    if problems:
+        more = f" ({len(problems) - 1} more; archiver verify lists them)" if len(problems) > 1 else ""
+        raise FormatError(f"damaged ZIM: {problems[0]}{more}", subject=str(path))
+    reader = ZimReader(path)
+    if check == "full" and reader.has_checksum and not reader.check_checksum():
+        reader.close()
+        raise FormatError(
+            "damaged ZIM: the MD5 checksum does not match (--no-check reads it all the same)",
+            subject=str(path),
+        )
+    return reader
+
+
+def structure_problems(parts: list[Path]) -> list[str]:
+    """The structural problems of the ZIM made of ``parts`` (empty when sound)."""
+    try:
+        with Source(parts) as src:
+            return check_structure(src)
+    except OSError as e:
+        raise UsageError(f"cannot read: {e.strerror}", subject=str(parts[0])) from None

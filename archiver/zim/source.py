@@ -359,6 +359,8 @@ def open_source(src: Path) -> Source:
     if src.is_dir():
         return TreeSource(src)
     if not src.exists():
+        if src.with_name(f"{src.name}aa").is_file():  # a split ZIM named by its base name
+            return ZimSource(src)
         raise UsageError("no such file or folder", subject=str(src))
     if not src.is_file():
         raise UsageError("not a folder (tree), a .zim or a .gwtar.html", subject=str(src))

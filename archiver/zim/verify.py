@@ -1,12 +1,17 @@
-"""``verify`` a ZIM: libzim's checksum, a full read of every entry, the metadata rules, the main page,
-redirects, and our link checker over every HTML and CSS entry (formats/zim.md §6).
+"""``verify`` a ZIM: its structure (before libzim touches it), the checksum, a full read of every
+entry, the main page, redirects, our link checker over every HTML and CSS entry, and the metadata
+rules (formats/zim.md §6, §7).
 
-Problems are collected, never raised: a :class:`Report` lists every one (all broken links of every
-page, not the first), so ``archiver verify --json`` can print them all.
+Findings are collected, never raised, in two lists (formats/zim.md §7.2): **problems** make the file
+invalid (a damaged structure, a wrong checksum, an unreadable or missing entry, a broken internal
+link: exit 1); **warnings** are points of style that readers cope with (the openZIM metadata
+recommendations, a missing illustration, no checksum, links into the old namespaces of a
+pre-2021 ZIM): printed, exit 0 unless ``--strict``. A file that zimcheck passes is never invalid.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,11 +19,13 @@ from typing import Any
 from archiver.errors import FormatError
 from archiver.zim.links import check_document
 from archiver.zim.metadata import check
-from archiver.zim.read import ZimReader, open_archive
+from archiver.zim.read import ZimReader, open_archive, structure_problems
+from archiver.zim.structure import NOT_A_ZIM, split_parts
 
 __all__ = ["Problem", "Report", "verify"]
 
 _LINKED_TYPES = ("text/html", "application/xhtml+xml", "text/css")
+_OLD_NAMESPACES = frozenset({"-", "A", "I", "J", "M", "W", "X"})
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class Report:
 
     path: Path
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
     entries: int = 0
     redirects: int = 0
     documents: int = 0
@@ -48,6 +56,12 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def strict(self) -> Report:
+        """This report with its warnings counted as problems (``--strict``)."""
+        self.problems += self.warnings
+        self.warnings = []
+        return self
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``--json`` output)."""
@@ -60,31 +74,45 @@ class Report:
             "links_checked": self.links,
             "checksum": self.checksum,
             "problems": [{"entry": p.entry, "message": p.message} for p in self.problems],
+            "warnings": [{"entry": p.entry, "message": p.message} for p in self.warnings],
         }
 
 
 def verify(path: Path, *, links: bool = True, checksum: bool = True) -> Report:
-    """Check the ZIM at ``path`` end to end and report every problem found. ``links=False`` skips
-    the link checker (for ZIMs made by other tools that rewrite URLs at read time)."""
+    """Check the ZIM at ``path`` (or the parts of a split ZIM named by their base name) end to end
+    and report everything found. ``links=False`` skips the link checker."""
     path = Path(path)
     report = Report(path=path)
+    parts = split_parts(path)
+    if not parts:
+        report.problems.append(Problem("", "no such file"))
+        return report
+    damage = structure_problems(parts)
+    if damage:  # libzim is not trusted with a file whose pointers lie
+        what = "not a readable ZIM file" if damage[0].startswith(NOT_A_ZIM) else "damaged structure"
+        report.problems += [Problem("", f"{what}: {p}") for p in damage]
+        return report
     try:
-        reader = open_archive(path)
+        reader = open_archive(path, check="structure")
     except FormatError as e:
         report.problems.append(Problem("", e.message))
         return report
     with reader:
-        if checksum:
-            if not reader.has_checksum:
-                report.problems.append(Problem("", "the file has no checksum"))
-            else:
-                report.checksum = reader.check_checksum()
-                if not report.checksum:
-                    report.problems.append(
-                        Problem("", "the MD5 checksum does not match: the file is corrupt")
-                    )
-        _check_metadata(reader, report)
-        _check_entries(reader, report, links)
+        try:
+            if checksum:
+                if not reader.has_checksum:
+                    report.warnings.append(Problem("", "the file has no checksum"))
+                else:
+                    report.checksum = reader.check_checksum()
+                    if not report.checksum:
+                        report.problems.append(
+                            Problem("", "the MD5 checksum does not match: the file is corrupt")
+                        )
+            _check_metadata(reader, report)
+            _check_entries(reader, report, links)
+        except (RuntimeError, FormatError) as e:  # libzim on a file damaged past what the structure shows
+            message = e.message if isinstance(e, FormatError) else str(e)
+            report.problems.append(Problem("", f"cannot be read: {message}"))
     return report
 
 
@@ -95,9 +123,9 @@ def _check_metadata(reader: ZimReader, report: Report) -> None:
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError:
-            report.problems.append(Problem(f"M/{key}", "is not valid UTF-8"))
+            report.warnings.append(Problem(f"M/{key}", "is not valid UTF-8"))
     for p in check(values, illustration=reader.illustration):
-        report.problems.append(Problem(f"M/{p.key}", p.message))
+        report.warnings.append(Problem(f"M/{p.key}", p.message))
     main = reader.main_path
     if main is None:
         report.problems.append(Problem("W/mainPage", "there is no main page"))
@@ -105,8 +133,18 @@ def _check_metadata(reader: ZimReader, report: Report) -> None:
         report.problems.append(Problem("W/mainPage", f"the main page {main!r} is missing"))
 
 
+def _into_old_namespace(doc: str, ref: str) -> bool:
+    """Whether ``ref`` in ``doc`` of a new-layout ZIM points into a namespace of the pre-2021 layout
+    (``../I/x.png``, ``-/style.css``), as ZIMs converted from the old layout keep: kiwix readers
+    still map those, so such a link is a warning, not a broken link."""
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(doc), ref.split("#")[0].split("?")[0]))
+    head = resolved.lstrip("./").split("/", 1)[0] if resolved.startswith("..") else ""
+    return len(head) == 1 or resolved.split("/", 1)[0] in _OLD_NAMESPACES
+
+
 def _check_entries(reader: ZimReader, report: Report, links: bool) -> None:
     archive_paths = reader.has
+    new_scheme = bool(reader.archive.has_new_namespace_scheme)
     for i, path in enumerate(reader.entries()):
         report.entries = i + 1
         try:
@@ -136,4 +174,6 @@ def _check_entries(reader: ZimReader, report: Report, links: bool) -> None:
             report.documents += 1
             checked, problems = check_document(path, data, mimetype, archive_paths)
             report.links += checked
-            report.problems += [Problem(path, str(p)) for p in problems]
+            for p in problems:
+                old = new_scheme and _into_old_namespace(path, p.ref)
+                (report.warnings if old else report.problems).append(Problem(path, str(p)))

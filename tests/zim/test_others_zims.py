@@ -1,0 +1,123 @@
+"""ZIM files archiver did not write: the pre-2021 namespace layout (``A/`` ``I/`` ``-/``, written by
+tools/zim_oldlayout.py), split ZIMs opened by their base name, and zimwriterfs output whose metadata
+breaks openZIM's style recommendations. zimcheck passes each; archiver never calls them invalid
+(warnings are printed, ``--strict`` counts them)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from archiver.cli import main
+from archiver.zim import verify
+from archiver.zim.read import open_archive
+
+from .conftest import MINI
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("zim_oldlayout", ROOT / "tools" / "zim_oldlayout.py")
+assert _spec and _spec.loader
+oldlayout = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(oldlayout)
+
+
+def _zimcheck_passes(path: Path) -> None:
+    if not shutil.which("zimcheck"):
+        pytest.fail("zimcheck is not installed (bash tools/bootstrap installs zim-tools)")
+    run = subprocess.run(["zimcheck", "-A", str(path)], capture_output=True, text=True, timeout=120)
+    assert "Overall Test Status: Pass" in run.stdout + run.stderr, run.stdout[-2000:]
+
+
+@pytest.fixture
+def old_zim(tmp_path: Path) -> Path:
+    oldlayout.write(tmp_path / "old.zim")
+    return tmp_path / "old.zim"
+
+
+@pytest.fixture
+def split_zim(tmp_path: Path, mini_zim: Path) -> Path:
+    data = mini_zim.read_bytes()
+    base = tmp_path / "split.zim"
+    for k, start in enumerate(range(0, len(data), 30000)):
+        base.with_name(f"split.zim{'abc'[k // 26]}{chr(97 + k % 26)}").write_bytes(
+            data[start : start + 30000]
+        )
+    assert not base.exists() and len(list(tmp_path.glob("split.zima?"))) >= 2
+    return base
+
+
+@pytest.mark.interop
+def test_old_layout_passes_zimcheck_and_verify(old_zim: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    _zimcheck_passes(old_zim)
+    report = verify(old_zim)
+    assert report.ok and report.problems == [] and report.entries == 14 and report.redirects == 1
+    assert report.links >= 6  # ../I/logo.png, ../-/style.css, Other, Old … all resolve
+    assert main(["verify", "--strict", str(old_zim)]) == 0
+
+
+def test_old_layout_through_ls_and_extract(
+    old_zim: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ls", str(old_zim)]) == 0
+    listing = capfd.readouterr().out
+    assert "A/Main_Page" in listing and "I/logo.png" in listing and "-/style.css" in listing
+    assert main(["extract", str(old_zim), "-o", str(tmp_path / "x")]) == 0
+    assert (tmp_path / "x" / "A" / "Main_Page").read_bytes().startswith(b"<!DOCTYPE html>")
+    assert (tmp_path / "x" / "I" / "logo.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_split_zim_by_its_base_name_in_every_command(
+    split_zim: Path, mini_zim: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    with open_archive(split_zim) as reader:
+        assert reader.main_path == "index.html" and reader.archive.is_multipart
+    assert main(["verify", str(split_zim)]) == 0
+    assert capfd.readouterr().out == f"{split_zim}: OK (15 entries)\n"
+    assert main(["ls", str(split_zim)]) == 0
+    assert capfd.readouterr().out.count("\n") == 15
+    assert main(["extract", str(split_zim), "-o", str(tmp_path / "x")]) == 0
+    assert (tmp_path / "x" / "index.html").is_file()
+    assert main(["pack", str(split_zim), "--format", "zim", "-o", str(tmp_path / "again.zim")]) == 0
+    assert verify(tmp_path / "again.zim").ok
+    capfd.readouterr()
+    assert main(["verify", "-r", str(split_zim.parent)]) == 0
+    out = capfd.readouterr().out
+    assert f"{split_zim}: OK" in out and "again.zim: OK" in out
+
+
+def test_split_zim_is_missing_when_no_part_is_there(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ls", str(tmp_path / "none.zim")]) == 2
+    assert "no such file" in capfd.readouterr().err
+
+
+@pytest.mark.interop
+def test_zimwriterfs_metadata_style_is_a_warning(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # the kind of ZIM a user brings: zimwriterfs output with a two-letter language, a Name with a
+    # space and a long title; zimcheck passes it, so verify must too (and --strict must not)
+    if not shutil.which("zimwriterfs"):
+        pytest.fail("zimwriterfs is not installed (bash tools/bootstrap installs zim-tools)")
+    site = tmp_path / "site"
+    shutil.copytree(MINI, site)
+    (site / "_archiver" / "manifest.jsonl").unlink()
+    (site / "ill48.png").write_bytes(oldlayout._PNG_48)
+    zim = tmp_path / "zw.zim"
+    subprocess.run(
+        ["zimwriterfs", "--welcome=index.html", "--illustration=ill48.png", "--language=en",
+         "--title=A title that is much longer than thirty characters", "--description=d",
+         "--creator=c", "--publisher=p", "--name=Mini Name", str(site), str(zim)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    _zimcheck_passes(zim)
+    report = verify(zim)
+    assert report.ok and {w.entry for w in report.warnings} >= {"M/Language", "M/Name", "M/Title"}
+    assert main(["verify", str(zim)]) == 0
+    out = capfd.readouterr().out
+    assert "warning: M/Language" in out and "3 warning(s)" in out
+    assert main(["verify", "--strict", str(zim)]) == 1
+    assert main(["verify", "--json", str(zim)]) == 0
