@@ -5,7 +5,7 @@
 Each file is the packed bundled mini tree (testdata/trees/mini) with one thing broken, and its MD5
 checksum recomputed afterwards (except in the ``checksum`` class), so that a reader which only checks
 the checksum does not catch it: the structure itself must be checked. The classes follow the ZIM
-layout (openZIM "ZIM file format"; formats/zim.md §6.1):
+layout (openZIM "ZIM file format"; formats/zim.md §7.1):
 
     header_truncated  the file cut inside the 80-byte header
     file_truncated    the file cut in half (the checksum lies past the end)

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from archiver.capture.crawl import CaptureOptions, CaptureReport, Item, run_capture
 from archiver.capture.fetch import Resolver
-from archiver.errors import ArchiverError
+from archiver.errors import ArchiverError, CaptureError
 
 __all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main"]
 
@@ -147,7 +147,9 @@ def capture_main(
     """``archiver capture``: seeds from the arguments, ``seeds_file`` and ``bookmarks`` (deduplicated),
     then :func:`capture` with ``options``. Prints the report (text, or one JSON object with
     ``as_json``) and returns the exit code: 0 when the capture ran, whatever its per-URL failures
-    (they are listed); the error's exit code for a fatal error (one line on stderr)."""
+    (they are listed) as long as it stored a page; 4 when it stored none (every seed refused, out of
+    scope, an error status, unreachable), with one line on stderr saying why; the error's exit code
+    for a fatal error (one line on stderr)."""
     from archiver.capture.seeds import collect_seeds
 
     out_stream = stdout or sys.stdout
@@ -169,4 +171,7 @@ def capture_main(
         print(json.dumps(report.to_json(), ensure_ascii=False), file=out_stream)
     else:
         print(report.summary(), file=out_stream)
+    if report.pages == 0:  # nothing to pack or serve: a failed capture, whatever the outcomes say
+        print(f"archiver: {out}: no page stored: {report.why_no_page()}", file=err_stream)
+        return CaptureError.exit_code
     return 0

@@ -39,6 +39,7 @@ import dataclasses
 import hashlib
 import html
 import os
+import re
 import sys
 import time
 import traceback
@@ -175,6 +176,17 @@ class CaptureReport:
     def problems(self) -> list[Item]:
         return [i for i in self.items if i.outcome not in ("ok", "redirected", "merged")]
 
+    def why_no_page(self) -> str:
+        """Why nothing was stored, in a few words, from the first page that did not end ok (the
+        seeds come first): its outcome and the plainest form of its reason, so a host that is down
+        reads "connection refused", not "robots.txt unreachable"."""
+        item = next((i for i in self.problems() if i.kind == "page"), None)
+        if item is None:
+            return "no page was in scope"
+        reason = _plain_reason(item.reason) or item.outcome
+        status = f" [{item.status}]" if item.status else ""
+        return f"{item.url}{status}: {item.outcome}: {reason}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "out": self.out,
@@ -204,6 +216,31 @@ class CaptureReport:
             status = f" [{item.status}]" if item.status else ""
             lines.append(f"  {item.outcome:<11} {item.kind:<5} {item.url}{status}: {item.reason}")
         return "\n".join(lines)
+
+
+_NETWORK_ERRNO = {
+    "111": "connection refused",
+    "110": "connection timed out",
+    "113": "no route to host",
+    "101": "network unreachable",
+    "-2": "host name does not resolve",
+    "-3": "host name does not resolve (temporary failure)",
+    "-5": "host name has no address",
+}
+_ROBOTS_DOWN = re.compile(r"^robots\.txt unreachable \((network error: .*)\)(: not fetched.*)?$")
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]")
+
+
+def _plain_reason(reason: str) -> str:
+    """A failure reason said plainly: when robots.txt was unreachable because the host itself did
+    not answer, the network error is the reason; a known errno becomes its words."""
+    down = _ROBOTS_DOWN.match(reason)
+    if down:
+        reason = down.group(1)
+    errno = _ERRNO.search(reason)
+    if reason.startswith("network error:") and errno and errno.group(1) in _NETWORK_ERRNO:
+        return f"{_NETWORK_ERRNO[errno.group(1)]} ({reason.removeprefix('network error: ')})"
+    return reason
 
 
 def _size(n: int) -> str:
