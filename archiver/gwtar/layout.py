@@ -54,6 +54,13 @@ __all__ = [
 MAGIC_COMMENT = b"<!-- Gwtar self-extracting HTML archive, v1 -->"
 MAGIC = b"<html>\n" + MAGIC_COMMENT + b"\n"
 END_MARK = b"<!-- GWTAR END\n"
+#: The header is UTF-8 (its JSON is ASCII): so is the document the loader writes each page into, and
+#: so are the scripts a page loads, whatever a server or a browser's guess would say (gwtar.md §2).
+CHARSET_LINE = '<meta charset="utf-8">\n'
+#: Switches the browser's tokenizer (and its preload scanner) to PLAINTEXT for the rest of the
+#: file: no byte of the tar body is ever markup, whatever a member holds (``-->``, ``<img>``,
+#: ``<script>``), and the element is hidden (gwtar.md §2).
+BODY_GUARD = "<plaintext hidden>\n"
 EXTENSION_VERSION = 1
 INDEX_PATH = "_archiver/gwtar-index.json"
 META_ID = "archiver-gwtar"
@@ -352,6 +359,7 @@ def _header_text(manifest: str, meta: str, loader: str, tool: str, overhead: int
         "<html>\n"
         "<!-- Gwtar self-extracting HTML archive, v1 -->\n"
         f"<!-- archiver gwtar {EXTENSION_VERSION}; {_comment_safe(tool)} -->\n"
+        f"{CHARSET_LINE}"
         "<body>\n<script>\n"
         f"let assets = {manifest};\n"
         "</script>\n<script>\n"
@@ -362,7 +370,7 @@ def _header_text(manifest: str, meta: str, loader: str, tool: str, overhead: int
         f"<script>\n{loader}\n</script>\n"
         f"<noscript>{_noscript()}</noscript>\n"
         "<script>\nwindow.stop();\n</script>\n"
-        "</body>\n</html>\n<!-- GWTAR END\n"
+        f"</body>\n</html>\n{BODY_GUARD}<!-- GWTAR END\n"
     )
 
 

@@ -87,12 +87,13 @@ def test_header_layout_is_as_specified() -> None:
                        mtime=0)  # fmt: skip
     text = plan.header.decode()
     assert text.startswith("<html>\n<!-- Gwtar self-extracting HTML archive, v1 -->\n<!-- archiver gwtar 1; "
-                           "archiver/test -->\n<body>\n<script>\nlet assets = {")  # fmt: skip
+                           'archiver/test -->\n<meta charset="utf-8">\n'
+                           "<body>\n<script>\nlet assets = {")  # fmt: skip
     assert re.search(r'\n</script>\n<script>\nlet overhead = parseInt\("\d{12}"\);\n'
                      r'let totalArchiveSize = parseInt\("\d{24}"\);\n</script>\n'
                      r'<script type="application/json" id="archiver-gwtar">\{.*\}</script>\n'
                      r"<script>\nL\(\);\n</script>\n<noscript>[^<]*</noscript>\n<script>\nwindow.stop\(\);\n"
-                     r"</script>\n</body>\n</html>\n<!-- GWTAR END\n$", text)  # fmt: skip
+                     r"</script>\n</body>\n</html>\n<plaintext hidden>\n<!-- GWTAR END\n$", text)  # fmt: skip
 
 
 def test_hostile_strings_stay_inside_their_script() -> None:

@@ -77,7 +77,7 @@ def test_verify_main_exit_codes_and_json(
     assert capsys.readouterr().out.strip().endswith("OK (15 members; archiver extension 1)")
     assert verify_main([good, bad], recursive=False, as_json=False) == 1
     out = capsys.readouterr().out.splitlines()
-    assert any(str(bad) in line and "offset 3246" in line and 'member "index.html"' in line for line in out)
+    assert any(str(bad) in line and "offset 3288" in line and 'member "index.html"' in line for line in out)
     assert verify_main([good, bad, tmp_path / "missing.gwtar.html"], recursive=False, as_json=False) == 2
     assert "cannot read" in capsys.readouterr().out
     assert verify_main([corpus[0] / "v1"], recursive=False, as_json=False) == 2
@@ -89,7 +89,7 @@ def test_verify_main_exit_codes_and_json(
     doc = json.loads(capsys.readouterr().out)
     entry = next(f for f in doc["files"] if f["path"].endswith("lie-hash.gwtar.html"))
     assert entry["ok"] is False and entry["problems"][0]["member"] == "index.html"
-    assert entry["problems"][0]["offset"] == 2734 + 512 and "SHA-256" in entry["problems"][0]["message"]
+    assert entry["problems"][0]["offset"] == 2776 + 512 and "SHA-256" in entry["problems"][0]["message"]
     empty = tmp_path / "empty"
     empty.mkdir()
     assert verify_main([empty], recursive=True, as_json=False) == 2
