@@ -35,9 +35,13 @@ def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
         report["site"] = {"url": server.url, "files": files}
 
         started = time.monotonic()
+        say(f"  capture: rendering every page in Chromium into {tree} …")
         # Every run captures afresh: the server's port, hence the tree's host folder, changes per run.
         # No extension is skipped, so the 10 MiB video is archived too (streamed by the gwtar loader).
-        captured = capture([server.url], tree, resume=False, as_json=True, skip_extensions=frozenset())
+        # The site is ours, on loopback: no politeness delay (a stranger's site gets the 1 s default).
+        captured = capture(
+            [server.url], tree, resume=False, as_json=True, skip_extensions=frozenset(), delay=0.0
+        )
         report["capture"] = {
             "tree": str(tree),
             "pages": captured.pages,
@@ -53,6 +57,7 @@ def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
             f"`archiver capture`) → {tree}"
         )
 
+        say("  gwtar:   packing the tree with a 10 % PAR2 recovery tail, then verifying it …")
         packed = gwtar.pack(tree, gwtar_path, fec=0.10)
         gwtar_report = gwtar.verify(gwtar_path)
         report["gwtar"] = {
@@ -67,6 +72,7 @@ def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
             f"verify: {'valid' if gwtar_report.ok else 'INVALID'}"
         )
 
+        say("  zim:     packing the tree into a ZIM (full-text index), then verifying it …")
         packed_zim = zim.pack(tree, zim_path)
         zim_report = zim.verify(zim_path)
         report["zim"] = {
