@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from archiver import __version__
 from archiver.errors import EXIT_BUG, ArchiverError, UsageError
@@ -370,14 +371,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with archiver's error form: one line, ``archiver: <command> <option>: <what is
+    wrong>`` and a pointer to ``--help``, exit 2 (not the usage block and ``error: argument …``)."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("archiver").strip()
+        named = re.match(r"argument ([^:]+): (.*)", message, re.S)
+        required = re.match(r"the following arguments are required: (.*)", message, re.S)
+        if named:
+            subject = f"{where} {named.group(1).split('/')[-1]}".strip()
+            message = named.group(2)
+        elif required:
+            subject, message = where, f"missing {required.group(1)}"
+        else:
+            subject = where
+        message = " ".join(message.split())
+        hint = " ".join(["archiver", *where.split(), "--help"])
+        line = f"{subject}: {message}" if subject else message
+        self.exit(UsageError.exit_code, f"archiver: {line} (see {hint})\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="archiver",
         description="Turn websites into durable, self-contained archives and serve them back.",
     )
     parser.add_argument("--version", action="version", version=f"archiver {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")

@@ -163,3 +163,27 @@ def test_pack_and_verify_show_progress_on_a_terminal_only(tmp_path: Path) -> Non
 def test_serve_rejects_zero_workers() -> None:
     result = run("serve", "--workers", "0", str(MINI))
     assert result.returncode == 2 and result.stderr == "archiver: workers=0: must be at least 1\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["capture", "-o", "t", "--depth", "-1", "http://x.test/"],
+         "archiver: capture --depth: must be at least 0, got -1 (see archiver capture --help)"),
+        (["verify"], "archiver: verify: missing ARCHIVE (see archiver verify --help)"),
+        (["pack", "x", "--format", "tar", "-o", "y"],
+         "archiver: pack --format: invalid choice: 'tar' (choose from 'gwtar', 'zim')"
+         " (see archiver pack --help)"),
+        ([], "archiver: missing COMMAND (see archiver --help)"),
+    ],
+)  # fmt: skip
+def test_usage_errors_are_one_line_naming_the_option(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # not argparse's usage block and "error: argument --depth: …": the error form of every other
+    # archiver error, naming the command and the option
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == line + "\n" and captured.out == ""
