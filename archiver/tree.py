@@ -21,7 +21,7 @@ import msgspec
 from archiver import __version__
 from archiver.errors import FormatError
 from archiver.media import media_type_for
-from archiver.urls import PRIVATE_NAMES, RESERVED_DIR, STATE_NAME
+from archiver.urls import PRIVATE_NAMES, REPORT_NAME, RESERVED_DIR, STATE_NAME
 
 __all__ = [
     "FORMAT_VERSION",
@@ -92,7 +92,7 @@ def is_private(tree_path: str) -> bool:
     if len(parts) < 2 or parts[0].lower() != RESERVED_DIR:
         return False
     name = parts[1].lower()
-    return name in PRIVATE_NAMES or name.startswith(STATE_NAME)
+    return name in PRIVATE_NAMES or name.startswith((STATE_NAME, REPORT_NAME))
 
 
 def manifest_path(root: Path) -> Path:

@@ -38,6 +38,7 @@ import contextlib
 import dataclasses
 import hashlib
 import html
+import json
 import os
 import re
 import sys
@@ -67,6 +68,7 @@ if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only b
 __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "run_capture"]
 
 STATE_NAME = "crawl.sqlite"
+REPORT_NAME = urls.REPORT_NAME
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _RAW_CACHE_BYTES = 256 << 20
 _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
@@ -164,6 +166,9 @@ class CaptureReport:
     elapsed: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
     items: list[Item] = field(default_factory=list)
+    #: What this run stored (a resumed run's totals above include earlier runs).
+    run_pages: int = 0
+    run_assets: int = 0
 
     def outcome(self, url: str) -> Item | None:
         """The item for ``url`` (any spelling that canonicalises to the same dedup key)."""
@@ -197,25 +202,63 @@ class CaptureReport:
             "bytes": self.bytes,
             "requests": self.requests,
             "elapsed": round(self.elapsed, 3),
+            "this_run": {"pages": self.run_pages, "assets": self.run_assets},
             "counts": dict(sorted(self.counts.items())),
             "items": [i.to_json() for i in self.items],
         }
 
-    def summary(self) -> str:
-        """A few human lines: totals, then each URL that did not end ok."""
-        rate = self.pages / self.elapsed if self.elapsed else 0.0
+    def summary(self, *, examples: int = 3) -> str:
+        """A few human lines: totals (and this run's share when it resumed an earlier one), outcome
+        counts, then the URLs that did not end ok grouped by outcome and reason, largest group
+        first, with the first ``examples`` URLs of each: a site with 1,600 out-of-scope links gives
+        one line for them, not 1,600 (the full list is in ``--json`` and the report file)."""
+        rate = self.run_pages / self.elapsed if self.elapsed else 0.0
+        resumed = (self.run_pages, self.run_assets) != (self.pages, self.assets)
+        this_run = f" (this run: {self.run_pages} pages, {self.run_assets} assets)" if resumed else ""
         lines = [
-            f"captured {self.pages} pages and {self.assets} assets ({_size(self.bytes)}) into {self.out} "
-            f"in {self.elapsed:.1f} s ({rate:.1f} pages/s)"
+            f"captured {self.pages} pages and {self.assets} assets ({_size(self.bytes)}) into {self.out}"
+            f"{this_run} in {self.elapsed:.1f} s ({rate:.1f} pages/s)"
             + ("" if self.complete else "; INCOMPLETE: run again to resume"),
         ]
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
         if counts:
             lines.append(f"outcomes: {counts}")
+        groups: dict[tuple[str, str], list[Item]] = {}
         for item in self.problems():
-            status = f" [{item.status}]" if item.status else ""
-            lines.append(f"  {item.outcome:<11} {item.kind:<5} {item.url}{status}: {item.reason}")
+            groups.setdefault((item.outcome, _reason_class(item.reason)), []).append(item)
+        for (outcome, reason), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+            if len(members) == 1:
+                item = members[0]
+                status = f" [{item.status}]" if item.status else ""
+                lines.append(f"  {outcome:<11} {item.kind:<5} {item.url}{status}: {item.reason}")
+                continue
+            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {reason}")
+            for item in members[:examples]:
+                status = f" [{item.status}]" if item.status else ""
+                lines.append(f"      e.g. {item.kind:<5} {item.url}{status}")
+            if len(members) > examples:
+                lines.append(f"      … and {len(members) - examples} more")
         return "\n".join(lines)
+
+
+def _write_report(path: Path, report: CaptureReport) -> None:
+    """The report as JSON in the reserved folder (a private file: never served or packed), written
+    to a temporary name and renamed, so a reader never sees half of it."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # private too (tree.is_private)
+    try:
+        tmp.write_bytes(json.dumps(report.to_json(), ensure_ascii=False, indent=1).encode() + b"\n")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _reason_class(reason: str) -> str:
+    """A reason with what varies per URL taken out (numbers, quoted values), so that URLs skipped
+    or failed for the same reason fall into one group of the summary."""
+    reason = re.sub(r"'[^']*'|\"[^\"]*\"", "…", reason)
+    return re.sub(r"\d+", "N", reason)
 
 
 _NETWORK_ERRNO = {
@@ -1148,7 +1191,9 @@ class Crawler:
                         await self.renderer.close()
         finally:
             self.finalize()
-        return self.report()
+        report = self.report()
+        _write_report(self.reserved / REPORT_NAME, report)
+        return report
 
     async def _loop(self) -> None:
         page_slots = self.options.tabs if self.options.render else self.options.concurrency
@@ -1330,6 +1375,8 @@ class Crawler:
             elapsed=time.monotonic() - self.started,
             counts=counts,
             items=items,
+            run_pages=self.pages_done,
+            run_assets=self.assets_done,
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from archiver.capture import capture
 from archiver.fixture import FixtureConfig, FixtureServer
+from archiver.tree import is_private
 
 SCRIPT = """
 import sys
@@ -30,7 +31,7 @@ def _files(root: Path) -> dict[str, str]:
     out = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.is_file() and not rel.startswith("_archiver/crawl.sqlite") and rel != "_archiver/manifest.jsonl":
+        if p.is_file() and not is_private(rel) and rel != "_archiver/manifest.jsonl":  # the run's own files
             out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 

@@ -100,7 +100,14 @@ def test_one_definition_of_the_private_names() -> None:
     exclusions are the same names."""
     assert tree.PRIVATE_NAMES is urls.PRIVATE_NAMES and tree.STATE_NAME is urls.STATE_NAME
     reserved = urls.RESERVED_NAMES
-    assert reserved == {"manifest.jsonl", "crawl.sqlite", "crawl.sqlite-wal", "crawl.sqlite-shm", "tmp"}
+    assert reserved == {
+        "manifest.jsonl",
+        "crawl.sqlite",
+        "crawl.sqlite-wal",
+        "crawl.sqlite-shm",
+        "tmp",
+        "report.json",
+    }
     assert reserved - {tree.MANIFEST_NAME} <= tree.PRIVATE_NAMES
     assert {f"_archiver/{n}" for n in tree.PRIVATE_NAMES} == layout.EXCLUDED - {layout.INDEX_PATH}
     assert all(tree.is_private(p) for p in layout.EXCLUDED - {layout.INDEX_PATH})
