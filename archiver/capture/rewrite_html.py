@@ -68,7 +68,12 @@ _HINTS: dict[Use, Hint] = {"link": "link", "frame": "link", "absolute": "absolut
 _LINK_DROP_RELS = frozenset({"modulepreload", "preconnect", "dns-prefetch", "prefetch", "prerender"})
 _PRELOAD_DROP_AS = frozenset({"script", "fetch", "worker", "document", "audio", "video", "track"})
 _JS_SCHEME = re.compile(r"^\s*javascript:", re.I)
-_DOCTYPE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)", re.I | re.S)
+_DOCTYPE = re.compile(
+    rb"^(?:\xef\xbb\xbf)?\s*(<\?xml[^>]*\?>)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)?", re.I | re.S
+)
+#: What Lexbor makes of an XML declaration: a bogus comment, first in its output.
+_XML_AS_COMMENT = re.compile(r"^<!--\?xml[^>]*\?-->")
+_XML_ENCODING = re.compile(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", re.I)
 
 
 @dataclass
@@ -300,8 +305,15 @@ def rewrite(
     rewriter.document(doc)
     out = doc.html or ""
     # Lexbor writes every doctype as <!DOCTYPE html>; the original one decides quirks mode: keep it.
+    # An XML declaration before it (XHTML served as text/html) comes out as a bogus comment: put the
+    # declaration back as written, its encoding now UTF-8, the encoding the tree stores.
     m = _DOCTYPE.match(doc.raw_html[:4096])
-    if m and out[:9].upper() == "<!DOCTYPE":
+    prolog = ""
+    if m and m.group(1):
+        xml = m.group(1).decode("utf-8", "replace")
+        prolog = _XML_ENCODING.sub(r"\1\2utf-8\2", xml) + "\n"
+        out = _XML_AS_COMMENT.sub("", out, count=1).lstrip()
+    if m and m.group(2) and out[:9].upper() == "<!DOCTYPE":
         end = out.find(">")
-        out = m.group(1).decode("utf-8", "replace") + out[end + 1 :]
-    return HTMLResult(out, title, rewriter.changed)
+        out = m.group(2).decode("utf-8", "replace") + out[end + 1 :]
+    return HTMLResult(prolog + out, title, rewriter.changed)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import lxml.html
 import pytest
 
@@ -243,3 +245,50 @@ def test_every_fixture_page_through_the_real_decision(page: str) -> None:
         if "127.0.0.1:8000" in line:
             assert any(u in line for u in left), line
     assert all(u.endswith((".mp4", ".pdf", "/private/")) or "127.0.0.1" not in u for u in left), left
+
+
+_XHTML = (
+    '<?xml version="1.0" encoding="iso-8859-1"?>\n'
+    '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
+    '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+    '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>x</title></head><body><p>x</p></body></html>'
+)
+
+
+def _stored() -> str:
+    return rh.rewrite(rh.parse(_XHTML), lambda *_: None).html
+
+
+def test_an_xml_declaration_before_the_doctype_is_kept() -> None:
+    # Lexbor turned it into a comment and, the doctype no longer first, wrote <!DOCTYPE html>:
+    # a limited-quirks XHTML page became a standards-mode one and its layout moved
+    out = _stored()
+    assert out.startswith(
+        '<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0'
+    )
+    assert "<!--?xml" not in out
+
+
+@pytest.mark.browser
+def test_the_kept_prolog_keeps_the_quirks_mode(tmp_path: pathlib.Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from archiver.capture import browser
+
+    original = tmp_path / "original.html"
+    original.write_text(_XHTML, encoding="latin-1")
+    stored = tmp_path / "stored.html"
+    stored.write_text(_stored(), encoding="utf-8")
+    with sync_playwright() as pw:
+        chromium = browser.launch(pw)
+        try:
+            page = chromium.new_page()
+            modes = []
+            for doc in (original, stored):
+                page.goto(doc.as_uri())
+                modes.append(
+                    page.evaluate("[document.compatMode, document.doctype && document.doctype.publicId]")
+                )
+        finally:
+            chromium.close()
+    assert modes[0] == modes[1] and modes[0][1] == "-//W3C//DTD XHTML 1.0 Transitional//EN"
