@@ -246,40 +246,60 @@ def _zim_name(path: Path) -> Path | None:
     return path if parts and parts[0] != path else None
 
 
-def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], list[Path]]:
-    """(ZIMs, everything else) to verify; with ``recursive``, a folder stands for every archive in
-    it: gwtar files, ZIM files and split ZIMs (by their base name)."""
+def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], list[Path], list[Path]]:
+    """(trees, ZIMs, everything else) to verify. A tree folder is verified as a tree; with
+    ``recursive``, any other folder stands for every archive in it: gwtar files, ZIM files, split
+    ZIMs (by their base name) and trees (folders with a manifest)."""
+    from archiver.tree_verify import is_tree
+
+    trees: list[Path] = []
     zims: list[Path] = []
     others: list[Path] = []
     for path in paths:
-        if recursive and path.is_dir():
+        if path.is_dir() and (is_tree(path) or recursive):
+            if is_tree(path):
+                trees.append(path)
+            if not recursive:
+                continue
             found = sorted(x for x in path.rglob("*") if x.is_file())
             gwtars = [x for x in found if x.name.endswith((".gwtar.html", ".gwtar"))]
             bases = {x.with_name(x.name[:-2]) for x in found if x.name.endswith(".zimaa")}
             inside = sorted({*bases, *(x for x in found if x.name.endswith(".zim"))})
-            if not gwtars and not inside:
-                raise UsageError("no gwtar or ZIM files in this folder", subject=str(path))
+            nested = sorted(
+                x.parent.parent for x in found if x.name == "manifest.jsonl" and x.parent.name == "_archiver"
+            )
+            nested = [t for t in nested if t != path]
+            if not gwtars and not inside and not nested and not is_tree(path):
+                raise UsageError("no tree, gwtar or ZIM files in this folder", subject=str(path))
             zims += inside
             others += gwtars
+            trees += nested
         elif (zim_path := _zim_name(path)) is not None:
             zims.append(zim_path)
         else:
             others.append(path)
-    return zims, others
+    return trees, zims, others
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    zims, others = _verify_targets([Path(p) for p in args.archives], args.recursive)
+    trees, zims, others = _verify_targets([Path(p) for p in args.archives], args.recursive)
     code = 0
-    zim_docs = []
-    for path in zims:
-        from archiver import zim
+    docs = []
+    for path in [*trees, *zims]:
+        if path in trees:
+            from archiver.tree_verify import verify_tree
 
-        report = zim.verify(path)
+            report: Any = verify_tree(path)
+            counted = f"{report.files} files, {report.links} links"
+        else:
+            from archiver import zim
+
+            report = zim.verify(path)
+            counted = f"{report.entries} entries"
         if args.strict:
             report.strict()
         if args.json:
-            zim_docs.append({"format": "zim", **report.to_json()})
+            docs.append({"format": "zim", **report.to_json()} if path in zims else report.to_json())
         else:
             for problem in report.problems:
                 print(f"{path}: {problem}")
@@ -288,14 +308,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             summary = "OK" if report.ok else "INVALID"
             if report.ok and report.warnings:
                 summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
-            print(f"{path}: {summary} ({report.entries} entries)")
+            print(f"{path}: {summary} ({counted})")
         code = max(code, 0 if report.ok else 1)
-    if others or zim_docs:  # gwtar's verify prints the one JSON document, with the ZIM reports in it
+    if others or docs:  # gwtar's verify prints the one JSON document, with the other reports in it
         from archiver import gwtar
 
-        code = max(
-            code, gwtar.verify_main(others, recursive=args.recursive, as_json=args.json, more=zim_docs)
-        )
+        code = max(code, gwtar.verify_main(others, recursive=args.recursive, as_json=args.json, more=docs))
     return code
 
 
