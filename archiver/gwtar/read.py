@@ -192,10 +192,11 @@ class TarWalk:
                 continue
             name = pax.get("path", long_name if long_name is not None else head.name)
             if "size" in pax:
-                if not pax["size"].isdigit():
-                    self.problems.append(Problem(name, pos, "pax size is not a number"))
+                try:
+                    size = tar.pax_number(pax["size"], "size")
+                except tar.TarError as e:
+                    self.problems.append(Problem(name, pos, str(e)))
                     return
-                size = int(pax["size"])
             # links, devices, fifos and folders have no data, whatever their size field says
             size_in_archive = 0 if head.typeflag in (b"1", b"2", b"3", b"4", b"5", b"6") else size
             if data_at + size_in_archive > self.end:
