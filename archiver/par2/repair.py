@@ -42,7 +42,23 @@ def _unrepairable_message(report: FecReport) -> str:
     )
 
 
+def _check_room(dest: Path, need: int) -> None:
+    """Refuse up front when the folder of ``dest`` cannot hold the repair's files (par2 itself only
+    says that it failed)."""
+    try:
+        free = shutil.disk_usage(dest.parent).free
+    except OSError:
+        return
+    if free < need:
+        raise ArchiverError(
+            f"no space left on device: the repair needs about {need:,} bytes beside the output, "
+            f"{free:,} are free",
+            subject=str(dest),
+        )
+
+
 def _copy_atomic(src: Path, dst: Path) -> None:
+    _check_room(dst, src.stat().st_size)
     with safefs.temp_dir(dst) as work:
         tmp = work / "copy"
         copy_file(src, tmp)
@@ -140,6 +156,7 @@ def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None
         return RepairResult("unrepairable", _unrepairable_message(report), None, report)
 
     engine = engine or find_engine()
+    _check_room(dest, 2 * path.stat().st_size)
     assert report.protected_length is not None and ins.packets is not None and ins.packets.ifsc is not None
     length = report.protected_length
     resized = ins.kind == "sidecar" and path.stat().st_size != length

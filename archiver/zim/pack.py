@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from archiver import __version__, safefs
-from archiver.errors import FormatError, UsageError
+from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.progress import Meter
 from archiver.urls import host_of
 from archiver.zim import icon
@@ -253,6 +253,18 @@ def _remove_temp(tmp: Path) -> None:
                 p.unlink()
 
 
+def _libzim_write(out: Path, tmp: Path, **kw: Any) -> list[Mismatch]:
+    """:func:`write_zim`, with libzim's own failure (a full disk, an I/O error: a C++ exception that
+    reaches Python as RuntimeError) as one error line."""
+    try:
+        return write_zim(tmp, **kw)
+    except RuntimeError as e:
+        text = " ".join(str(e).split())
+        if "no space left on device" in text.lower():
+            text = "no space left on device"
+        raise ArchiverError(f"libzim could not write the file: {text[:300]}", subject=str(out)) from None
+
+
 def _fsync(path: Path, *, directory: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
@@ -411,7 +423,8 @@ def _write(
             final["Tags"] = tags()
             return final
 
-        mismatches = write_zim(
+        mismatches = _libzim_write(
+            out,
             tmp,
             items=items(manifest),
             redirects=redirects,
