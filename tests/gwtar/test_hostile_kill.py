@@ -1,0 +1,101 @@
+"""A killed ``pack`` (issue 14 point 7): SIGTERM or SIGHUP in the middle leaves no file at the output
+path and no temporary file (exit 130, one line); after ``kill -9`` the temporary file stays, is
+recognisable as that run's (``.OUT.archiver-tmp-PID-RAND``), and the next pack to the same output
+removes it. The pack runs as a real subprocess on a tree big enough to take a moment; the signal goes
+as soon as its temporary file appears."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def make_tree(root: Path, files: int) -> Path:
+    (root / "a").mkdir(parents=True)
+    (root / "index.html").write_text('<html lang="en"><title>x</title><body>hi</body></html>')
+    for i in range(files):
+        (root / "a" / f"f{i}.txt").write_bytes(b"%d" % i * 40)
+    return root
+
+
+def temps(out: Path) -> list[str]:
+    """The hidden files beside ``out`` that start with its name (any temporary file of that output)."""
+    return sorted(n for n in os.listdir(out.parent) if n.startswith(f".{out.name}."))
+
+
+Run = tuple[subprocess.CompletedProcess[str], int]
+
+
+def start_and_signal(args: list[str], out: Path, sig: signal.Signals) -> Run | None:
+    """Run ``archiver ARGS``; send ``sig`` once its temporary file shows; the result and the pid.
+    None when it finished first."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archiver", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60  # a bound, not a timing assertion
+    while proc.poll() is None and not temps(out) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if proc.poll() is not None:
+        proc.communicate()
+        return None
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), proc.pid
+
+
+def killed(tmp_path: Path, fmt: str, sig: signal.Signals) -> tuple[Path, Path, Run]:
+    tree = tmp_path / "tree"
+    for files in (4000, 16000, 64000):  # bigger until the signal lands mid-run
+        if tree.exists():
+            for p in tree.rglob("*.txt"):
+                p.unlink()
+        make_tree(tree, files)
+        out = tmp_path / "outdir" / f"site.{fmt}"
+        out.parent.mkdir(exist_ok=True)
+        for p in out.parent.iterdir():
+            p.unlink()
+        done = start_and_signal(["pack", str(tree), "--format", fmt, "-o", str(out)], out, sig)
+        if done is not None:
+            return tree, out, done
+    pytest.fail("pack always finished before the signal could land")
+
+
+@pytest.mark.parametrize("fmt", ["gwtar", "zim"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_pack_stopped_by_a_signal_leaves_nothing(tmp_path: Path, fmt: str, sig: signal.Signals) -> None:
+    _, out, (done, _) = killed(tmp_path, fmt, sig)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "archiver: interrupted"
+    assert not os.path.lexists(out)
+    assert os.listdir(out.parent) == []
+
+
+@pytest.mark.parametrize("fmt", ["gwtar", "zim"])
+def test_the_next_pack_removes_what_kill_9_left(tmp_path: Path, fmt: str) -> None:
+    tree, out, (done, pid) = killed(tmp_path, fmt, signal.SIGKILL)
+    assert done.returncode == -signal.SIGKILL
+    assert not os.path.lexists(out)
+    left = temps(out)
+    assert left and all(n.startswith(f".{out.name}.archiver-tmp-{pid}-") for n in left)
+    other = out.parent / ".other.zim.archiver-tmp-1-dead"  # another output's: not ours to remove
+    other.write_bytes(b"x")
+    again = subprocess.run(
+        [sys.executable, "-m", "archiver", "pack", str(tree), "--format", fmt, "-o", str(out)],
+        env=ENV, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert sorted(os.listdir(out.parent)) == sorted([out.name, other.name])
