@@ -58,7 +58,7 @@ def start_and_signal(args: list[str], out: Path, sig: signal.Signals) -> Run | N
 
 def killed(tmp_path: Path, fmt: str, sig: signal.Signals) -> tuple[Path, Path, Run]:
     tree = tmp_path / "tree"
-    for files in (4000, 16000, 64000):  # bigger until the signal lands mid-run
+    for files in (8000, 32000):  # bigger until the signal lands mid-run
         if tree.exists():
             for p in tree.rglob("*.txt"):
                 p.unlink()
