@@ -99,3 +99,30 @@ def test_the_next_pack_removes_what_kill_9_left(tmp_path: Path, fmt: str) -> Non
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert sorted(os.listdir(out.parent)) == sorted([out.name, other.name])
+
+
+@pytest.fixture(scope="module")
+def many_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("many")
+    archive = base / "site.gwtar.html"
+    packed = subprocess.run(
+        [sys.executable, "-m", "archiver", "pack", str(make_tree(base / "tree", 3000)), "--format", "gwtar",
+         "-o", str(archive)],
+        env=ENV, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert packed.returncode == 0, packed.stderr
+    return archive
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_extract_stopped_by_a_signal_leaves_dir_as_it_was(
+    tmp_path: Path, many_files: Path, sig: signal.Signals
+) -> None:
+    out = tmp_path / "outdir" / "out"
+    out.parent.mkdir()
+    run = start_and_signal(["extract", str(many_files), "-o", str(out)], out, sig)
+    assert run is not None, "extract finished before the signal"
+    done, _ = run
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "archiver: interrupted" and "Traceback" not in done.stderr
+    assert os.listdir(out.parent) == []
