@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -272,11 +273,13 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     if kind == "zim":
         from archiver import zim
 
-        rows = [(e.path, e.size, e.mimetype, e.title) for e in zim.ls(path)]
+        rows: Iterator[tuple[str, int, str, str | None]] = (
+            (e.path, e.size, e.mimetype, e.title) for e in zim.ls(path)
+        )
     elif kind == "gwtar":
-        from archiver import gwtar
+        from archiver.gwtar.extract import iter_ls
 
-        rows = [(m.path, m.size, m.media_type, m.title) for m in gwtar.ls(path)]
+        rows = ((m.path, m.size, m.media_type, m.title) for m in iter_ls(path))  # streamed: any size
     else:
         raise UsageError(f"a {kind} is not an archive: nothing to list", subject=str(path))
     for name, size, media_type, title in rows:
@@ -297,24 +300,23 @@ def _encodable(*texts: str | None) -> bool:
     return True
 
 
+_UNPRINTABLE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_one(m: re.Match[str]) -> str:
+    ch = m.group()
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _escaped(text: str) -> str:
     """``text`` on one line: control characters, backslashes and bytes that are not UTF-8 as escapes."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch in "\n\r\t":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
-        elif code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029):
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        elif 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return _UNPRINTABLE.sub(_escape_one, text)
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:

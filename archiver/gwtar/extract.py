@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from archiver import safefs
 from archiver.errors import FormatError
 from archiver.gwtar import layout
-from archiver.gwtar.read import Member, TarEntry, TarWalk
+from archiver.gwtar.read import GwtarReader, Member, TarEntry, TarWalk
 from archiver.gwtar.read import open as open_gwtar
 
-__all__ = ["extract", "ls"]
+__all__ = ["extract", "iter_ls", "ls"]
 
 _CHUNK = 1 << 20
 _FILE_TYPES = (b"0", b"\x00", b"7")
@@ -41,8 +42,14 @@ class _Item:
 
 def ls(path: Path) -> list[Member]:
     """The members of a gwtar file in tar order (see :class:`archiver.gwtar.Member`)."""
-    with open_gwtar(path) as g:
-        return list(g.members)
+    return list(iter_ls(path))
+
+
+def iter_ls(path: Path) -> Iterator[Member]:
+    """:func:`ls` one member at a time, in bounded memory (``archiver ls`` of a site index of
+    millions of entries)."""
+    with GwtarReader(Path(path), load_members=False) as g:
+        yield from g.iter_members()
 
 
 def _refuse(path: Path, entry: TarEntry, why: str) -> FormatError:
