@@ -284,6 +284,7 @@ class MemberReader(io.RawIOBase):
 
 
 _WS = re.compile(r"[ \t\n\r]*")
+_NUMBER_TAIL = re.compile(r"[0-9eE.+\-]*\Z")
 _DECODER = json.JSONDecoder()
 #: One site index entry (or another top-level value) larger than this is refused.
 MAX_INDEX_ENTRY = 16 << 20
@@ -334,7 +335,9 @@ class IndexStream:
                 if len(self._buf) - self._i > MAX_INDEX_ENTRY or not self._fill():
                     raise
                 continue
-            if end >= len(self._buf) and self._pos < self._end:  # a number may go on: read more first
+            if self._pos < self._end and (
+                end >= len(self._buf) or (type(value) in (int, float) and _NUMBER_TAIL.match(self._buf, end))
+            ):  # a number may go on past the buffer: read more first
                 self._fill()
                 continue
             self._i = end

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archiver.errors import ArchiverError, FormatError
-from archiver.gwtar import extract
+from archiver.gwtar import extract, verify
 from tests.gwtar.corpus import raw_v1
 
 MTIME = 1795953600
@@ -131,8 +131,10 @@ def test_no_member_sequence_escapes_dir(
         before_out, before_sentinel = snapshot(out), snapshot(sentinel)
         before_names = sorted(os.listdir(base))
         kwargs = {"keep_symlinks": True} if keep else {}
+        unsafe = [p for p in verify(archive).problems if "unsafe" in p.message]
         try:
             extract(archive, out, force=dir_state == "content", **kwargs)
+            assert not unsafe, f"verify found {unsafe[0].message!r}, yet extract succeeded"
         except ArchiverError as e:
             assert "\n" not in str(e)
             assert snapshot(out) == before_out, "a refused extraction changed DIR"

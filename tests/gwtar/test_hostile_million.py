@@ -1,5 +1,6 @@
 """A site index of a million entries (issue 14 point 7): ``archiver verify`` and ``archiver ls`` of it
-stay under 250 MB of RSS (measured with getrusage of the child process).
+stay under 250 MB of RSS (measured with getrusage of the child process); the streaming parser that
+makes it so reads exactly what ``json.loads`` reads.
 
 The archive is made at test time: a real pack of a small tree, whose site index is then replaced by
 one of 1,000,000 realistic entries (path, offset, size, type, SHA-256, kind, title, URLs: about 200 MB
@@ -11,6 +12,7 @@ times); what is measured is that neither command holds the index, or one object 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -18,9 +20,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from archiver import tar
 from archiver.gwtar import layout, pack
+from archiver.gwtar.read import IndexStream
 from tests.gwtar.corpus import MTIME, replace_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,3 +112,44 @@ def test_ls_of_a_million_entry_index_stays_small(million: Path) -> None:
     rss, done = peak_rss("ls", str(million))
     assert done.returncode == 0, done.stderr
     assert rss < BUDGET, f"ls peaked at {rss / 2**20:.0f} MiB"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    members=st.lists(JSON, max_size=6),
+    extra=st.dictionaries(st.sampled_from(["format", "version", "x"]), JSON, max_size=3),
+    chunk=st.integers(1, 9),
+    space=st.sampled_from([None, 1]),
+)
+def test_index_stream_reads_what_json_loads_reads(
+    members: list, extra: dict, chunk: int, space: int | None
+) -> None:
+    text = json.dumps({**extra, "members": members}, indent=space, ensure_ascii=False).encode()
+    stream = IndexStream(io.BytesIO(text), 0, len(text), chunk=chunk)
+    assert list(stream.members()) == members
+    assert stream.saw_members and stream.fields == extra
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"members":[1,2',
+        b'{"members":[1 2]}',
+        b'{"members":[1]} x',
+        b'{"members":[01]}',
+        b'{"members":[1],}',
+        b"\xff",
+    ],
+)
+def test_index_stream_refuses_what_json_loads_refuses(text: bytes) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        list(IndexStream(io.BytesIO(text), 0, len(text), chunk=2).members())
