@@ -156,7 +156,8 @@ def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None
         return RepairResult("unrepairable", _unrepairable_message(report), None, report)
 
     engine = engine or find_engine()
-    _check_room(dest, 2 * path.stat().st_size)
+    # the repaired copy, and par2's copy of the FEC data, are written beside the output first
+    _check_room(dest, path.stat().st_size + sum(end - start for _, start, end in ins.regions))
     assert report.protected_length is not None and ins.packets is not None and ins.packets.ifsc is not None
     length = report.protected_length
     resized = ins.kind == "sidecar" and path.stat().st_size != length
