@@ -18,6 +18,7 @@ runs as for Ctrl-C (exit 130).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import secrets
@@ -62,8 +63,8 @@ def temp_path(out: Path, suffix: str = "") -> Path:
 def temp_dir(out: Path) -> Iterator[Path]:
     """A fresh private folder beside ``out`` (see :func:`temp_path`), removed on exit."""
     work = temp_path(out)
-    os.mkdir(work, 0o700)
-    try:
+    try:  # made inside the try: a signal right after the mkdir still removes it
+        os.mkdir(work, 0o700)
         yield work
     finally:
         with _signals_held():
@@ -85,10 +86,13 @@ def _alive(pid: int) -> bool:
 def sweep_stale(out: Path) -> list[Path]:
     """Remove the temporary files and folders of ``out`` left by processes that no longer run;
     returns what was removed."""
-    prefix = _prefix(out)
+    return _sweep(out.parent, _prefix(out))
+
+
+def _sweep(folder: Path, prefix: str) -> list[Path]:
     removed: list[Path] = []
     try:
-        names = os.listdir(out.parent)
+        names = os.listdir(folder)
     except OSError:
         return removed
     for name in names:
@@ -97,7 +101,7 @@ def sweep_stale(out: Path) -> list[Path]:
         pid = name[len(prefix) :].split("-", 1)[0]
         if not pid.isascii() or not pid.isdigit() or _alive(int(pid)):
             continue
-        p = out.parent / name
+        p = folder / name
         with contextlib.suppress(OSError):
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p)
@@ -187,25 +191,16 @@ class Staging:
         if os.path.lexists(self.out) and not self.out.is_dir():
             raise UsageError("exists and is not a folder", subject=str(out))
         self.merge = self.out.is_dir()
+        if self.merge:  # what an extraction killed with -9 left in it
+            _sweep(self.out, TMP_TAG)
         if self.merge and not force and any(os.scandir(self.out)):
             raise UsageError("the folder is not empty; use --force to write into it", subject=str(out))
-        if not self.merge:
-            missing = []
-            p = self.out.parent
-            while not p.exists():
-                missing.append(p)
-                p = p.parent
-            for p in reversed(missing):
-                p.mkdir()
-                self._made_parents.append(p)
-        where = self.out if self.merge else self.out.parent
-        name = f"{TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}" if self.merge else None
-        if name is None:
-            self.stage = temp_path(self.out)
+        if self.merge:
+            self.stage = self.out / f"{TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}"
         else:
-            self.stage = where / name
-        os.mkdir(self.stage, 0o700)
-        self._fd = os.open(self.stage, _DIR_FLAGS)
+            self.stage = temp_path(self.out)
+        self._fd = -1
+        self._dirs: dict[tuple[str, ...], int] = {}
 
     # -- writing into the staging folder
 
@@ -214,11 +209,22 @@ class Staging:
         return self._dir(folders), name
 
     def _dir(self, parts: list[str]) -> int:
+        """A descriptor (the caller closes it) of the staged folder ``parts``, created if missing."""
+        key = tuple(parts)
+        cached = self._dirs.get(key)
+        if cached is not None:
+            return os.dup(cached)
         try:
-            return _open_dir(self._fd, parts, create=True)
+            fd = _open_dir(self._fd, parts, create=True)
         except FormatError as e:
             e.subject = e.subject or self.subject
             raise
+        if len(self._dirs) >= 256:
+            for old in self._dirs.values():
+                os.close(old)
+            self._dirs.clear()
+        self._dirs[key] = os.dup(fd)
+        return fd
 
     def folder(self, rel: str) -> None:
         os.close(self._dir(rel.split("/")))
@@ -270,7 +276,8 @@ class Staging:
                 )
 
     def commit(self) -> None:
-        os.fsync(self._fd)
+        """Check the links, then move everything into place (see the class docstring)."""
+        _syncfs(self._fd)  # every staged file on disk before any of them is published
         if not self.merge:
             self._check_links(self.stage)
             os.chmod(self.stage, 0o777 & ~_umask())
@@ -330,11 +337,29 @@ class Staging:
         self._committed = True
 
     def __enter__(self) -> Staging:
+        try:  # a signal between the mkdir and the open still removes the folder
+            if not self.merge:
+                missing = []
+                p = self.out.parent
+                while not p.exists():
+                    missing.append(p)
+                    p = p.parent
+                for p in reversed(missing):
+                    p.mkdir()
+                    self._made_parents.append(p)
+            os.mkdir(self.stage, 0o700)
+            self._fd = os.open(self.stage, _DIR_FLAGS)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        for fd in [self._fd, *self._dirs.values()]:
+            with contextlib.suppress(OSError):
+                if fd >= 0:
+                    os.close(fd)
+        self._dirs.clear()
         if self._committed and not self.merge:
             return
         with _signals_held():
@@ -371,6 +396,18 @@ def _signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _syncfs(fd: int) -> None:
+    """Flush the filesystem holding ``fd`` (Linux ``syncfs``: one call instead of an fsync a file);
+    ``os.sync`` where it is missing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syncfs(fd) == 0:
+            return
+    except (OSError, AttributeError):
+        pass
+    os.sync()
 
 
 def _umask() -> int:

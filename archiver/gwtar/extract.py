@@ -178,8 +178,7 @@ def _write_file(stage: safefs.Staging, src: int, item: _Item, sha256: str | None
                 "record (damaged); nothing extracted"
             )
         mode = entry.header.mode & 0o755 or 0o644
-        os.fchmod(fd, mode)
-        os.fsync(fd)
+        os.fchmod(fd, mode)  # flushed to disk with the whole staging folder, before it is published
         mtime = entry.header.mtime
         if 0 <= mtime < 1 << 40:
             os.utime(fd, (mtime, mtime))

@@ -678,8 +678,9 @@ def _write_out(
 ) -> PackResult:
     fec_result = None
     tmp = safefs.temp_path(out, ".tmp")  # stale ones of killed runs are removed first
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
+    fd = -1
+    try:  # created inside the try: a signal right after the open still removes it
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         os.fchmod(fd, 0o644)
         _write_all(fd, plan.header)
         meter = Meter() if progress is None else progress

@@ -57,8 +57,7 @@ def _write_file(stage: safefs.Staging, path: str, entry: Entry, edits: list[Edit
         else:
             for chunk in entry.chunks():
                 f.write(chunk)
-        f.flush()
-        os.fsync(f.fileno())
+        # flushed to disk with the whole staging folder, before it is published
 
 
 def extract(path: Path, out_dir: Path, *, force: bool = False) -> int:

@@ -7,6 +7,7 @@ as soon as its temporary file appears."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,11 +20,16 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def make_tree(root: Path, files: int) -> Path:
+def make_tree(root: Path, files: int, big: int = 0) -> Path:
+    """A tree of ``files`` small files, and one sparse file of ``big`` bytes (reads as zeros, costs
+    no disk) that keeps the writer busy for a moment."""
     (root / "a").mkdir(parents=True)
     (root / "index.html").write_text('<html lang="en"><title>x</title><body>hi</body></html>')
     for i in range(files):
         (root / "a" / f"f{i}.txt").write_bytes(b"%d" % i * 40)
+    if big:
+        with (root / "big.bin").open("wb") as f:
+            f.truncate(big)
     return root
 
 
@@ -58,11 +64,10 @@ def start_and_signal(args: list[str], out: Path, sig: signal.Signals) -> Run | N
 
 def killed(tmp_path: Path, fmt: str, sig: signal.Signals) -> tuple[Path, Path, Run]:
     tree = tmp_path / "tree"
-    for files in (8000, 32000):  # bigger until the signal lands mid-run
+    for big in (96 << 20, 384 << 20):  # bigger until the signal lands mid-run
         if tree.exists():
-            for p in tree.rglob("*.txt"):
-                p.unlink()
-        make_tree(tree, files)
+            shutil.rmtree(tree)
+        make_tree(tree, 200, big)
         out = tmp_path / "outdir" / f"site.{fmt}"
         out.parent.mkdir(exist_ok=True)
         for p in out.parent.iterdir():
@@ -126,3 +131,35 @@ def test_extract_stopped_by_a_signal_leaves_dir_as_it_was(
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "archiver: interrupted" and "Traceback" not in done.stderr
     assert os.listdir(out.parent) == []
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_the_next_extract_removes_what_kill_9_left(tmp_path: Path, many_files: Path, existing: bool) -> None:
+    out = tmp_path / "outdir" / "out"
+    out.parent.mkdir()
+    if existing:
+        out.mkdir()  # staging goes inside it
+
+    def staged() -> list[str]:
+        inside = [n for n in os.listdir(out) if n.startswith(".archiver-tmp-")] if existing else []
+        return inside + temps(out)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archiver", "extract", str(many_files), "-o", str(out)], env=ENV,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60  # a bound, not a timing assertion
+    while proc.poll() is None and not staged() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert proc.poll() is None, "extract finished before the signal"
+    proc.kill()
+    proc.wait(timeout=60)
+    left = staged()
+    assert left and all(f"archiver-tmp-{proc.pid}-" in n for n in left)
+    again = subprocess.run(
+        [sys.executable, "-m", "archiver", "extract", str(many_files), "-o", str(out)],
+        env=ENV, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert os.listdir(out.parent) == ["out"] and staged() == []
+    assert (out / "index.html").is_file()

@@ -16,8 +16,10 @@ import pytest
 from tests.gwtar.test_hostile_kill import ENV, temps
 
 
-@pytest.fixture
-def damaged(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A damaged FEC'd gwtar (repair -o never changes it, so the tests share it)."""
+    tmp_path = tmp_path_factory.mktemp("damaged")
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "index.html").write_text('<html lang="en"><title>x</title><body>hi</body></html>')
