@@ -60,7 +60,8 @@ def _refuse(path: Path, entry: TarEntry, why: str) -> FormatError:
 
 def _plan(path: Path, entries: list[TarEntry], keep_symlinks: bool = False) -> list[_Item]:
     items: list[_Item] = []
-    files: set[str] = set()
+    files: set[str] = set()  # regular files (and hard links to them)
+    taken: set[str] = set()  # every name that is not a folder
     folders: set[str] = set()
     for entry in entries:
         name = entry.name.rstrip("/") if entry.typeflag == b"5" else entry.name
@@ -96,18 +97,16 @@ def _plan(path: Path, entries: list[TarEntry], keep_symlinks: bool = False) -> l
         else:
             raise _refuse(path, entry, f"unknown tar type {entry.typeflag!r}")
         if kind == "dir":
-            if name in files:
-                raise _refuse(path, entry, "the name is both a file and a folder")
+            if name in taken:
+                raise _refuse(path, entry, "the name is both a file or link and a folder")
             folders.add(name)
         else:
-            if name in files or name in folders:
+            if name in taken or name in folders:
                 raise _refuse(path, entry, "the name appears twice")
+            taken.add(name)
             if kind != "symlink":
-                files.add(name)
-            else:
-                folders.discard(name)
+                files.add(name)  # a hard link may name it
         items.append(_Item(entry, name, kind))
-    taken = files | {i.name for i in items if i.kind == "symlink"}
     parents = {i.name[:at] for i in items for at in range(len(i.name)) if i.name[at] == "/"}
     clash = sorted(parents & taken)
     if clash:
