@@ -14,7 +14,7 @@ import math
 import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -166,8 +166,11 @@ def _cmd_pack(args: argparse.Namespace) -> int:
             )
         fec = args.fec_redundancy / 100 if args.add_fec_data else None
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
-            result = gwtar.pack(
-                src, out, main=args.main, single_page=args.single_page, fec=fec, progress=meter
+            result = _writing(
+                lambda: gwtar.pack(
+                    src, out, main=args.main, single_page=args.single_page, fec=fec, progress=meter
+                ),
+                out,
             )
         doc: dict[str, Any] = {
             "format": "gwtar",
@@ -185,13 +188,16 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         if args.single_page:
             raise UsageError("--single-page applies to --format gwtar", subject="pack")
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
-            result_zim = zim.pack(
-                src,
+            result_zim = _writing(
+                lambda: zim.pack(
+                    src,
+                    out,
+                    metadata=dict(args.metadata or []),
+                    allow_incomplete=args.allow_incomplete,
+                    main=args.main,
+                    progress=meter,
+                ),
                 out,
-                metadata=dict(args.metadata or []),
-                allow_incomplete=args.allow_incomplete,
-                main=args.main,
-                progress=meter,
             )
         doc = {
             "format": "zim",
@@ -325,19 +331,50 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     if kind == "zim":
         from archiver import zim
 
-        rows = [(e.path, e.size, e.mimetype, e.title) for e in zim.ls(path)]
+        rows: Iterator[tuple[str, int, str, str | None]] = (
+            (e.path, e.size, e.mimetype, e.title) for e in zim.ls(path)
+        )
     elif kind == "gwtar":
-        from archiver import gwtar
+        from archiver.gwtar.extract import iter_ls
 
-        rows = [(m.path, m.size, m.media_type, m.title) for m in gwtar.ls(path)]
+        rows = ((m.path, m.size, m.media_type, m.title) for m in iter_ls(path))  # streamed: any size
     else:
         raise UsageError(f"a {kind} is not an archive: nothing to list", subject=str(path))
     for name, size, media_type, title in rows:
-        if args.json:
-            _print_json({"path": name, "size": size, "media_type": media_type, "title": title})
+        if args.json:  # exact names; bytes that are not UTF-8 as \udcXX escapes
+            doc = {"path": name, "size": size, "media_type": media_type, "title": title}
+            print(json.dumps(doc, ensure_ascii=not _encodable(name, title)))
         else:
-            print(f"{size:>12}  {media_type:<28}  {name}")
+            print(f"{size:>12}  {_escaped(media_type):<28}  {_escaped(name)}")
     return 0
+
+
+def _encodable(*texts: str | None) -> bool:
+    try:
+        for text in texts:
+            (text or "").encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_UNPRINTABLE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_one(m: re.Match[str]) -> str:
+    ch = m.group()
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _escaped(text: str) -> str:
+    """``text`` on one line: control characters, backslashes and bytes that are not UTF-8 as escapes."""
+    return _UNPRINTABLE.sub(_escape_one, text)
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
@@ -348,15 +385,29 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     if kind == "zim":
         from archiver import zim
 
-        count = zim.extract(path, out, force=args.force)
+        if args.keep_symlinks:
+            raise UsageError("--keep-symlinks applies to gwtar (a ZIM has no links)", subject=str(path))
+        count = _writing(lambda: zim.extract(path, out, force=args.force), out)
     elif kind == "gwtar":
         from archiver import gwtar
 
-        count = gwtar.extract(path, out, force=args.force)
+        count = _writing(
+            lambda: gwtar.extract(path, out, force=args.force, keep_symlinks=args.keep_symlinks), out
+        )
     else:
         raise UsageError(f"a {kind} is not an archive: nothing to extract", subject=str(path))
     print(f"{path}: {count} files extracted into {out}")
     return 0
+
+
+def _writing(run: Callable[[], Any], out: Path) -> Any:
+    """``run()``, with a failed write (a full disk, an I/O error) as one error line (exit 1)."""
+    from archiver import safefs
+
+    try:
+        return run()
+    except OSError as e:
+        raise safefs.io_error(e, str(out), "while writing") from None
 
 
 # ------------------------------------------------------------------------------------ repair, serve
@@ -365,7 +416,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 def _cmd_repair(args: argparse.Namespace) -> int:
     from archiver.par2 import repair_main
 
-    return repair_main(args.file, args.out, as_json=args.json)
+    return _writing(lambda: repair_main(args.file, args.out, as_json=args.json), Path(args.out or args.file))
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -570,7 +621,12 @@ def _parser() -> argparse.ArgumentParser:
     p = command("extract", "extract a gwtar or ZIM into a tree, safely")
     p.add_argument("archive")
     p.add_argument("-o", "--out", required=True, help="the folder to extract into")
-    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument("--force", action="store_true", help="write into a non-empty folder, replacing files")
+    p.add_argument(
+        "--keep-symlinks",
+        action="store_true",
+        help="gwtar: extract link members too (only those that resolve inside the folder)",
+    )
     p.set_defaults(func=_cmd_extract)
 
     p = command("repair", "repair a file from its PAR2 recovery data")

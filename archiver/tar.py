@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "BLOCK",
+    "MAX_NUMBER",
     "MAX_USTAR_SIZE",
     "RECORD",
     "TarError",
@@ -33,6 +34,7 @@ __all__ = [
     "padding",
     "parse_pax",
     "pax_header",
+    "pax_number",
     "split_name",
 ]
 
@@ -244,11 +246,17 @@ def is_zero_block(block: bytes) -> bool:
     return len(block) == BLOCK and not any(block)
 
 
+#: The largest number a header field may hold here (base-256 fields can say far more).
+MAX_NUMBER = (1 << 63) - 1
+
+
 def _number(field: bytes, what: str) -> int:
-    if field and field[0] & 0x80:  # GNU base-256
-        value = int.from_bytes(field[1:], "big")
+    if field and field[0] & 0x80:  # GNU base-256: big-endian, the first byte's top bit is the marker
         if field[0] & 0x40:
-            value -= 1 << (8 * len(field) - 2)  # negative (never valid for our fields)
+            raise TarError(f"{what} field is a negative base-256 number")
+        value = int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
+        if value > MAX_NUMBER:
+            raise TarError(f"{what} field is a base-256 number too large ({value:.3e})")
         return value
     text = field.split(b"\x00", 1)[0].strip(b" ")
     if not text:
@@ -306,8 +314,8 @@ def parse_pax(data: bytes) -> dict[str, str]:
     while pos < len(data):
         if data[pos] == 0:  # trailing NUL padding
             break
-        space = data.find(b" ", pos)
-        if space < 0 or not data[pos:space].isdigit():
+        space = data.find(b" ", pos, pos + 21)
+        if space < 0 or not data[pos:space].isdigit():  # bytes: ASCII digits only, at most 20
             raise TarError(f"malformed pax record at byte {pos}")
         length = int(data[pos:space])
         record = data[pos : pos + length]
@@ -319,3 +327,15 @@ def parse_pax(data: bytes) -> dict[str, str]:
         out[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
         pos += length
     return out
+
+
+_DECIMAL = re.compile(r"[0-9]{1,19}")
+
+
+def pax_number(value: str, what: str) -> int:
+    """A pax record's decimal number (``size``): ASCII digits only and at most 19 of them, so a
+    record of thousands of digits, or of non-ASCII digits, is a :class:`TarError`, not a huge int."""
+    if not _DECIMAL.fullmatch(value) or int(value) > MAX_NUMBER:
+        shown = value if len(value) <= 24 else value[:20] + f"... ({len(value)} characters)"
+        raise TarError(f"pax {what} is not a decimal number of at most 19 digits: {shown!r}")
+    return int(value)

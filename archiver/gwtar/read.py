@@ -11,10 +11,13 @@ checks everything else.
 from __future__ import annotations
 
 import builtins
+import codecs
+import dataclasses
 import hashlib
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,7 @@ __all__ = [
     "MAX_HEADER",
     "MAX_INDEX",
     "GwtarReader",
+    "IndexStream",
     "Member",
     "MemberReader",
     "TarEntry",
@@ -45,7 +49,7 @@ MAX_INDEX = 512 << 20
 _MAX_EXTENDED = 1 << 20  # pax / GNU long-name data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Member:
     """One member: ``path`` (its tar name), ``offset`` (absolute file offset of its first data byte),
     ``size``, ``media_type``, ``sha256`` (None when the file does not record it), ``kind`` (``page``
@@ -192,10 +196,11 @@ class TarWalk:
                 continue
             name = pax.get("path", long_name if long_name is not None else head.name)
             if "size" in pax:
-                if not pax["size"].isdigit():
-                    self.problems.append(Problem(name, pos, "pax size is not a number"))
+                try:
+                    size = tar.pax_number(pax["size"], "size")
+                except tar.TarError as e:
+                    self.problems.append(Problem(name, pos, str(e)))
                     return
-                size = int(pax["size"])
             # links, devices, fifos and folders have no data, whatever their size field says
             size_in_archive = 0 if head.typeflag in (b"1", b"2", b"3", b"4", b"5", b"6") else size
             if data_at + size_in_archive > self.end:
@@ -278,14 +283,111 @@ class MemberReader(io.RawIOBase):
         return self._size
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER_TAIL = re.compile(r"[0-9eE.+\-]*\Z")
+_DECODER = json.JSONDecoder()
+#: One site index entry (or another top-level value) larger than this is refused.
+MAX_INDEX_ENTRY = 16 << 20
+
+
+class IndexStream:
+    """The site index (``{"format": ..., "members": [...]}``) parsed entry by entry from ``size``
+    bytes at ``start`` of ``f``, in bounded memory: :meth:`members` yields each raw entry; the other
+    top-level values land in ``fields`` as they are met. Raises ``ValueError`` (or ``RecursionError``)
+    for text that is not such a JSON object."""
+
+    def __init__(self, f: IO[bytes], start: int, size: int, chunk: int = 1 << 20) -> None:
+        self._f, self._pos, self._end, self._chunk = f, start, start + size, chunk
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._buf, self._i = "", 0
+        self.fields: dict[str, Any] = {}
+        self.saw_members = False
+
+    def _fill(self) -> bool:
+        if self._pos >= self._end:
+            return False
+        self._f.seek(self._pos)
+        data = self._f.read(min(self._chunk, self._end - self._pos))
+        if not data:
+            raise ValueError("the file ends inside the site index")
+        self._pos += len(data)
+        self._buf = self._buf[self._i :] + self._utf8.decode(data, final=self._pos >= self._end)
+        self._i = 0
+        return True
+
+    def _peek(self) -> str:
+        while True:
+            self._i = _WS.match(self._buf, self._i).end()  # type: ignore[union-attr]
+            if self._i < len(self._buf) or not self._fill():
+                return self._buf[self._i : self._i + 1]
+
+    def _expect(self, char: str) -> None:
+        if self._peek() != char:
+            raise ValueError(f"expected {char!r} in the site index")
+        self._i += 1
+
+    def _value(self) -> Any:
+        while True:
+            self._peek()
+            try:
+                value, end = _DECODER.raw_decode(self._buf, self._i)
+            except json.JSONDecodeError:
+                if len(self._buf) - self._i > MAX_INDEX_ENTRY or not self._fill():
+                    raise
+                continue
+            if self._pos < self._end and (
+                end >= len(self._buf) or (type(value) in (int, float) and _NUMBER_TAIL.match(self._buf, end))
+            ):  # a number may go on past the buffer: read more first
+                self._fill()
+                continue
+            self._i = end
+            return value
+
+    def members(self) -> Iterator[Any]:
+        self._expect("{")
+        if self._peek() == "}":
+            self._i += 1
+        else:
+            while True:
+                key = self._value()
+                if not isinstance(key, str):
+                    raise ValueError("a site index key is not a string")
+                self._expect(":")
+                if key == "members" and self._peek() == "[":
+                    self._i += 1
+                    self.saw_members = True
+                    if self._peek() == "]":
+                        self._i += 1
+                    else:
+                        while True:
+                            yield self._value()
+                            sep = self._peek()
+                            self._i += 1
+                            if sep == "]":
+                                break
+                            if sep != ",":
+                                raise ValueError("expected ',' or ']' in the site index's members")
+                else:
+                    self.fields[key] = self._value()
+                sep = self._peek()
+                self._i += 1
+                if sep == "}":
+                    break
+                if sep != ",":
+                    raise ValueError("expected ',' or '}' in the site index")
+        if self._peek():
+            raise ValueError("data after the site index object")
+
+
 class GwtarReader:
     """An open gwtar file (use :func:`open`). Attributes: ``path``, ``overhead``,
     ``total_archive_size``, ``file_size``, ``meta`` (the extension-1 metadata, None for plain v1),
     ``assets`` (the v1 manifest, keys in v1 order), ``members`` (tar order), ``main`` (the main page's
     path), ``trailer_offset``/``trailer_size`` (bytes after the tar, e.g. a FEC tail)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, load_members: bool = True) -> None:
         self.path = Path(path)
+        self._load_members = load_members
         try:
             self._file: BinaryIO = builtins.open(self.path, "rb", buffering=1 << 16)  # noqa: SIM115
         except OSError as e:
@@ -321,6 +423,8 @@ class GwtarReader:
         self.meta: dict[str, Any] | None = ph.meta
         self.trailer_offset = self.total_archive_size
         self.trailer_size = self.file_size - self.total_archive_size
+        if not self._load_members:  # iter_members() streams them
+            return
         if self.meta is not None and self.meta.get("version") == layout.EXTENSION_VERSION:
             self.members: list[Member] = self._members_from_index(self.meta)
             main = self.meta.get("main")
@@ -332,6 +436,11 @@ class GwtarReader:
         self._by_key = {m.key: m for m in self.members if m.key is not None}
 
     def _members_from_index(self, meta: dict[str, Any]) -> list[Member]:
+        return list(self._iter_index(meta))
+
+    def _iter_index(self, meta: dict[str, Any]) -> Iterator[Member]:
+        """The site index's members, one at a time: its SHA-256 is checked first (streaming), then it
+        is parsed entry by entry, so a huge index never sits in memory whole."""
         where = layout.index_location(meta)
         if isinstance(where, str):
             raise self._fail(f"extension-1 metadata: {where}")
@@ -339,30 +448,30 @@ class GwtarReader:
         start = self.overhead + offset
         if size > MAX_INDEX or start + size > self.total_archive_size:
             raise self._fail(f"the site index ({size} bytes at {start}) lies outside the tar", start)
-        self._file.seek(start)
-        data = self._file.read(size)
-        if hashlib.sha256(data).hexdigest() != sha:
+        digest = hashlib.sha256()
+        with MemberReader(self._file.fileno(), start, size, layout.INDEX_PATH) as raw:
+            while chunk := raw.read(1 << 20):
+                digest.update(chunk)
+        if digest.hexdigest() != sha:
             raise self._fail("the site index does not match its SHA-256 in the metadata (damaged)", start)
+        keys = list(self.assets)
+        stream = IndexStream(self._file, start, size)
+        count = 0
         try:
-            index = json.loads(data)
+            for i, entry in enumerate(stream.members()):
+                member = _index_member(entry, self.overhead, self.total_archive_size)
+                if member is None:
+                    raise self._fail(f"site index entry {i} is malformed or points outside the tar", start)
+                if i < len(keys):  # listed members come first, in manifest order
+                    member = dataclasses.replace(member, key=keys[i])
+                count += 1
+                yield member
         except (ValueError, RecursionError) as e:
             raise self._fail(f"the site index is not valid JSON: {str(e)[:100]}", start) from None
-        entries = index.get("members") if isinstance(index, dict) else None
-        if not isinstance(entries, list):
+        if not stream.saw_members:
             raise self._fail("the site index has no members list", start)
-        keys = list(self.assets)
-        members: list[Member] = []
-        for i, entry in enumerate(entries):
-            member = _index_member(entry, self.overhead, self.total_archive_size)
-            if member is None:
-                raise self._fail(f"site index entry {i} is malformed or points outside the tar", start)
-            if i < len(keys):  # listed members come first, in manifest order
-                members.append(Member(**{**member.__dict__, "key": keys[i]}))
-            else:
-                members.append(member)
-        if not members:
+        if not count:
             raise self._fail("the site index lists no members", start)
-        return members
 
     def _members_from_tar(self, manifest: list[tuple[str, dict[str, Any]]]) -> list[Member]:
         offsets = layout.v1_data_offsets([entry["size"] for _, entry in manifest])
@@ -407,6 +516,16 @@ class GwtarReader:
         return members
 
     # -- API
+
+    def iter_members(self) -> Iterator[Member]:
+        """The members in tar order, one at a time (a reader opened with ``load_members=False`` holds
+        no list of them: for a site index of millions of entries)."""
+        if self._load_members:
+            yield from self.members
+        elif self.meta is not None and self.meta.get("version") == layout.EXTENSION_VERSION:
+            yield from self._iter_index(self.meta)
+        else:
+            yield from self._members_from_tar(list(self.assets.items()))
 
     def member(self, path: str) -> Member:
         """The member named ``path`` (or with v1 key ``path``); raises KeyError when there is none."""

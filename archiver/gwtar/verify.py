@@ -32,7 +32,7 @@ from typing import IO, Any
 from archiver import tar
 from archiver.gwtar import layout
 from archiver.gwtar.layout import INDEX_PATH, Problem
-from archiver.gwtar.read import MAX_INDEX, TarEntry, TarWalk, _index_member, read_header_bytes
+from archiver.gwtar.read import MAX_INDEX, IndexStream, TarEntry, TarWalk, _index_member, read_header_bytes
 from archiver.progress import Meter, bytes_meter, wanted
 
 __all__ = [
@@ -50,6 +50,8 @@ EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_UNREADABLE = 2
 _CHUNK = 1 << 20
+#: Problems kept from the site index's entries; the rest are counted in one line.
+_MAX_INDEX_PROBLEMS = 1000
 _SUFFIXES = (".gwtar.html", ".gwtar")
 
 
@@ -345,37 +347,48 @@ def _check_extension(
     if size > MAX_INDEX:
         report.add(INDEX_PATH, at, f"site index of {size} bytes exceeds the {MAX_INDEX}-byte limit")
         return
-    f.seek(at)
+    stream = IndexStream(f, at, size)  # entry by entry: a huge index is never held whole
+    covered: set[int] = set()
+    pages = count = dropped = 0
+
+    def add(member: str | None, offset: int | None, message: str) -> None:
+        nonlocal dropped
+        if len(report.problems) - before < _MAX_INDEX_PROBLEMS:
+            report.add(member, offset, message)
+        else:
+            dropped += 1  # counted, not kept: one summary line below
+
+    before = len(report.problems)
     try:
-        index = json.loads(f.read(size))
+        for i, raw in enumerate(stream.members()):
+            count += 1
+            m = _index_member(raw, ph.overhead, ph.total)
+            if m is None:
+                add(INDEX_PATH, at, f"site index entry {i} is malformed or points outside the tar")
+                continue
+            pages += m.kind == "page"
+            t = by_data.get(m.offset)
+            if t is None:
+                add(m.path, m.offset, "the site index puts this member where no member's data starts")
+                continue
+            if t.position in covered:
+                add(m.path, m.offset, "the site index lists this member twice")
+            covered.add(t.position)
+            if t.entry.name != m.path:
+                add(m.path, m.offset, f"the site index names it {m.path!r}, the tar {t.entry.name!r}")
+            if t.entry.size != m.size:
+                add(m.path, m.offset, f"the site index says {m.size} bytes, the tar {t.entry.size}")
+            elif m.sha256 is not None and t.sha256 != m.sha256:
+                add(m.path, m.offset, f"SHA-256 {t.sha256} does not match the site index's {m.sha256}")
     except (ValueError, RecursionError) as e:
         report.add(INDEX_PATH, at, f"site index is not valid JSON: {str(e)[:100]}")
         return
-    entries = index.get("members") if isinstance(index, dict) else None
-    if not isinstance(entries, list) or index.get("format") != "archiver-gwtar-index":
+    if not stream.saw_members or stream.fields.get("format") != "archiver-gwtar-index":
         report.add(INDEX_PATH, at, "site index is not an archiver-gwtar-index object with a members list")
         return
-    covered: set[int] = set()
-    pages = 0
-    for i, raw in enumerate(entries):
-        m = _index_member(raw, ph.overhead, ph.total)
-        if m is None:
-            report.add(INDEX_PATH, at, f"site index entry {i} is malformed or points outside the tar")
-            continue
-        pages += m.kind == "page"
-        t = by_data.get(m.offset)
-        if t is None:
-            report.add(m.path, m.offset, "the site index puts this member where no member's data starts")
-            continue
-        if t.position in covered:
-            report.add(m.path, m.offset, "the site index lists this member twice")
-        covered.add(t.position)
-        if t.entry.name != m.path:
-            report.add(m.path, m.offset, f"the site index names it {m.path!r}, the tar {t.entry.name!r}")
-        if t.entry.size != m.size:
-            report.add(m.path, m.offset, f"the site index says {m.size} bytes, the tar {t.entry.size}")
-        elif m.sha256 is not None and t.sha256 != m.sha256:
-            report.add(m.path, m.offset, f"SHA-256 {t.sha256} does not match the site index's {m.sha256}")
+    if dropped:
+        report.add(INDEX_PATH, at, f"... and {dropped:,} more problems with site index entries")
+    entries = range(count)
     for x in regular:
         if x is not s and x.position not in covered:
             report.add(x.entry.name, x.entry.data_offset, "member is not in the site index")

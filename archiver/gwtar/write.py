@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver import __version__, tree
+from archiver import __version__, safefs, tree
 from archiver.errors import FormatError, UsageError
 from archiver.gwtar import layout, refs
 from archiver.gwtar.layout import MemberSpec, Meta
@@ -662,10 +662,25 @@ def write_archive(
 
         par2.plan(plan.total_archive_size, fec)
         engine = par2.find_engine()
+    with safefs.interruptible():
+        return _write_out(source, out, plan, loader=loader, fec=fec, engine=engine, progress=progress)
+
+
+def _write_out(
+    source: Source,
+    out: Path,
+    plan: layout.Plan,
+    *,
+    loader: str,
+    fec: float | None,
+    engine: Any,
+    progress: Meter | None,
+) -> PackResult:
     fec_result = None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    tmp = Path(tmp_name)
-    try:
+    tmp = safefs.temp_path(out, ".tmp")  # stale ones of killed runs are removed first
+    fd = -1
+    try:  # created inside the try: a signal right after the open still removes it
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         os.fchmod(fd, 0o644)
         _write_all(fd, plan.header)
         meter = Meter() if progress is None else progress
@@ -706,6 +721,8 @@ def write_archive(
             os.pwrite(fd, digest.encode("ascii"), slot)
         os.pwrite(fd, index_digest.hexdigest().encode("ascii"), plan.index_hash_slot)
         if fec is not None:
+            from archiver import par2
+
             fec_result = par2.append_fec(tmp, name=out.name, redundancy=fec, engine=engine)
             fec_result = dataclasses.replace(fec_result, path=out)
         os.fsync(fd)

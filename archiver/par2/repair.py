@@ -18,9 +18,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from archiver import safefs
 from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.par2 import sidecar as _sidecar
-from archiver.par2.build import copy_file, generated, private_dir, write_slots
+from archiver.par2.build import copy_file, generated, write_slots
 from archiver.par2.engine import Engine, find_engine, run
 from archiver.par2.fec import Inspection, inspect
 from archiver.par2.layout import DEFAULT_REDUNDANCY, MIN_RECOVERY, Plan, tail_layout
@@ -41,8 +42,24 @@ def _unrepairable_message(report: FecReport) -> str:
     )
 
 
+def _check_room(dest: Path, need: int) -> None:
+    """Refuse up front when the folder of ``dest`` cannot hold the repair's files (par2 itself only
+    says that it failed)."""
+    try:
+        free = shutil.disk_usage(dest.parent).free
+    except OSError:
+        return
+    if free < need:
+        raise ArchiverError(
+            f"no space left on device: the repair needs about {need:,} bytes beside the output, "
+            f"{free:,} are free",
+            subject=str(dest),
+        )
+
+
 def _copy_atomic(src: Path, dst: Path) -> None:
-    with private_dir(dst, "copy") as work:
+    _check_room(dst, src.stat().st_size)
+    with safefs.temp_dir(dst) as work:
         tmp = work / "copy"
         copy_file(src, tmp)
         shutil.copymode(src, tmp)
@@ -100,6 +117,13 @@ def _plan_for_rebuild(ins: Inspection) -> Plan:
 
 
 def repair(path: Path, out: Path | None = None, *, engine: Engine | None = None) -> RepairResult:
+    """Repair ``path`` (see :func:`_repair`); SIGTERM and SIGHUP stop it like Ctrl-C, and its
+    temporary files (``.NAME.archiver-tmp-PID-RAND`` beside the output) go with it."""
+    with safefs.interruptible():
+        return _repair(Path(path), out, engine=engine)
+
+
+def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None) -> RepairResult:
     """Repair ``path`` from its FEC data (tail or sidecars), in place or into ``out``.
 
     The result is byte-identical to the file as written, FEC data included. In place, the original
@@ -132,10 +156,12 @@ def repair(path: Path, out: Path | None = None, *, engine: Engine | None = None)
         return RepairResult("unrepairable", _unrepairable_message(report), None, report)
 
     engine = engine or find_engine()
+    # the repaired copy, and par2's copy of the FEC data, are written beside the output first
+    _check_room(dest, path.stat().st_size + sum(end - start for _, start, end in ins.regions))
     assert report.protected_length is not None and ins.packets is not None and ins.packets.ifsc is not None
     length = report.protected_length
     resized = ins.kind == "sidecar" and path.stat().st_size != length
-    with private_dir(dest, "repair") as work:
+    with safefs.temp_dir(dest) as work:
         if report.damaged_slices or resized:
             fixed = _repair_region(ins, path, work, engine)
         else:

@@ -1,24 +1,24 @@
 """``ls`` and ``extract``: a ZIM's content entries listed, or written back as a tree.
 
-Extraction is safe against hostile archives: every path is checked before anything is written (no
-absolute path, no ``.``/``..``/empty segment, no NUL, no file that is also a folder); folders are
-created one by one and never through a symlink; each file is written to a temporary name in its
-folder, fsynced and renamed, so a crash leaves whole files only. Redirects are not files: they are
-counted but not written (an archiver ZIM carries the tree's manifest, whose records list the aliases).
+Extraction is safe against hostile archives: the file's checksum is checked and every path before
+anything is written (no absolute path, no ``.``/``..``/empty segment, no NUL, no path twice, no file
+that is also a folder); then the files go through :class:`archiver.safefs.Staging` (a private
+staging folder, folders opened one segment at a time with ``O_NOFOLLOW``, moved into place at the
+end), so on any failure (a full disk, a signal) the output folder is left as it was. Redirects are
+not files: they are counted but not written (an archiver ZIM carries the tree's manifest, whose
+records list the aliases).
 Pages that pack made zimcheck-safe are written back byte for byte as they were (``_archiver/zim-edits.jsonl``,
 formats/zim.md §3.1); that item itself is not a file of the tree.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from archiver.errors import FormatError, UsageError
+from archiver import safefs
+from archiver.errors import FormatError
 from archiver.zim.read import Entry, open_archive
 from archiver.zim.source import STORED_EDITS, check_entry_path
 from archiver.zim.zimsafe import Edit, decode_edits, restore
@@ -35,6 +35,8 @@ def ls(path: Path) -> Iterator[Entry]:
 
 def _plan(paths: list[str], label: str) -> None:
     files = set(paths)
+    if len(files) != len(paths):
+        raise FormatError("an entry path appears twice", subject=label)
     for p in paths:
         check_entry_path(p, label)
         parts = p.split("/")
@@ -44,60 +46,31 @@ def _plan(paths: list[str], label: str) -> None:
                 raise FormatError(f"{folder!r} is both a file and a folder (of {p!r})", subject=label)
 
 
-def _make_folders(out: Path, parts: list[str]) -> Path:
-    here = out
-    for name in parts:
-        here = here / name
-        try:
-            st = os.lstat(here)
-        except FileNotFoundError:
-            os.mkdir(here)
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise FormatError(f"{here} exists and is not a folder (a symlink is never followed)")
-    return here
-
-
-def _write_file(folder: Path, name: str, entry: Entry, edits: list[Edit] | None = None) -> None:
-    target = folder / name
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        st = None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise FormatError(f"{target} is a folder; cannot write a file there")
-    tmp = folder / f".{name[:100]}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if edits:
-                try:
-                    f.write(restore(entry.read(), edits))
-                except ValueError as e:
-                    raise FormatError(f"{STORED_EDITS}: {entry.path!r}: {e}") from None
-            else:
-                for chunk in entry.chunks():
-                    f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)  # replaces a symlink itself, never what it points to
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _write_file(stage: safefs.Staging, path: str, entry: Entry, edits: list[Edit] | None = None) -> None:
+    fd = stage.create(path)
+    with os.fdopen(fd, "wb") as f:
+        if edits:
+            try:
+                f.write(restore(entry.read(), edits))
+            except ValueError as e:
+                raise FormatError(f"{STORED_EDITS}: {entry.path!r}: {e}") from None
+        else:
+            for chunk in entry.chunks():
+                f.write(chunk)
+        # flushed to disk with the whole staging folder, before it is published
 
 
 def extract(path: Path, out_dir: Path, *, force: bool = False) -> int:
     """Write every item of the ZIM at ``path`` under ``out_dir`` at its entry path; return the
     number of files written. ``out_dir`` must be missing or empty unless ``force`` (then files are
     replaced, nothing else is removed). Raises :class:`FormatError` before writing anything when an
-    entry path is unsafe."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UsageError("exists and is not a folder", subject=str(out))
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UsageError("the folder is not empty (use force to write into it)", subject=str(out))
+    entry path is unsafe or the file's checksum does not match; on any failure ``out_dir`` is left as
+    it was."""
     with open_archive(path) as reader:
+        if reader.has_checksum and not reader.check_checksum():
+            raise FormatError(
+                "the file's MD5 checksum does not match (damaged); nothing extracted", subject=str(path)
+            )
         edits: dict[str, list[Edit]] = {}
         if reader.has(STORED_EDITS):
             try:
@@ -106,16 +79,15 @@ def extract(path: Path, out_dir: Path, *, force: bool = False) -> int:
                 raise FormatError(f"{STORED_EDITS} is not valid: {e}", subject=str(path)) from None
         items = [e.path for e in reader.iter_entries() if not e.is_redirect and e.path != STORED_EDITS]
         _plan(items, str(path))
-        out.mkdir(parents=True, exist_ok=True)
-        written = 0
-        for p in items:
-            *folders, name = p.split("/")
-            folder = _make_folders(out, folders)
-            _write_file(folder, name, reader.get(p), edits.get(p))
-            written += 1
-        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return written
+        with safefs.interruptible(), safefs.Staging(Path(out_dir), force=force, subject=str(path)) as stage:
+            current = ""
+            try:
+                for p in items:
+                    current = p
+                    _write_file(stage, p, reader.get(p), edits.get(p))
+                current = ""
+                stage.commit()
+            except OSError as e:
+                doing = f"while writing {current!r}" if current else "while moving the files into place"
+                raise safefs.io_error(e, str(out_dir), doing) from None
+    return len(items)

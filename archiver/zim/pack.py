@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import glob
 import hashlib
 import os
-import secrets
+import shutil
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -23,8 +24,8 @@ from typing import Any
 
 import msgspec
 
-from archiver import __version__
-from archiver.errors import FormatError, UsageError
+from archiver import __version__, safefs
+from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.progress import Meter
 from archiver.urls import host_of
 from archiver.zim import icon
@@ -238,18 +239,30 @@ def _defaults(
 
 
 def _temp_prefix(out: Path) -> Path:
-    return out.with_name(f".{out.name}.{secrets.token_hex(4)}.part")
+    """``.OUT.archiver-tmp-PID-RAND``: libzim's own temporary files start with it too, so a later run
+    recognises (and removes) what a killed one left (:func:`archiver.safefs.sweep_stale`)."""
+    return safefs.temp_path(out)
 
 
 def _remove_temp(tmp: Path) -> None:
-    for p in tmp.parent.glob(tmp.name + "*"):
+    for p in tmp.parent.glob(glob.escape(tmp.name) + "*"):
         with contextlib.suppress(OSError):
-            if p.is_dir():
-                for child in p.iterdir():
-                    child.unlink()
-                p.rmdir()
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
             else:
                 p.unlink()
+
+
+def _libzim_write(out: Path, tmp: Path, **kw: Any) -> list[Mismatch]:
+    """:func:`write_zim`, with libzim's own failure (a full disk, an I/O error: a C++ exception that
+    reaches Python as RuntimeError) as one error line."""
+    try:
+        return write_zim(tmp, **kw)
+    except RuntimeError as e:
+        text = " ".join(str(e).split())
+        if "no space left on device" in text.lower():
+            text = "no space left on device"
+        raise ArchiverError(f"libzim could not write the file: {text[:300]}", subject=str(out)) from None
 
 
 def _fsync(path: Path, *, directory: bool = False) -> None:
@@ -308,10 +321,11 @@ def pack(
         probe = {"_ftindex": "yes", "_pictures": "no", "_videos": "no", "_details": "yes"}
         # validate everything before libzim starts (Tags again at the end, with what was seen)
         ZimMetadata.from_mapping({**values, "Tags": merge_tags(user_tags, probe)}, date=day, illustration=png)
-        result = _write(
-            source, out, values, user_tags, png, main_path, workers, cluster_size, warnings, started,
-            Meter() if progress is None else progress,
-        )  # fmt: skip
+        with safefs.interruptible():
+            result = _write(
+                source, out, values, user_tags, png, main_path, workers, cluster_size, warnings, started,
+                Meter() if progress is None else progress,
+            )  # fmt: skip
         result.illustration = icon_from
         return result
     finally:
@@ -409,7 +423,8 @@ def _write(
             final["Tags"] = tags()
             return final
 
-        mismatches = write_zim(
+        mismatches = _libzim_write(
+            out,
             tmp,
             items=items(manifest),
             redirects=redirects,
