@@ -16,7 +16,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from archiver import __version__
 from archiver.errors import EXIT_BUG, ArchiverError, UsageError
@@ -332,7 +332,7 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         from archiver import zim
 
         rows: Iterator[tuple[str, int, str, str | None]] = (
-            (e.path, e.size, e.mimetype, e.title) for e in zim.ls(path)
+            (e.path, e.size, e.mimetype, e.title) for e in zim.ls(path, check=_zim_check(args))
         )
     elif kind == "gwtar":
         from archiver.gwtar.extract import iter_ls
@@ -347,6 +347,13 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         else:
             print(f"{size:>12}  {_escaped(media_type):<28}  {_escaped(name)}")
     return 0
+
+
+_NO_CHECK_HELP = "ZIM: skip the MD5 checksum (a read of the whole file); the structure is always checked"
+
+
+def _zim_check(args: argparse.Namespace) -> Literal["full", "structure"]:
+    return "structure" if args.no_check else "full"
 
 
 def _encodable(*texts: str | None) -> bool:
@@ -387,7 +394,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
         if args.keep_symlinks:
             raise UsageError("--keep-symlinks applies to gwtar (a ZIM has no links)", subject=str(path))
-        count = _writing(lambda: zim.extract(path, out, force=args.force), out)
+        count = _writing(lambda: zim.extract(path, out, force=args.force, check=_zim_check(args)), out)
     elif kind == "gwtar":
         from archiver import gwtar
 
@@ -616,12 +623,14 @@ def _parser() -> argparse.ArgumentParser:
     p = command("ls", "list the members of a gwtar or the entries of a ZIM")
     p.add_argument("archive")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
     p.set_defaults(func=_cmd_ls)
 
     p = command("extract", "extract a gwtar or ZIM into a tree, safely")
     p.add_argument("archive")
     p.add_argument("-o", "--out", required=True, help="the folder to extract into")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder, replacing files")
+    p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
     p.add_argument(
         "--keep-symlinks",
         action="store_true",

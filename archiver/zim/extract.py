@@ -19,16 +19,17 @@ from pathlib import Path
 
 from archiver import safefs
 from archiver.errors import FormatError
-from archiver.zim.read import Entry, open_archive
+from archiver.zim.read import Check, Entry, open_archive
 from archiver.zim.source import STORED_EDITS, check_entry_path
 from archiver.zim.zimsafe import Edit, decode_edits, restore
 
 __all__ = ["extract", "ls"]
 
 
-def ls(path: Path) -> Iterator[Entry]:
-    """Every content entry of the ZIM at ``path`` (items and redirects), in path order."""
-    reader = open_archive(path)
+def ls(path: Path, *, check: Check = "full") -> Iterator[Entry]:
+    """Every content entry of the ZIM at ``path`` (items and redirects), in path order, once the
+    file's structure and (unless ``check="structure"``) checksum are sound (:func:`open_archive`)."""
+    reader = open_archive(path, check=check)
     with reader:
         yield from reader.iter_entries()
 
@@ -60,17 +61,13 @@ def _write_file(stage: safefs.Staging, path: str, entry: Entry, edits: list[Edit
         # flushed to disk with the whole staging folder, before it is published
 
 
-def extract(path: Path, out_dir: Path, *, force: bool = False) -> int:
+def extract(path: Path, out_dir: Path, *, force: bool = False, check: Check = "full") -> int:
     """Write every item of the ZIM at ``path`` under ``out_dir`` at its entry path; return the
     number of files written. ``out_dir`` must be missing or empty unless ``force`` (then files are
     replaced, nothing else is removed). Raises :class:`FormatError` before writing anything when an
-    entry path is unsafe or the file's checksum does not match; on any failure ``out_dir`` is left as
-    it was."""
-    with open_archive(path) as reader:
-        if reader.has_checksum and not reader.check_checksum():
-            raise FormatError(
-                "the file's MD5 checksum does not match (damaged); nothing extracted", subject=str(path)
-            )
+    entry path is unsafe or the file is damaged (its structure, or its checksum unless
+    ``check="structure"``: :func:`open_archive`); on any failure ``out_dir`` is left as it was."""
+    with open_archive(path, check=check) as reader:
         edits: dict[str, list[Edit]] = {}
         if reader.has(STORED_EDITS):
             try:
