@@ -308,7 +308,7 @@ def pack(
         if source.incomplete and not allow_incomplete:
             raise UsageError(
                 f"the crawl is incomplete (options.incomplete in the manifest, or {INCOMPLETE_MARKER} in "
-                "_archiver/); finish it, or pack anyway with allow_incomplete",
+                "_archiver/); finish it (run the capture again), or pack anyway with --allow-incomplete",
                 subject=source.label,
             )
         main_path = _pick_main(source, main)
