@@ -17,7 +17,10 @@ For each site (a Debian documentation package, installed with apt-get when missi
    ``file://`` (1024×768 viewport, same Chromium, a pixel differs when any channel differs by more
    than 24).
 
-It is a tool, not a test: figures go into the closing notes. Run it on a quiet machine.
+It is a tool, not a test: figures go into the closing notes. Run it on a quiet machine. Beware:
+Debian's ``nodejs-doc`` conflicts with Node.js packages from outside Debian (NodeSource's
+``nodejs``), which apt-get then removes; ``bash tools/bootstrap`` installs Debian's ``nodejs``
+again when ``node`` is missing (the loader's tests need it).
 """
 
 from __future__ import annotations
