@@ -44,7 +44,9 @@ from urllib.parse import quote, unquote_to_bytes
 
 from archiver.errors import UsageError
 from archiver.media import is_text, media_type_for
+from archiver.serve.policy import PAGE_HEADERS, content_headers, host_labels
 from archiver.serve.ranges import format_http_date
+from archiver.serve.walk import open_beneath, open_root
 from archiver.tree import is_private
 
 __all__ = [
@@ -103,6 +105,10 @@ class Representation:
     the same without Accept-Ranges, for a 206."""
 
     __slots__ = (
+        "bare_block",
+        "bare_block_partial",
+        "bare_head",
+        "bare_head_partial",
         "block",
         "block_partial",
         "checked",
@@ -111,7 +117,9 @@ class Representation:
         "head",
         "head_partial",
         "last_modified",
+        "mount",
         "path",
+        "secured",
         "size",
     )
 
@@ -129,6 +137,8 @@ class Representation:
         self.last_modified = last_modified
         self.checked = time.monotonic()
         self.path: str | None = None  # the file on disk to revalidate against, when there is one
+        self.mount: Mount | None = None  # whose bytes these are (None: the server's own pages)
+        self.secured = False
         self.head: list[tuple[bytes, bytes]] = [
             (b"content-type", content_type.encode("latin-1")),
             (b"etag", etag.encode("latin-1")),
@@ -136,11 +146,28 @@ class Representation:
             (b"accept-ranges", b"bytes"),
             *extra,
         ]
+        self._blocks(self.head, self.head)
+
+    def _blocks(self, head: list[tuple[bytes, bytes]], bare: list[tuple[bytes, bytes]]) -> None:
+        self.head = head
+        self.bare_head = bare
         # A 206 carries the same validators; Accept-Ranges only tells a client of a 200 (as nginx).
-        self.head_partial = [h for h in self.head if h[0] != b"accept-ranges"]
+        self.head_partial = [h for h in head if h[0] != b"accept-ranges"]
+        self.bare_head_partial = [h for h in bare if h[0] != b"accept-ranges"]
         # The same as HTTP/1.1 header lines, for answers written without ASGI (app.py's fast path).
-        self.block = b"".join(b"%s: %s\r\n" % pair for pair in self.head)
+        self.block = b"".join(b"%s: %s\r\n" % pair for pair in head)
         self.block_partial = b"".join(b"%s: %s\r\n" % pair for pair in self.head_partial)
+        self.bare_block = b"".join(b"%s: %s\r\n" % pair for pair in bare)
+        self.bare_block_partial = b"".join(b"%s: %s\r\n" % pair for pair in self.bare_head_partial)
+
+    def secure(self, own: Sequence[tuple[bytes, bytes]], bare: Sequence[tuple[bytes, bytes]]) -> None:
+        """Add the security headers (formats/serve.md §5.2): ``own`` on the mount's origin, ``bare``
+        on the bare host. Once per representation; the header lines are built here, not per request."""
+        if self.secured:
+            return
+        self.secured = True
+        base = self.head
+        self._blocks([*base, *own], [*base, *bare])
 
     def read(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the representation (``0 <= start <= stop <= size``)."""
@@ -318,6 +345,7 @@ class Mount:
         self.name = name
         self.kind = kind  # "file", "gwtar", "tree", "zim"
         self.path = path
+        self.label = ""  # its host name label (policy.host_labels), given by the Site
 
     @property
     def href(self) -> str:
@@ -391,9 +419,12 @@ def _gwtar_whole(file: Any, st: os.stat_result, gwtar_mime: str, *, members: boo
 class _Members:
     """The member URLs of one gwtar file, through :func:`archiver.gwtar.open` (opened on first use)."""
 
-    def __init__(self, file: Any, path: Path, st: os.stat_result) -> None:
+    def __init__(self, file: Any, path: Path, st: os.stat_result, *, by_descriptor: bool = False) -> None:
         self.file = file
         self.path = path
+        # A file found by a walk is read through its open descriptor, never again by its path (which
+        # may lead somewhere else by now).
+        self.by_descriptor = by_descriptor
         self.last_modified = int(st.st_mtime)
         self.stamp = f"{int(st.st_mtime):x}-{st.st_size:x}"
         self.table: dict[str, Any] | None = None
@@ -407,7 +438,13 @@ class _Members:
                 self.failed = True  # no reader in this build: the whole file still works
                 return None
             try:
-                reader = gwtar.open(self.path)
+                source = self.path
+                if self.by_descriptor:
+                    source = Path(f"/proc/self/fd/{self.file.fileno()}")
+                    if not source.exists():
+                        self.failed = True  # no way to read an open file by name here: whole file only
+                        return None
+                reader = gwtar.open(source)
                 self.table = {m.path: m for m in reader.members}
                 closer = getattr(reader, "close", None)
                 if callable(closer):
@@ -443,6 +480,12 @@ class _TreeMount(Mount):
     def __init__(self, name: str, path: Path, gwtar_mime: str) -> None:
         super().__init__(name, "tree", path)
         self.root = os.path.realpath(path)
+        try:
+            self.root_fd = open_root(self.root)
+        except OSError as e:
+            raise UsageError(f"cannot open the folder: {e.strerror or e}", subject=str(path)) from None
+        # the spellings of the root an absolute symlink inside it may use
+        self.roots = tuple(dict.fromkeys((self.root, os.path.abspath(path))))
         self.gwtar_mime = gwtar_mime
         self.gwtars: OrderedDict[str, tuple[tuple[int, int, int], _Members]] = OrderedDict()
 
@@ -450,54 +493,62 @@ class _TreeMount(Mount):
         index = os.path.join(self.root, "index.html")
         return "canonical tree" if os.path.isfile(index) else "folder"
 
+    def close(self) -> None:
+        if self.root_fd >= 0:
+            os.close(self.root_fd)
+            self.root_fd = -1
+
     def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
         # A gwtar member URL inside the tree: <...>.gwtar.html/~/<member>
         if RESERVED in rest:
             cut = rest.index(RESERVED)
             if cut > 0 and is_gwtar_name(rest[cut - 1]):
                 return self._member(rest[:cut], rest[cut + 1 :], slash)
-        candidate = os.path.join(self.root, *rest)
-        real = os.path.realpath(candidate)
-        if not self._public(real):
+        found = self._open(rest)
+        if found is None:
             return _NOT_FOUND
-        if os.path.isdir(real):
+        fd, st, parts = found
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
             if not slash and rest:
                 return Redirect(301, _href(self.name, *rest) + "/" + _query_suffix(raw_query))
-            real = os.path.realpath(os.path.join(real, "index.html"))
-            if not self._public(real):
+            found = self._open([*parts, "index.html"])  # the real folder's index, walked again
+            if found is None or not stat.S_ISREG(found[1].st_mode):
+                if found is not None:
+                    os.close(found[0])
                 return _NOT_FOUND
+            fd, st, parts = found
         elif slash:
+            os.close(fd)
             return _NOT_FOUND
-        opened = _open_regular(real)
-        if opened is None:
-            return _NOT_FOUND
-        file, st = opened
-        name = os.path.basename(real)
+        file = os.fdopen(fd, "rb", buffering=0)
+        name = parts[-1]
         gwtar = is_gwtar_name(name)
         rep = _gwtar_whole(file, st, self.gwtar_mime) if gwtar else _plain_file(file, st, name)
-        rep.path = real
+        rep.path = os.path.join(self.root, *parts)
         rep.identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         return rep
 
-    def _public(self, real: str) -> bool:
-        """Whether a real path may be served: inside the root, and not one of the tree's private
-        files (tree.is_private, decided on the path relative to the real root, so no spelling and
-        no symlink reaches them)."""
-        if real == self.root:
-            return True
-        if not _inside(real, self.root):
-            return False
-        rel = real[len(self.root) + 1 :]
-        return not is_private(rel if os.sep == "/" else rel.replace(os.sep, "/"))
+    def _open(self, parts: list[str]) -> tuple[int, os.stat_result, list[str]] | None:
+        """What ``parts`` name below the root (walk.open_beneath: no symlink leaves the root, no race),
+        unless it is one of the tree's private files (tree.is_private, decided on the real path
+        relative to the root, so no spelling and no symlink reaches them)."""
+        found = open_beneath(self.root_fd, self.roots, parts)
+        if found is not None and is_private("/".join(found[2])):
+            os.close(found[0])
+            return None
+        return found
 
     def _member(self, archive: list[str], member: list[str], slash: bool) -> Result:
-        real = os.path.realpath(os.path.join(self.root, *archive))
-        if not self._public(real):
+        found = self._open(archive)
+        if found is None:
             return _NOT_FOUND
-        opened = _open_regular(real)
-        if opened is None:
+        fd, st, parts = found
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
             return _NOT_FOUND
-        file, st = opened
+        file = os.fdopen(fd, "rb", buffering=0)
+        real = os.path.join(self.root, *parts)
         identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         known = self.gwtars.get(real)
         if known is not None and known[0] == identity:
@@ -505,7 +556,7 @@ class _TreeMount(Mount):
             members = known[1]
             self.gwtars.move_to_end(real)
         else:
-            members = _Members(file, Path(real), st)
+            members = _Members(file, Path(real), st, by_descriptor=True)
             self.gwtars[real] = (identity, members)
             while len(self.gwtars) > 64:
                 self.gwtars.popitem(last=False)
@@ -638,23 +689,30 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
     """``(kind, name, path)`` of every mount the PATHs given to ``archiver serve`` make, in order,
     with unique names (``name-2``… on a clash); nothing is opened. A missing PATH, or a set of PATHs
     with nothing to serve, is a :class:`UsageError`."""
-    plan: list[tuple[str, Path]] = []
+    plan: list[tuple[str, Path, str]] = []  # kind, the path to open, the name it is known by
     for given in paths:
         path = Path(given)
         kind = _classify(path)
         if kind is None:
             raise UsageError("no such file or folder", subject=str(path))
+        if _in_private_place(path):
+            raise UsageError("a tree's private file is never served", subject=str(path))
         if kind != "folder":
-            plan.append((kind, path))
+            plan.append((kind, path, path.name))
             continue
         found = False
+        top = os.path.realpath(path)
         for child in sorted(path.iterdir(), key=lambda p: p.name):
             if child.name.startswith(".") or _in_private_place(child):
                 continue
-            child_kind = _classify(child)
+            real = os.path.realpath(child)
+            if real == top or not _inside(real, top):
+                continue  # a symlink out of the folder is never followed (§5)
+            child_kind = _classify(Path(real))
             if child_kind in (None, "folder"):
                 continue
-            plan.append((child_kind, child))
+            # opened by its real path, so its mount keeps the name the folder gives it
+            plan.append((child_kind, Path(real), child.name))
             found = True
         if not found:
             raise UsageError("no gwtar, ZIM, tree or file in this folder", subject=str(path))
@@ -662,8 +720,8 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
         raise UsageError("nothing to serve")
     named: list[tuple[str, str, Path]] = []
     taken: set[str] = {RESERVED, ""}
-    for kind, path in plan:
-        base = path.name[:-4] if kind == "zim" and path.name.lower().endswith(".zim") else path.name
+    for kind, path, known in plan:
+        base = known[:-4] if kind == "zim" and known.lower().endswith(".zim") else known
         base = base or "archive"
         name = base
         n = 2
@@ -701,43 +759,81 @@ class Site:
     :class:`Representation`, a :class:`Redirect` or a :class:`Problem`. Results for static paths
     are cached (bounded; the oldest entry goes first)."""
 
-    def __init__(self, mounts: list[Mount], *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, mounts: list[Mount], *, clock: Callable[[], float] = time.time, allow_live: bool = False
+    ) -> None:
         self.mounts = {m.name: m for m in mounts}
+        for mount, label in zip(mounts, host_labels(m.name for m in mounts), strict=True):
+            mount.label = label
         self.clock = clock
+        self.allow_live = allow_live
+        # The security headers of every mount's content (formats/serve.md §5.2), built once.
+        self.own_headers = content_headers(allow_live=allow_live)
+        self.bare_headers = content_headers(allow_live=allow_live, sandbox=True)
+        self.domain = "localhost"
+        self.port = 0
         self.started = int(clock())
-        self.index = InMemory(_index_page(mounts), "text/html; charset=utf-8", self.started)
+        self.index = self._page(_index_page(mounts, None), self.started)
         self.cache: dict[bytes, Representation] = {}
         self.cache_entries = _cache_entries()
 
+    def origin(self, mount: Mount) -> str:
+        """The origin a mount is served at (``http://<label>.<domain>:<port>``)."""
+        return f"http://{mount.label}.{self.domain}:{self.port}"
+
+    def listening(self, domain: str, port: int) -> None:
+        """Where the server listens (known once its socket is bound): the index links to the mounts'
+        own origins."""
+        self.domain, self.port = domain, port
+        self.index = self._page(_index_page(list(self.mounts.values()), self.origin), self.started)
+
+    @staticmethod
+    def _page(data: bytes, last_modified: int) -> InMemory:
+        page = InMemory(data, "text/html; charset=utf-8", last_modified)
+        page.secure(PAGE_HEADERS, PAGE_HEADERS)
+        return page
+
     def resolve(self, raw_path: bytes, raw_query: bytes = b"") -> Result:
+        """What a request path maps to; a representation knows its ``mount`` (None: a server page)."""
         cached = self.cache.get(raw_path)
         if cached is not None:
             if cached.path is None or cached.fresh(time.monotonic()):
                 return cached
             del self.cache[raw_path]
-        result = self._resolve(raw_path, raw_query)
+        return self.lookup(raw_path, raw_query)[1]
+
+    def lookup(self, raw_path: bytes, raw_query: bytes = b"") -> tuple[Mount | None, Result]:
+        """(the mount a request path belongs to, or None for the index and server pages; the answer)."""
+        cached = self.cache.get(raw_path)
+        if cached is not None and (cached.path is None or cached.fresh(time.monotonic())):
+            return cached.mount, cached
+        mount, result = self._resolve(raw_path, raw_query)
         if isinstance(result, Representation) and not isinstance(result, InMemory):
+            if not result.secured:
+                result.mount = mount
+                result.secure(self.own_headers, self.bare_headers)
+            self.cache.pop(raw_path, None)
             if len(self.cache) >= self.cache_entries:
                 del self.cache[next(iter(self.cache))]  # the oldest entry out: a bounded cache
             self.cache[raw_path] = result
-        return result
+        return mount, result
 
-    def _resolve(self, raw_path: bytes, raw_query: bytes) -> Result:
+    def _resolve(self, raw_path: bytes, raw_query: bytes) -> tuple[Mount | None, Result]:
         split = split_request_path(raw_path)
         if isinstance(split, Problem):
-            return split
+            return None, split
         segments, slash = split
         if not segments:
-            return self.index
+            return None, self.index
         head, rest = segments[0], segments[1:]
         if head == RESERVED:
-            return self._server_page(rest, raw_query)
+            return None, self._server_page(rest, raw_query)
         mount = self.mounts.get(head)
         if mount is None:
-            return _NOT_FOUND
+            return None, _NOT_FOUND
         if mount.kind in ("tree", "zim") and not rest and not slash:
-            return Redirect(301, mount.href + _query_suffix(raw_query))
-        return mount.resolve(rest, slash, raw_query)
+            return mount, Redirect(301, mount.href + _query_suffix(raw_query))
+        return mount, mount.resolve(rest, slash, raw_query)
 
     def _server_page(self, rest: list[str], raw_query: bytes) -> Result:
         if len(rest) == 2 and rest[0] == "search":
@@ -745,8 +841,7 @@ class Site:
             if isinstance(mount, _ZimMount):
                 query = _query_param(raw_query, "q")
                 hits = mount.search(query, 50) if query else []
-                page = _search_page(mount, query, hits)
-                return InMemory(page, "text/html; charset=utf-8", int(self.clock()))
+                return self._page(_search_page(mount, query, hits), int(self.clock()))
         return _NOT_FOUND
 
     def close(self) -> None:
@@ -781,14 +876,16 @@ _STYLE = (
 )
 
 
-def _index_page(mounts: list[Mount]) -> bytes:
+def _index_page(mounts: list[Mount], origin: Callable[[Mount], str] | None) -> bytes:
     rows = []
     for m in mounts:
         extra = ""
         if isinstance(m, _ZimMount):
             extra = f' · <a href="{html.escape(_href(RESERVED, "search", m.name))}">search</a>'
+        # each archive at its own origin (formats/serve.md §5.2); a relative link would be redirected
+        link = origin(m) + m.href if origin is not None else m.href
         rows.append(
-            f'<tr><td><a href="{html.escape(m.href)}">{html.escape(m.name)}</a>{extra}</td>'
+            f'<tr><td><a href="{html.escape(link)}">{html.escape(m.name)}</a>{extra}</td>'
             f"<td>{html.escape(m.kind)}</td><td><small>{html.escape(m.describe())}</small></td></tr>"
         )
     text = (
