@@ -1,7 +1,7 @@
 """The ASGI application behind ``archiver serve``, and the uvicorn server that runs it.
 
 The application answers GET and HEAD (anything else: 405). A request path goes to
-:class:`archiver.serve.sources.Site` (a cached lookup after the first request for a path), the
+:class:`archiver.serve.site.Site` (a cached lookup after the first request for a path), the
 headers to :func:`archiver.serve.ranges.decide`, and the bytes come straight from the open file with
 ``os.pread``: no per-request ``open`` or ``stat``, no thread pool, the response headers of a
 representation built once. A response of at most 64 KiB leaves in one write, head and body together
@@ -44,7 +44,8 @@ from archiver.serve.ranges import (
     simple_range,
     unsatisfied_range,
 )
-from archiver.serve.sources import FileSlice, Problem, Redirect, Representation, Site, mounts_for
+from archiver.serve.site import Site
+from archiver.serve.sources import FileSlice, Problem, Redirect, Representation, mounts_for
 
 __all__ = ["CHUNK", "App", "make_app", "running", "serve"]
 

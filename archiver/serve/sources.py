@@ -12,31 +12,32 @@ becomes one or more *mounts* (:func:`mounts_for`):
   inside a tree also gets member URLs;
 - any other file → ``/<file name>``;
 - any other folder → each of its entries that is one of the above becomes a mount of its own
-  (a tree's private files excepted).
+  (a tree's private files, and symlinks that lead out of the folder, excepted).
+
+A private file named as a PATH is refused (:class:`UsageError`).
 
 ``/`` is the index page and ``/~/`` is reserved for the server (``/~/search/<zim>?q=…``), so no
 mount is called ``~``. Request paths are checked before any file is touched
 (:func:`split_request_path`): no ``.``/``..`` segment (also percent-encoded), no backslash, NUL or
-control character, valid UTF-8 and escapes, at most 8 KiB; files are opened by their real path only
-when it lies inside the mount's real root (symlinks leaving a root are 404). Errors carry a fixed
-message and never a host path.
+control character, valid UTF-8 and escapes, at most 8 KiB; tree files are opened component by
+component from the root's descriptor (:func:`archiver.serve.walk.open_beneath`: no symlink leaves
+the root, no race). Errors carry a fixed message and never a host path.
 
-Opened files stay open (a bounded cache keyed by request path, at most a quarter of the open-file
-limit); a tree file is re-checked with one ``stat`` at most every :data:`REVALIDATE_SECONDS`, so a
-replaced file is noticed. Archives named on the command line are opened once and are assumed not to
-change while served.
+Opened files stay open (the bounded cache of :class:`archiver.serve.site.Site`); a tree file is
+re-checked with one ``stat`` at most every :data:`REVALIDATE_SECONDS`, so a replaced file is
+noticed. Archives named on the command line are opened once and are assumed not to change while
+served.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import os
 import re
 import stat
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -44,7 +45,6 @@ from urllib.parse import quote, unquote_to_bytes
 
 from archiver.errors import UsageError
 from archiver.media import is_text, media_type_for
-from archiver.serve.policy import PAGE_HEADERS, content_headers, host_labels
 from archiver.serve.ranges import format_http_date
 from archiver.serve.walk import open_beneath, open_root
 from archiver.tree import is_private
@@ -59,7 +59,6 @@ __all__ = [
     "Problem",
     "Redirect",
     "Representation",
-    "Site",
     "is_gwtar_name",
     "mounts_for",
     "plan_mounts",
@@ -75,7 +74,6 @@ GWTAR_MAGIC: Final = b"<html>\n<!-- Gwtar self-extracting HTML archive"
 #: The reserved first segment: server pages, never a mount.
 RESERVED: Final = "~"
 
-_CACHE_ENTRIES: Final = 4096  # at most; a quarter of the open-file limit when that is lower
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
 
@@ -749,166 +747,3 @@ def mounts_for(paths: Iterable[Path | str], *, gwtar_mime: str = "text/html") ->
             m.close()
         raise
     return mounts
-
-
-# ------------------------------------------------------------------------------------ the site
-
-
-class Site:
-    """Every mount plus the index and search pages; :meth:`resolve` maps a request path to a
-    :class:`Representation`, a :class:`Redirect` or a :class:`Problem`. Results for static paths
-    are cached (bounded; the oldest entry goes first)."""
-
-    def __init__(
-        self, mounts: list[Mount], *, clock: Callable[[], float] = time.time, allow_live: bool = False
-    ) -> None:
-        self.mounts = {m.name: m for m in mounts}
-        for mount, label in zip(mounts, host_labels(m.name for m in mounts), strict=True):
-            mount.label = label
-        self.clock = clock
-        self.allow_live = allow_live
-        # The security headers of every mount's content (formats/serve.md §5.2), built once.
-        self.own_headers = content_headers(allow_live=allow_live)
-        self.bare_headers = content_headers(allow_live=allow_live, sandbox=True)
-        self.domain = "localhost"
-        self.port = 0
-        self.started = int(clock())
-        self.index = self._page(_index_page(mounts, None), self.started)
-        self.cache: dict[bytes, Representation] = {}
-        self.cache_entries = _cache_entries()
-
-    def origin(self, mount: Mount) -> str:
-        """The origin a mount is served at (``http://<label>.<domain>:<port>``)."""
-        return f"http://{mount.label}.{self.domain}:{self.port}"
-
-    def listening(self, domain: str, port: int) -> None:
-        """Where the server listens (known once its socket is bound): the index links to the mounts'
-        own origins."""
-        self.domain, self.port = domain, port
-        self.index = self._page(_index_page(list(self.mounts.values()), self.origin), self.started)
-
-    @staticmethod
-    def _page(data: bytes, last_modified: int) -> InMemory:
-        page = InMemory(data, "text/html; charset=utf-8", last_modified)
-        page.secure(PAGE_HEADERS, PAGE_HEADERS)
-        return page
-
-    def resolve(self, raw_path: bytes, raw_query: bytes = b"") -> Result:
-        """What a request path maps to; a representation knows its ``mount`` (None: a server page)."""
-        cached = self.cache.get(raw_path)
-        if cached is not None:
-            if cached.path is None or cached.fresh(time.monotonic()):
-                return cached
-            del self.cache[raw_path]
-        return self.lookup(raw_path, raw_query)[1]
-
-    def lookup(self, raw_path: bytes, raw_query: bytes = b"") -> tuple[Mount | None, Result]:
-        """(the mount a request path belongs to, or None for the index and server pages; the answer)."""
-        cached = self.cache.get(raw_path)
-        if cached is not None and (cached.path is None or cached.fresh(time.monotonic())):
-            return cached.mount, cached
-        mount, result = self._resolve(raw_path, raw_query)
-        if isinstance(result, Representation) and not isinstance(result, InMemory):
-            if not result.secured:
-                result.mount = mount
-                result.secure(self.own_headers, self.bare_headers)
-            self.cache.pop(raw_path, None)
-            if len(self.cache) >= self.cache_entries:
-                del self.cache[next(iter(self.cache))]  # the oldest entry out: a bounded cache
-            self.cache[raw_path] = result
-        return mount, result
-
-    def _resolve(self, raw_path: bytes, raw_query: bytes) -> tuple[Mount | None, Result]:
-        split = split_request_path(raw_path)
-        if isinstance(split, Problem):
-            return None, split
-        segments, slash = split
-        if not segments:
-            return None, self.index
-        head, rest = segments[0], segments[1:]
-        if head == RESERVED:
-            return None, self._server_page(rest, raw_query)
-        mount = self.mounts.get(head)
-        if mount is None:
-            return None, _NOT_FOUND
-        if mount.kind in ("tree", "zim") and not rest and not slash:
-            return mount, Redirect(301, mount.href + _query_suffix(raw_query))
-        return mount, mount.resolve(rest, slash, raw_query)
-
-    def _server_page(self, rest: list[str], raw_query: bytes) -> Result:
-        if len(rest) == 2 and rest[0] == "search":
-            mount = self.mounts.get(rest[1])
-            if isinstance(mount, _ZimMount):
-                query = _query_param(raw_query, "q")
-                hits = mount.search(query, 50) if query else []
-                return self._page(_search_page(mount, query, hits), int(self.clock()))
-        return _NOT_FOUND
-
-    def close(self) -> None:
-        self.cache.clear()
-        for m in self.mounts.values():
-            m.close()
-
-
-def _cache_entries() -> int:
-    # Every cached tree file holds a descriptor: stay well below the process's open-file limit.
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        return 256
-    if soft == resource.RLIM_INFINITY:
-        return _CACHE_ENTRIES
-    return max(16, min(_CACHE_ENTRIES, soft // 4))
-
-
-def _query_param(raw_query: bytes, name: str) -> str:
-    from urllib.parse import parse_qs
-
-    values = parse_qs(raw_query.decode("latin-1"), encoding="utf-8", errors="replace").get(name)
-    return values[0][:500] if values else ""
-
-
-_STYLE = (
-    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem}"
-    "td,th{padding:.2rem .8rem;text-align:left}small{color:#555}</style>"
-)
-
-
-def _index_page(mounts: list[Mount], origin: Callable[[Mount], str] | None) -> bytes:
-    rows = []
-    for m in mounts:
-        extra = ""
-        if isinstance(m, _ZimMount):
-            extra = f' · <a href="{html.escape(_href(RESERVED, "search", m.name))}">search</a>'
-        # each archive at its own origin (formats/serve.md §5.2); a relative link would be redirected
-        link = origin(m) + m.href if origin is not None else m.href
-        rows.append(
-            f'<tr><td><a href="{html.escape(link)}">{html.escape(m.name)}</a>{extra}</td>'
-            f"<td>{html.escape(m.kind)}</td><td><small>{html.escape(m.describe())}</small></td></tr>"
-        )
-    text = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>archiver serve</title>'
-        f"{_STYLE}</head><body><h1>Served here</h1><table><tr><th>name</th><th>kind</th><th></th></tr>"
-        + "".join(rows)
-        + "</table></body></html>\n"
-    )
-    return text.encode("utf-8")
-
-
-def _search_page(mount: _ZimMount, query: str, hits: list[tuple[str, str]]) -> bytes:
-    items = "".join(
-        f'<li><a href="{html.escape(_href(mount.name, *path.split("/")))}">{html.escape(title)}</a></li>'
-        for path, title in hits
-    )
-    if query and not hits:
-        items = "<li>No results.</li>"
-    text = (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Search {html.escape(mount.name)}'
-        f'</title>{_STYLE}</head><body><h1>Search <a href="{html.escape(mount.href)}">'
-        f"{html.escape(mount.name)}</a></h1>"
-        f'<form method="get"><input name="q" value="{html.escape(query)}" autofocus> '
-        f'<button>Search</button></form><ol>{items}</ol><p><a href="/">all archives</a></p></body></html>\n'
-    )
-    return text.encode("utf-8")
