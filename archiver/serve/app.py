@@ -442,7 +442,7 @@ async def _send_file(
     sent = 0
     sock = real.get_extra_info("socket") if not real.is_closing() else None
     if sock is not None and real.get_write_buffer_size() == 0:
-        sent = await _sendfile(sock.fileno(), rep.fd, rep.offset + start, stop - start)
+        sent = await _sendfile(sock.fileno(), rep.fd, rep.offset + start, stop - start, real.is_closing)
     done = 0
     sink = _Held(real, discard=True)
     while done < sent:
@@ -461,18 +461,21 @@ def _wake(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-async def _sendfile(sock_fd: int, file_fd: int, offset: int, count: int) -> int:
+async def _sendfile(
+    sock_fd: int, file_fd: int, offset: int, count: int, closing: Callable[[], bool] = lambda: False
+) -> int:
     """sendfile(2) ``count`` bytes from ``offset`` of ``file_fd`` to the socket, waiting for the socket
     whenever it is full (as nginx does); the number of bytes sent (fewer when the client leaves).
 
     It works on a duplicate of the socket's descriptor: uvloop does not let anyone else watch the
     descriptor of one of its transports, and should the transport close it meanwhile, the number can
-    never come to name another connection's socket."""
+    never come to name another connection's socket. It stops when ``closing()`` says the connection
+    is being closed (the server cut it: formats/serve.md §5.4)."""
     loop = asyncio.get_running_loop()
     out = os.dup(sock_fd)
     sent = 0
     try:
-        while sent < count:
+        while sent < count and not closing():
             try:
                 n = os.sendfile(out, file_fd, offset + sent, count - sent)
             except InterruptedError:

@@ -7,6 +7,8 @@ keep-alive time, and a cap on open connections.
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -115,21 +117,39 @@ def fast_protocol(limits: Limits | None = None) -> type:
                 self.transport.write_eof()
             self.timeout_keep_alive_task = self.loop.call_later(_LINGER, self.transport.close)
 
+        def _cut(self) -> None:
+            """End the connection now, also for a body leaving by sendfile(2) on a duplicate of the
+            socket's descriptor (a shutdown reaches every descriptor of the socket; a close would not)."""
+            self._refused = True
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:  # uvloop's stand-in refuses shutdown(): a socket object of our own
+                with contextlib.suppress(OSError, ValueError):
+                    own = socket.socket(fileno=os.dup(sock.fileno()))
+                    try:
+                        own.shutdown(socket.SHUT_RDWR)
+                    finally:
+                        own.close()
+            self.transport.abort()
+
         def send_400_response(self, msg: str) -> None:
             self._refuse(400, "invalid HTTP request")
 
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return  # drained, never parsed
-            if self._phase != 2:  # a request line and headers are coming: count them
-                before = self._head_bytes
-                self._head_bytes = before + len(data)
-                if self._head_bytes > chosen.max_head:
-                    # pipelined requests may share a read: only a header still open at the cap is refused
-                    end = data.find(b"\r\n\r\n", 0, max(0, chosen.max_head - before) + 4)
-                    if end < 0:
+            # Every byte since the last header ended counts (GET and HEAD have no body), also while
+            # a response is going out: a header sent then is held by the parser all the same.
+            before = self._head_bytes
+            self._head_bytes = before + len(data)
+            if self._head_bytes > chosen.max_head:
+                # pipelined requests may share a read: only a header still open at the cap is refused
+                end = data.find(b"\r\n\r\n", 0, max(0, chosen.max_head - before) + 4)
+                if end < 0:
+                    if self._phase == 2:  # a response is going out: no clean answer now, just the end
+                        self._cut()
+                    else:
                         self._refuse(431, "request header fields too large")
-                        return
+                    return
             super().data_received(data)
 
         def on_message_begin(self) -> None:

@@ -63,6 +63,19 @@ def _read_all(s: socket.socket) -> bytes:
     return data
 
 
+def _read_to_the_end(s: socket.socket) -> tuple[bytes, bool]:
+    """What arrives until the server ends the connection; False when the wait ran out first."""
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except TimeoutError:
+        return data, False
+    except OSError:  # reset by the server: an end too
+        pass
+    return data, True
+
+
 def _normal(port: int) -> bytes:
     """A normal request, answered within a 1 s wait (the acceptance bound)."""
     with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
@@ -78,6 +91,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("limits") / "t"
     root.mkdir()
     (root / "index.html").write_bytes(b"<!doctype html><title>Home</title>\n")
+    (root / "big.bin").write_bytes(bytes(range(256)) * (16 << 10))  # 4 MiB
     return root
 
 
@@ -100,6 +114,25 @@ def test_a_1_mib_header_is_refused_with_431(server: tuple[int, int]) -> None:
         reply = _read_all(s)
     assert reply.startswith(b"HTTP/1.1 431 "), reply[:100]
     assert b"connection: close" in reply.lower()
+    assert _rss(pid) - before < 50 * MB
+    _normal(port)
+
+
+def test_a_header_sent_while_a_response_goes_out_is_counted_too(server: tuple[int, int]) -> None:
+    """A client asks for 4 MiB, reads none of it, and sends a 1 MiB header meanwhile: the connection
+    is cut (no clean answer is possible in the middle of a body), the header is never parsed."""
+    pid, port = server
+    before = _rss(pid)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(b"GET /t/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.2)
+        with contextlib.suppress(OSError):
+            s.sendall(b"GET /t/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * MB + b"\r\n\r\n")
+        reply, ended = _read_to_the_end(s)
+    assert ended, "the server cut the connection within the 10 s wait"
+    assert reply.startswith(b"HTTP/1.1 200 ") and reply.count(b"HTTP/1.1 ") == 1
+    assert len(reply) < 4 * MB  # cut before the whole body
     assert _rss(pid) - before < 50 * MB
     _normal(port)
 
