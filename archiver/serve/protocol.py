@@ -70,6 +70,7 @@ def fast_protocol(limits: Limits | None = None) -> type:
         _since = 0.0
         _head_bytes = 0
         _served = False  # a response was sent: waiting is keep-alive from now on
+        _open_head = False  # a request's header has begun and not ended
         _refused = False
 
         def connection_made(self, transport: Any) -> None:
@@ -158,6 +159,7 @@ def fast_protocol(limits: Limits | None = None) -> type:
             self.expect_100_continue = False
             self.headers = []
             self._scoped = False
+            self._open_head = True
             if self._phase == 0:
                 self._phase = 1
                 self._since = self.loop.time()
@@ -173,6 +175,7 @@ def fast_protocol(limits: Limits | None = None) -> type:
         def on_headers_complete(self) -> None:
             self._phase = 2
             self._head_bytes = 0
+            self._open_head = False
             cycle = self.cycle
             fast = self._fast
             parser = self.parser
@@ -232,7 +235,8 @@ def fast_protocol(limits: Limits | None = None) -> type:
                 cycle, app = self.pipeline.pop()
                 self._start_asgi_task(cycle, app)
             else:
-                self._phase = 0
+                # a header that began while the response went out is timed from now
+                self._phase = 1 if self._open_head else 0
                 if self.timeout_keep_alive_task is None:
                     self.timeout_keep_alive_task = self.loop.call_later(period, self._idle)
 

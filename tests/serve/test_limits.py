@@ -145,6 +145,17 @@ def test_a_header_not_finished_in_time_gets_408(server: tuple[int, int]) -> None
     assert reply.startswith(b"HTTP/1.1 408 "), reply[:100]
 
 
+def test_a_header_begun_during_a_response_is_timed_too(server: tuple[int, int]) -> None:
+    """A pipelined header that begins while a large response goes out, and never ends: once the
+    response is out, the header time runs (408), not the longer keep-alive time."""
+    _, port = server
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
+        s.sendall(b"GET /t/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /t/ HTTP/1.1\r\nHost: 1")
+        reply, ended = _read_to_the_end(s)
+    assert ended and reply.startswith(b"HTTP/1.1 200 ")
+    assert reply.count(b"HTTP/1.1 ") == 2 and b"\r\n\r\n408 request timeout\n" in reply[-300:], reply[-300:]
+
+
 def test_a_connection_that_sends_nothing_is_closed(server: tuple[int, int]) -> None:
     _, port = server
     with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
