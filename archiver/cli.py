@@ -313,7 +313,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from archiver import serve
     from archiver.serve.policy import Limits
 
-    limits = Limits(args.header_timeout, args.keep_alive_timeout, args.max_connections)
+    limits = Limits(
+        args.header_timeout, args.keep_alive_timeout, args.max_connections, send_timeout=args.send_timeout
+    )
     if args.print_config:
         paths = [Path(p) for p in args.paths]
         text = serve.print_config(
@@ -517,6 +519,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--header-timeout", type=float, default=30.0, help="seconds to send a header (30)")
     p.add_argument("--keep-alive-timeout", type=float, default=75.0, help="idle seconds allowed (75)")
     p.add_argument("--max-connections", type=int, default=1024, help="open connections at most (1024)")
+    p.add_argument("--send-timeout", type=float, default=60.0, help="seconds a response may stall (60)")
     p.set_defaults(func=_cmd_serve)
 
     p = command("map", "show where URLs land in a tree (canonical URL, dedup key, tree path)")

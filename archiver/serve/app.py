@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import signal
@@ -36,7 +37,7 @@ from typing import Any, Final
 
 from archiver.errors import UsageError
 from archiver.serve.policy import ERROR_HEADERS, Limits, host_table, is_ip_literal
-from archiver.serve.protocol import fast_protocol
+from archiver.serve.protocol import cut, fast_protocol
 from archiver.serve.ranges import (
     MAX_RANGES,
     decide,
@@ -81,6 +82,7 @@ class App:
         self.hosts: dict[bytes, Any] | None = None  # Host header → its mount (None: the bare host)
         self.any_ip = False  # bound to every address: any IP literal is a name of the bare host
         self.port = 0
+        self.send_timeout = Limits().send_timeout  # seconds a sendfile(2) may wait for the client
 
     def listening(self, bound: str, port: int, domain: str = "localhost") -> None:
         """Answer only the Host headers of this socket (formats/serve.md §5.2): the bare host
@@ -307,7 +309,7 @@ class App:
             await _one_write(send, status, headers, rep.read(start, stop))
             return
         if not head and isinstance(rep, FileSlice) and _uvicorn_cycle(send) is not None:
-            await _send_file(send, receive, rep, status, headers, start, stop)
+            await _send_file(send, receive, rep, status, headers, start, stop, self.send_timeout)
             return
         await send({"type": "http.response.start", "status": status, "headers": headers})
         if head or length == 0:
@@ -430,10 +432,12 @@ async def _send_file(
     headers: list[tuple[bytes, bytes]],
     start: int,
     stop: int,
+    send_timeout: float,
 ) -> None:
     """A large body of a file: the head through uvicorn (held, then written), as much of the body
     as the socket takes now by sendfile(2), uvicorn told of those bytes without writing them, and
-    the rest the ordinary way (under uvicorn's flow control)."""
+    the rest the ordinary way (under uvicorn's flow control). A client that takes nothing for
+    ``send_timeout`` seconds is cut off."""
     cycle = _uvicorn_cycle(send)
     real = cycle.transport
     held = _Held(real)
@@ -442,7 +446,12 @@ async def _send_file(
     sent = 0
     sock = real.get_extra_info("socket") if not real.is_closing() else None
     if sock is not None and real.get_write_buffer_size() == 0:
-        sent = await _sendfile(sock.fileno(), rep.fd, rep.offset + start, stop - start, real.is_closing)
+        sent, stalled = await _sendfile(
+            sock.fileno(), rep.fd, rep.offset + start, stop - start, real.is_closing, send_timeout
+        )
+        if stalled:
+            cut(real)
+            return
     done = 0
     sink = _Held(real, discard=True)
     while done < sent:
@@ -462,10 +471,16 @@ def _wake(future: asyncio.Future[None]) -> None:
 
 
 async def _sendfile(
-    sock_fd: int, file_fd: int, offset: int, count: int, closing: Callable[[], bool] = lambda: False
-) -> int:
+    sock_fd: int,
+    file_fd: int,
+    offset: int,
+    count: int,
+    closing: Callable[[], bool] = lambda: False,
+    timeout: float | None = None,
+) -> tuple[int, bool]:
     """sendfile(2) ``count`` bytes from ``offset`` of ``file_fd`` to the socket, waiting for the socket
-    whenever it is full (as nginx does); the number of bytes sent (fewer when the client leaves).
+    whenever it is full (as nginx does); the number of bytes sent (fewer when the client leaves), and
+    whether the socket took nothing for ``timeout`` seconds (then it stops: nginx's send_timeout).
 
     It works on a duplicate of the socket's descriptor: uvloop does not let anyone else watch the
     descriptor of one of its transports, and should the transport close it meanwhile, the number can
@@ -484,7 +499,9 @@ async def _sendfile(
                 ready = loop.create_future()
                 loop.add_writer(out, _wake, ready)
                 try:
-                    await ready
+                    await asyncio.wait_for(ready, timeout)
+                except TimeoutError:
+                    return sent, True
                 finally:
                     loop.remove_writer(out)
                 continue
@@ -495,7 +512,7 @@ async def _sendfile(
             sent += n
     finally:
         os.close(out)
-    return sent
+    return sent, False
 
 
 async def _stream(
@@ -599,6 +616,8 @@ def _server(config: Any) -> Any:
 def _config(app: App, *, quiet: bool, limits: Limits) -> Any:
     import uvicorn
 
+    app.send_timeout = limits.send_timeout
+
     return uvicorn.Config(
         app,
         timeout_keep_alive=limits.keep_alive,  # seconds an idle connection stays open
@@ -638,7 +657,7 @@ def _base_url(sock: socket.socket) -> str:
 
 
 def _check_limits(limits: Limits) -> Limits:
-    for name in ("header_timeout", "keep_alive"):
+    for name in ("header_timeout", "keep_alive", "send_timeout"):
         value = getattr(limits, name)
         if not value > 0:
             raise UsageError("must be more than 0 seconds", subject=f"{name}={value}")
@@ -665,7 +684,7 @@ def _open_files(limits: Limits) -> Limits:
     room = max(16, soft - min(4096, soft // 4) - 64)
     if limits.max_connections <= room:
         return limits
-    return Limits(limits.header_timeout, limits.keep_alive, room, limits.max_head)
+    return dataclasses.replace(limits, max_connections=room)
 
 
 def _check_domain(domain: str) -> str:
@@ -747,6 +766,7 @@ def running(
     keep_alive: float = 5.0,
     header_timeout: float = 30.0,
     max_connections: int = 1024,
+    send_timeout: float = 60.0,
     allow_live: bool = False,
 ) -> Iterator[str]:
     """Serve in a background thread for the duration of a ``with`` block, yielding the base URL
@@ -755,7 +775,7 @@ def running(
     app = paths if isinstance(paths, App) else make_app(paths, gwtar_mime=gwtar_mime, allow_live=allow_live)
     sock = _bind(host, port)
     app.listening(host, sock.getsockname()[1])
-    limits = _check_limits(Limits(header_timeout, keep_alive, max_connections))
+    limits = _check_limits(Limits(header_timeout, keep_alive, max_connections, send_timeout=send_timeout))
     server = _server(_config(app, quiet=True, limits=limits))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="archiver-serve", daemon=True

@@ -143,9 +143,10 @@ def _nginx_common(setup: _Setup) -> list[str]:
         "    if_modified_since before;",
         "    # At most this many ranges per request; more and the whole file is sent.",
         f"    max_ranges {MAX_RANGES};",
-        "    # Limits (formats/serve.md §5.4): header time, idle keep-alive time, header size",
+        "    # Limits (formats/serve.md §5.4): header time, idle keep-alive time, stall time, header size",
         f"    client_header_timeout {_seconds(lim.header_timeout)};",
         f"    keepalive_timeout {_seconds(lim.keep_alive)};",
+        f"    send_timeout {_seconds(lim.send_timeout)};",
         f"    large_client_header_buffers 4 {max(1, lim.max_head // 4 // 1024)}k;",
     ]
 

@@ -44,6 +44,7 @@ class Limits:
     keep_alive: float = 75.0  # seconds an idle connection stays open between requests
     max_connections: int = 1024  # open connections; at the cap the oldest idle one is closed
     max_head: int = MAX_HEAD  # bytes of request line and headers
+    send_timeout: float = 60.0  # seconds a response may make no progress (a client that stopped reading)
 
 
 # The policy of archived content on its own origin: everything it loads comes from that origin or is

@@ -9,12 +9,31 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import struct
 from collections.abc import Callable
 from typing import Any, Final
 
 from archiver.serve.policy import ERROR_HEADERS, Limits
 
-__all__ = ["fast_protocol"]
+__all__ = ["cut", "fast_protocol"]
+
+
+def cut(transport: Any) -> None:
+    """End a connection now, also for a body leaving by sendfile(2) on a duplicate of the socket's
+    descriptor: a shutdown reaches every descriptor of the socket (a close would not), and uvloop's
+    stand-in socket refuses one, so it is done on a socket object of our own; with SO_LINGER 0 the
+    last close is a reset."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError, ValueError):
+            own = socket.socket(fileno=os.dup(sock.fileno()))
+            try:
+                # a reset, not a FIN after the bytes already queued (they would still trickle out)
+                own.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                own.shutdown(socket.SHUT_RDWR)
+            finally:
+                own.close()
+    transport.abort()
 
 
 class _NoEvent:
@@ -57,7 +76,7 @@ def fast_protocol(limits: Limits | None = None) -> type:
     from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
     chosen = limits or Limits()
-    period = min(chosen.header_timeout, chosen.keep_alive)
+    period = min(chosen.header_timeout, chosen.keep_alive, chosen.send_timeout)
 
     class FastProtocol(HttpToolsProtocol):
         _fast: Callable[..., tuple[int, bytes, bytes] | None] | None = None
@@ -71,6 +90,8 @@ def fast_protocol(limits: Limits | None = None) -> type:
         _head_bytes = 0
         _served = False  # a response was sent: waiting is keep-alive from now on
         _open_head = False  # a request's header has begun and not ended
+        _stall_queued = -1  # bytes waiting in the transport when writing was last seen paused
+        _stall_since = 0.0
         _refused = False
 
         def connection_made(self, transport: Any) -> None:
@@ -119,18 +140,8 @@ def fast_protocol(limits: Limits | None = None) -> type:
             self.timeout_keep_alive_task = self.loop.call_later(_LINGER, self.transport.close)
 
         def _cut(self) -> None:
-            """End the connection now, also for a body leaving by sendfile(2) on a duplicate of the
-            socket's descriptor (a shutdown reaches every descriptor of the socket; a close would not)."""
             self._refused = True
-            sock = self.transport.get_extra_info("socket")
-            if sock is not None:  # uvloop's stand-in refuses shutdown(): a socket object of our own
-                with contextlib.suppress(OSError, ValueError):
-                    own = socket.socket(fileno=os.dup(sock.fileno()))
-                    try:
-                        own.shutdown(socket.SHUT_RDWR)
-                    finally:
-                        own.close()
-            self.transport.abort()
+            cut(self.transport)
 
         def send_400_response(self, msg: str) -> None:
             self._refuse(400, "invalid HTTP request")
@@ -245,8 +256,17 @@ def fast_protocol(limits: Limits | None = None) -> type:
             if self.transport.is_closing() or self._refused:
                 return
             phase = self._phase
-            if phase == 2:
-                return  # busy: armed again when the response is complete
+            if phase == 2:  # answering: cut only a response that makes no progress (send_timeout)
+                paused = self.flow.write_paused
+                queued = self.transport.get_write_buffer_size() if paused else -1
+                now = self.loop.time()
+                if not paused or queued != self._stall_queued:
+                    self._stall_queued, self._stall_since = queued, now
+                elif now - self._stall_since >= chosen.send_timeout:
+                    self._cut()  # uvicorn waits for the client to read, while the client waits
+                    return
+                self.timeout_keep_alive_task = self.loop.call_later(period, self._idle)
+                return
             waiting = chosen.keep_alive if phase == 0 and self._served else chosen.header_timeout
             left = self._since + waiting - self.loop.time()
             if left > 0:

@@ -247,7 +247,7 @@ def test_printed_configs_carry_the_headers_and_limits(world: dict[str, list[Path
     text = print_config("nginx", world["paths"], listen="127.0.0.1:8080")
     assert "server_name mini.localhost;" in text and "server_name page-gwtar-html.localhost;" in text
     assert "client_header_timeout 30000ms;" in text and "keepalive_timeout 75000ms;" in text
-    assert "large_client_header_buffers 4 16k;" in text
+    assert "large_client_header_buffers 4 16k;" in text and "send_timeout 60000ms;" in text
     assert text.count("add_header X-Content-Type-Options") == text.count("add_header Content-Security-Policy")
     assert "return 421;" in text and "proxy_hide_header Content-Security-Policy;" in text
     caddy = print_config("caddy", world["paths"], listen="8080")

@@ -91,7 +91,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("limits") / "t"
     root.mkdir()
     (root / "index.html").write_bytes(b"<!doctype html><title>Home</title>\n")
-    (root / "big.bin").write_bytes(bytes(range(256)) * (16 << 10))  # 4 MiB
+    # more than the kernel's largest send buffer here (tcp_wmem, 4 MiB), so a response can stall
+    (root / "big.bin").write_bytes(bytes(range(256)) * (48 << 10))  # 12 MiB
     return root
 
 
@@ -100,7 +101,7 @@ def server(tree: Path) -> Iterator[tuple[int, int]]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 4500 <= hard or soft < hard < 4500:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # 2,000 sockets of ours
-    with _serve(tree, "--header-timeout", "1", "--keep-alive-timeout", "2") as running:
+    with _serve(tree, "--header-timeout", "1", "--keep-alive-timeout", "2", "--send-timeout", "1") as running:
         _normal(running[1])
         yield running
 
@@ -119,7 +120,7 @@ def test_a_1_mib_header_is_refused_with_431(server: tuple[int, int]) -> None:
 
 
 def test_a_header_sent_while_a_response_goes_out_is_counted_too(server: tuple[int, int]) -> None:
-    """A client asks for 4 MiB, reads none of it, and sends a 1 MiB header meanwhile: the connection
+    """A client asks for 12 MiB, reads none of it, and sends a 1 MiB header meanwhile: the connection
     is cut (no clean answer is possible in the middle of a body), the header is never parsed."""
     pid, port = server
     before = _rss(pid)
@@ -132,7 +133,7 @@ def test_a_header_sent_while_a_response_goes_out_is_counted_too(server: tuple[in
         reply, ended = _read_to_the_end(s)
     assert ended, "the server cut the connection within the 10 s wait"
     assert reply.startswith(b"HTTP/1.1 200 ") and reply.count(b"HTTP/1.1 ") == 1
-    assert len(reply) < 4 * MB  # cut before the whole body
+    assert len(reply) < 12 * MB  # cut before the whole body
     assert _rss(pid) - before < 50 * MB
     _normal(port)
 
@@ -143,6 +144,33 @@ def test_a_header_not_finished_in_time_gets_408(server: tuple[int, int]) -> None
         s.sendall(b"GET /t/ HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
         reply = _read_all(s)  # the server answers and closes: recv ends (the wait is bounded)
     assert reply.startswith(b"HTTP/1.1 408 "), reply[:100]
+
+
+@pytest.mark.parametrize(
+    "asked", ["", "Range: bytes=0-5999999,6100000-12000000\r\n"], ids=["sendfile", "multipart"]
+)
+def test_a_client_that_stops_reading_is_cut_off(server: tuple[int, int], asked: str) -> None:
+    """Slow reading (nginx's send_timeout): a client asks for 12 MiB and reads nothing; after the send
+    timeout (1 s here) the server cuts the connection, whether the body leaves by sendfile(2) or
+    in chunks (a multipart answer), instead of holding it, and a place under the cap, for ever."""
+    _, port = server
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(f"GET /t/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n{asked}\r\n".encode())
+        time.sleep(4)  # nothing read meanwhile: longer than the send timeout and the timer's period
+        data, ended = b"", False
+        deadline = time.monotonic() + 5
+        with contextlib.suppress(OSError):
+            while time.monotonic() < deadline:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            else:
+                ended = None  # type: ignore[assignment]
+        ended = ended is not None
+    assert ended, f"still sending after 5 s more ({len(data)} bytes read)"
+    assert len(data) < 2 * MB
 
 
 def test_a_header_begun_during_a_response_is_timed_too(server: tuple[int, int]) -> None:
