@@ -428,11 +428,18 @@ def _cmd_repair(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from archiver import serve
+    from archiver.serve.policy import Limits
 
+    limits = Limits(
+        args.header_timeout, args.keep_alive_timeout, args.max_connections, send_timeout=args.send_timeout
+    )
     if args.print_config:
-        print(
-            serve.print_config(args.print_config, [Path(p) for p in args.paths], gwtar_mime=args.gwtar_mime)
-        )
+        paths = [Path(p) for p in args.paths]
+        text = serve.print_config(
+            args.print_config, paths, gwtar_mime=args.gwtar_mime, domain=args.domain, limits=limits,
+            allow_live=args.allow_live,
+        )  # fmt: skip
+        print(text)
         return 0
     return serve.serve(
         [Path(p) for p in args.paths],
@@ -441,6 +448,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         gwtar_mime=args.gwtar_mime,
         quiet=args.quiet,
         workers=args.workers,
+        limits=limits,
+        allow_live=args.allow_live,
+        domain=args.domain,
     )
 
 
@@ -652,6 +662,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
     p.add_argument("--quiet", action="store_true", help="no access log")
     p.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
+    p.add_argument("--domain", default="localhost", help="each archive at <name>.DOMAIN (default localhost)")
+    p.add_argument("--allow-live", action="store_true", help="let archived pages load from the live web")
+    p.add_argument("--header-timeout", type=float, default=30.0, help="seconds to send a header (30)")
+    p.add_argument("--keep-alive-timeout", type=float, default=75.0, help="idle seconds allowed (75)")
+    p.add_argument("--max-connections", type=int, default=1024, help="open connections at most (1024)")
+    p.add_argument("--send-timeout", type=float, default=60.0, help="seconds a response may stall (60)")
     p.set_defaults(func=_cmd_serve)
 
     p = command("map", "show where URLs land in a tree (canonical URL, dedup key, tree path)")

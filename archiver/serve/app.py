@@ -1,7 +1,7 @@
 """The ASGI application behind ``archiver serve``, and the uvicorn server that runs it.
 
 The application answers GET and HEAD (anything else: 405). A request path goes to
-:class:`archiver.serve.sources.Site` (a cached lookup after the first request for a path), the
+:class:`archiver.serve.site.Site` (a cached lookup after the first request for a path), the
 headers to :func:`archiver.serve.ranges.decide`, and the bytes come straight from the open file with
 ``os.pread``: no per-request ``open`` or ``stat``, no thread pool, the response headers of a
 representation built once. A response of at most 64 KiB leaves in one write, head and body together
@@ -10,7 +10,7 @@ back when ``send`` is uvicorn's, and falls back to plain ASGI otherwise). A larg
 leaves by ``sendfile(2)``, waiting for the socket when it is full (:func:`_send_file`); other large
 bodies go in 1 MiB chunks under uvicorn's flow control, stopping when the client goes away. The
 commonest small GETs do not even reach ASGI: :meth:`App.fast` answers them from uvicorn's parser
-callback (:func:`_fast_protocol`), with the same bytes the ASGI path would send. Nothing is ever
+callback (:mod:`archiver.serve.protocol`), with the same bytes the ASGI path would send. Nothing is ever
 compressed, so ``Accept-Encoding`` cannot turn a Range request into a full response. Errors are
 a status and one fixed line of text; an unexpected exception is logged (one line, to stderr) and
 answered with a plain 500, never a traceback.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import signal
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from archiver.errors import UsageError
+from archiver.serve.policy import ERROR_HEADERS, Limits, host_table, is_ip_literal
+from archiver.serve.protocol import cut, fast_protocol
 from archiver.serve.ranges import (
     MAX_RANGES,
     decide,
@@ -42,7 +45,8 @@ from archiver.serve.ranges import (
     simple_range,
     unsatisfied_range,
 )
-from archiver.serve.sources import FileSlice, Problem, Redirect, Representation, Site, mounts_for
+from archiver.serve.site import Site
+from archiver.serve.sources import FileSlice, Problem, Redirect, Representation, mounts_for
 
 __all__ = ["CHUNK", "App", "make_app", "running", "serve"]
 
@@ -58,17 +62,52 @@ SMALL: Final = 64 << 10
 _CONDITIONAL: Final = frozenset(
     {b"range", b"if-range", b"if-match", b"if-none-match", b"if-modified-since", b"if-unmodified-since"}
 )
+#: Request headers that send a GET past the fast path (the ordinary path decides on them).
+_FAST_STOP: Final = _CONDITIONAL | {b"service-worker"}
 _TEXT: Final = b"text/plain; charset=utf-8"
 _ALLOW: Final = (b"allow", b"GET, HEAD")
+_UNKNOWN: Final = object()  # a Host header that is not answered
 
 
 class App:
-    """The ASGI application over a :class:`Site`. ``max_ranges`` caps the ranges of one request."""
+    """The ASGI application over a :class:`Site`. ``max_ranges`` caps the ranges of one request.
+
+    Until :meth:`listening` is called every Host is served as the bare host (an ASGI server of one's
+    own); :func:`serve` and :func:`running` call it once the socket is bound."""
 
     def __init__(self, site: Site, *, max_ranges: int = MAX_RANGES) -> None:
         self.site = site
         self.max_ranges = max_ranges
         self.boundary = secrets.token_hex(12)
+        self.hosts: dict[bytes, Any] | None = None  # Host header → its mount (None: the bare host)
+        self.any_ip = False  # bound to every address: any IP literal is a name of the bare host
+        self.port = 0
+        self.send_timeout = Limits().send_timeout  # seconds a sendfile(2) may wait for the client
+
+    def listening(self, bound: str, port: int, domain: str = "localhost") -> None:
+        """Answer only the Host headers of this socket (formats/serve.md §5.2): the bare host
+        (``bound``, ``127.0.0.1``, ``localhost``, ``[::1]``, ``domain``) and each mount's
+        ``<label>.<domain>``, all with ``:port``."""
+        mounts = [(m.label, m) for m in self.site.mounts.values()]
+        self.hosts = host_table(bound, port, domain, mounts)
+        self.any_ip = bound in ("0.0.0.0", "::")
+        self.port = port
+        self.site.listening(domain, port)
+
+    def where(self, host: bytes | None) -> Any:
+        """The mount whose origin a Host header names, None for the bare host, or ``_UNKNOWN``."""
+        hosts = self.hosts
+        if hosts is None or host is None:
+            return None
+        found = hosts.get(host, _UNKNOWN)
+        if found is _UNKNOWN:
+            lower = host.lower()
+            found = hosts.get(lower, _UNKNOWN)
+            if found is _UNKNOWN and self.any_ip:
+                name, _, port = lower.decode("latin-1").rpartition(":")
+                if port == str(self.port) and is_ip_literal(name):
+                    return None
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -89,27 +128,43 @@ class App:
                     return
 
     def fast(self, url: bytes, headers: Sequence[tuple[bytes, bytes]]) -> tuple[int, bytes, bytes] | None:
-        """The commonest GET answered without ASGI (see :func:`_fast_protocol`): a request target in
+        """The commonest GET answered without ASGI (see :mod:`~archiver.serve.protocol`): a request target in
         origin form, no validators, no Range or one plain ``bytes=a-b``, a body of at most
         :data:`SMALL` bytes. (status, header lines, body), exactly what :meth:`_http` would send
         (uvicorn adds its own lines); None for anything else, which then takes the ASGI path."""
         if url[:1] != b"/" or b"#" in url:
             return None
         range_value: bytes | None = None
+        host: bytes | None = None
+        browser = False
         for name, value in headers:
-            if name in _CONDITIONAL:
+            if name == b"host":
+                host = value
+            elif name in _FAST_STOP:
                 if name != b"range" or range_value is not None:
                     return None
                 range_value = value
+            elif name == b"sec-fetch-mode":
+                browser = True
+        hosts = self.hosts
+        where = None if hosts is None or host is None else hosts.get(host, _UNKNOWN)
+        if where is _UNKNOWN or (browser and where is None):
+            return None  # the ordinary path answers (421, or the redirect to the mount's origin)
         raw, _, query = url.partition(b"?")
         rep = self.site.resolve(raw, query)
         if not isinstance(rep, Representation):
             return None
+        if where is None:
+            block, partial = rep.bare_block, rep.bare_block_partial
+        elif rep.mount is where:
+            block, partial = rep.block, rep.block_partial
+        else:
+            return None  # not this origin's: the ordinary path answers
         size = rep.size
         if range_value is None:
             if size > SMALL:
                 return None
-            return 200, rep.block + b"content-length: %d\r\n" % size, rep.read(0, size)
+            return 200, block + b"content-length: %d\r\n" % size, rep.read(0, size)
         simple = simple_range(range_value, size)
         if simple is None:
             return None
@@ -122,7 +177,7 @@ class App:
             stop - 1,
             size,
         )
-        return 206, rep.block_partial + lines, rep.read(start, stop)
+        return 206, partial + lines, rep.read(start, stop)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
@@ -137,17 +192,11 @@ class App:
         query = scope.get("query_string", b"")
         if b"?" in raw:  # some servers leave the query in raw_path
             raw, _, query = raw.partition(b"?")
-        rep = self.site.resolve(raw, query)
-        if not isinstance(rep, Representation):
-            if isinstance(rep, Redirect):
-                await _plain(send, rep.status, "moved", head, ((b"location", rep.location.encode("ascii")),))
-            else:
-                assert isinstance(rep, Problem)
-                await _plain(send, rep.status, rep.message, head)
-            return
 
         range_value: bytes | None = None
         conditional: dict[bytes, str] | None = None
+        host: bytes | None = None
+        browser = worker = False
         for name, value in scope["headers"]:
             if name == b"range" and range_value is None:
                 range_value = value
@@ -156,14 +205,51 @@ class App:
                     conditional = {}
                 text = value.decode("latin-1")
                 conditional[name] = f"{conditional[name]}, {text}" if name in conditional else text
+            elif name == b"host":
+                host = value
+            elif name == b"sec-fetch-mode":
+                browser = True
+            elif name == b"service-worker":
+                worker = True
+        where = self.where(host)
+        if where is _UNKNOWN:  # DNS rebinding, or a name this server does not know
+            await _plain(send, 421, "misdirected request", head)
+            return
+        if worker:  # archived content never installs a service worker (it could rewrite the archive)
+            await _plain(send, 403, "service workers are not served", head)
+            return
+        mount, rep = self.site.lookup(raw, query)
+        if where is None:
+            bare = True
+            if browser and mount is not None and not isinstance(rep, Problem):
+                # a browser on the bare host: the mount's bytes only on the mount's own origin
+                target = self.site.origin(mount) + _quote_target(raw, query)
+                await _plain(send, 307, "moved", head, ((b"location", target.encode("ascii")),))
+                return
+        else:
+            bare = False
+            if mount is not where and not isinstance(rep, Problem):
+                if mount is None and rep is self.site.index:  # "/" on a mount's origin: the mount
+                    location = (b"location", where.href.encode("ascii"))
+                    await _plain(send, 302, "moved", head, (location,))
+                else:  # another mount, the index or a server page: not on this origin
+                    await _plain(send, 404, "not found", head)
+                return
+        if not isinstance(rep, Representation):
+            if isinstance(rep, Redirect):
+                await _plain(send, rep.status, "moved", head, ((b"location", rep.location.encode("ascii")),))
+            else:
+                assert isinstance(rep, Problem)
+                await _plain(send, rep.status, rep.message, head)
+            return
         size = rep.size
         if conditional is None:
             if range_value is None or head:  # the common case: no Range, no validators
-                await self._single(send, rep, 200, 0, size, head, receive)
+                await self._single(send, rep, 200, 0, size, head, receive, bare)
                 return
             simple = simple_range(range_value, size)
             if simple is not None:  # the other common case: one plain range
-                await self._single(send, rep, 206, simple[0], simple[1], head, receive)
+                await self._single(send, rep, 206, simple[0], simple[1], head, receive, bare)
                 return
             conditional = {}
         if range_value is not None:
@@ -186,11 +272,12 @@ class App:
         status = decision.status
         if status == 200 or (status == 206 and len(decision.ranges) == 1):
             start, stop = decision.ranges[0]
-            await self._single(send, rep, status, start, stop, head, receive)
+            await self._single(send, rep, status, start, stop, head, receive, bare)
         elif status == 206:
-            await self._multipart(send, rep, decision.ranges, head, receive)
+            await self._multipart(send, rep, decision.ranges, head, receive, bare)
         elif status == 304:
-            await send({"type": "http.response.start", "status": 304, "headers": rep.head[1:3]})
+            headers = [*rep.head[1:3], *ERROR_HEADERS]
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
         elif status == 416:
             extra = ((b"content-range", unsatisfied_range(size).encode("ascii")),)
@@ -207,21 +294,22 @@ class App:
         stop: int,
         head: bool,
         receive: Receive,
+        bare: bool = False,
     ) -> None:
         length = stop - start
         if status == 206:
             headers = [
-                *rep.head_partial,
+                *(rep.bare_head_partial if bare else rep.head_partial),
                 (b"content-length", b"%d" % length),
                 (b"content-range", b"bytes %d-%d/%d" % (start, stop - 1, rep.size)),
             ]
         else:
-            headers = [*rep.head, (b"content-length", b"%d" % length)]
+            headers = [*(rep.bare_head if bare else rep.head), (b"content-length", b"%d" % length)]
         if length <= SMALL and not head:
             await _one_write(send, status, headers, rep.read(start, stop))
             return
         if not head and isinstance(rep, FileSlice) and _uvicorn_cycle(send) is not None:
-            await _send_file(send, receive, rep, status, headers, start, stop)
+            await _send_file(send, receive, rep, status, headers, start, stop, self.send_timeout)
             return
         await send({"type": "http.response.start", "status": status, "headers": headers})
         if head or length == 0:
@@ -230,12 +318,18 @@ class App:
             await _stream(send, receive, rep, [(b"", start, stop)], b"")
 
     async def _multipart(
-        self, send: Send, rep: Representation, ranges: Sequence[tuple[int, int]], head: bool, receive: Receive
+        self,
+        send: Send,
+        rep: Representation,
+        ranges: Sequence[tuple[int, int]],
+        head: bool,
+        receive: Receive,
+        bare: bool,
     ) -> None:
         heads, tail, total = multipart_layout(ranges, rep.size, rep.content_type, self.boundary)
         headers = [
             (b"content-type", b"multipart/byteranges; boundary=" + self.boundary.encode("ascii")),
-            *rep.head_partial[1:],
+            *(rep.bare_head_partial if bare else rep.head_partial)[1:],
             (b"content-length", b"%d" % total),
         ]
         await send({"type": "http.response.start", "status": 206, "headers": headers})
@@ -338,10 +432,12 @@ async def _send_file(
     headers: list[tuple[bytes, bytes]],
     start: int,
     stop: int,
+    send_timeout: float,
 ) -> None:
     """A large body of a file: the head through uvicorn (held, then written), as much of the body
     as the socket takes now by sendfile(2), uvicorn told of those bytes without writing them, and
-    the rest the ordinary way (under uvicorn's flow control)."""
+    the rest the ordinary way (under uvicorn's flow control). A client that takes nothing for
+    ``send_timeout`` seconds is cut off."""
     cycle = _uvicorn_cycle(send)
     real = cycle.transport
     held = _Held(real)
@@ -350,7 +446,12 @@ async def _send_file(
     sent = 0
     sock = real.get_extra_info("socket") if not real.is_closing() else None
     if sock is not None and real.get_write_buffer_size() == 0:
-        sent = await _sendfile(sock.fileno(), rep.fd, rep.offset + start, stop - start)
+        sent, stalled = await _sendfile(
+            sock.fileno(), rep.fd, rep.offset + start, stop - start, real.is_closing, send_timeout
+        )
+        if stalled:
+            cut(real)
+            return
     done = 0
     sink = _Held(real, discard=True)
     while done < sent:
@@ -369,18 +470,27 @@ def _wake(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-async def _sendfile(sock_fd: int, file_fd: int, offset: int, count: int) -> int:
+async def _sendfile(
+    sock_fd: int,
+    file_fd: int,
+    offset: int,
+    count: int,
+    closing: Callable[[], bool] = lambda: False,
+    timeout: float | None = None,
+) -> tuple[int, bool]:
     """sendfile(2) ``count`` bytes from ``offset`` of ``file_fd`` to the socket, waiting for the socket
-    whenever it is full (as nginx does); the number of bytes sent (fewer when the client leaves).
+    whenever it is full (as nginx does); the number of bytes sent (fewer when the client leaves), and
+    whether the socket took nothing for ``timeout`` seconds (then it stops: nginx's send_timeout).
 
     It works on a duplicate of the socket's descriptor: uvloop does not let anyone else watch the
     descriptor of one of its transports, and should the transport close it meanwhile, the number can
-    never come to name another connection's socket."""
+    never come to name another connection's socket. It stops when ``closing()`` says the connection
+    is being closed (the server cut it: formats/serve.md §5.4)."""
     loop = asyncio.get_running_loop()
     out = os.dup(sock_fd)
     sent = 0
     try:
-        while sent < count:
+        while sent < count and not closing():
             try:
                 n = os.sendfile(out, file_fd, offset + sent, count - sent)
             except InterruptedError:
@@ -389,7 +499,9 @@ async def _sendfile(sock_fd: int, file_fd: int, offset: int, count: int) -> int:
                 ready = loop.create_future()
                 loop.add_writer(out, _wake, ready)
                 try:
-                    await ready
+                    await asyncio.wait_for(ready, timeout)
+                except TimeoutError:
+                    return sent, True
                 finally:
                     loop.remove_writer(out)
                 continue
@@ -400,7 +512,7 @@ async def _sendfile(sock_fd: int, file_fd: int, offset: int, count: int) -> int:
             sent += n
     finally:
         os.close(out)
-    return sent
+    return sent, False
 
 
 async def _stream(
@@ -444,166 +556,35 @@ async def _plain(
     send: Send, status: int, message: str, head: bool, extra: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
     body = f"{status} {message}\n".encode()
-    headers = [(b"content-type", _TEXT), (b"content-length", b"%d" % len(body)), *extra]
+    headers = [(b"content-type", _TEXT), (b"content-length", b"%d" % len(body)), *ERROR_HEADERS, *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-# ------------------------------------------------------------------------------------ the fast path
+def _quote_target(raw: bytes, query: bytes) -> str:
+    """A request target as sent, made safe for a Location header (non-ASCII bytes escaped)."""
+    from urllib.parse import quote
 
-
-class _NoEvent:
-    __slots__ = ()
-
-    def set(self) -> None:
-        pass
-
-
-class _Answered:
-    """Stands for the response cycle of a request answered by :meth:`App.fast`: complete."""
-
-    __slots__ = ()
-    response_complete = True
-    disconnected = False
-    message_event = _NoEvent()
-
-
-_ANSWERED: Final = _Answered()
-
-
-def _fast_protocol() -> type:
-    """uvicorn's httptools protocol with one shortcut: when no earlier request on the connection is
-    still being answered, a GET over HTTP/1.1 that :meth:`App.fast` can answer is written out at once,
-    from the parser's callback, in one write: no ASGI scope, no response cycle, no task, no event.
-    Everything else (and any application that is not an :class:`App`) goes the ordinary way.
-    uvicorn's own bookkeeping is kept: its Date line, request count, pipelining, flow control and
-    ``Connection: close``; its keep-alive timer is kept armed instead of re-armed per request."""
-    from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
-
-    class FastProtocol(HttpToolsProtocol):
-        _fast: Callable[..., tuple[int, bytes, bytes] | None] | None = None
-        _defaults: Any = None  # uvicorn's default headers (Date) as last seen, and as lines
-        _default_lines = b""
-        _scoped = False
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self._fast = getattr(self.app, "fast", None)
-
-        def on_message_begin(self) -> None:
-            # The ASGI scope is built only for a request that takes the ordinary path.
-            self.url = b""
-            self.expect_100_continue = False
-            self.headers = []
-            self._scoped = False
-
-        def _ordinary(self) -> None:
-            url, headers, expect = self.url, self.headers, self.expect_100_continue
-            super().on_message_begin()
-            self.url, self.headers, self.expect_100_continue = url, headers, expect
-            self.scope["headers"] = headers
-            self._scoped = True
-            super().on_headers_complete()
-
-        def on_headers_complete(self) -> None:
-            cycle = self.cycle
-            fast = self._fast
-            parser = self.parser
-            if (
-                fast is not None
-                and (cycle is None or cycle.response_complete)
-                and not self.pipeline
-                and not self.flow.write_paused  # a client that does not read: the ordinary path waits
-                and not self.expect_100_continue
-                and parser.get_method() == b"GET"
-                and parser.get_http_version() == "1.1"
-                and not parser.should_upgrade()
-            ):
-                try:
-                    answer = fast(self.url, self.headers)
-                except Exception:  # the ordinary path answers it, and logs what went wrong
-                    answer = None
-                if answer is not None:
-                    status, lines, body = answer
-                    defaults = self.server_state.default_headers
-                    if defaults is not self._defaults:
-                        self._defaults = defaults
-                        self._default_lines = b"".join(b"%s: %s\r\n" % pair for pair in defaults)
-                    if parser.should_keep_alive():
-                        data = b"".join((STATUS_LINE[status], self._default_lines, lines, b"\r\n", body))
-                        self.cycle = _ANSWERED  # type: ignore[assignment]
-                        self.transport.write(data)
-                    else:
-                        close = b"connection: close\r\n\r\n"
-                        data = b"".join((STATUS_LINE[status], self._default_lines, lines, close, body))
-                        self.cycle = _ANSWERED  # type: ignore[assignment]
-                        self.transport.write(data)
-                        self.transport.close()
-                    self.on_response_complete()
-                    return
-            self._ordinary()
-
-        # uvicorn cancels its keep-alive timer on every read and arms a new one after every response:
-        # two timer operations per request. Here one timer stays armed and looks at the clock when it
-        # fires: an idle connection still closes ``timeout_keep_alive`` seconds after its last
-        # activity, and a connection that is busy answering is never closed by it.
-        _active_at = 0.0
-
-        def _unset_keepalive_if_required(self) -> None:
-            self._active_at = self.loop.time()
-
-        def on_response_complete(self) -> None:
-            self.server_state.total_requests += 1
-            if self.transport.is_closing():
-                return
-            self._active_at = self.loop.time()
-            self.flow.resume_reading()
-            if self.pipeline:
-                cycle, app = self.pipeline.pop()
-                self._start_asgi_task(cycle, app)
-            elif self.timeout_keep_alive_task is None:
-                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self._idle)
-
-        def _idle(self) -> None:
-            self.timeout_keep_alive_task = None
-            if self.transport.is_closing():
-                return
-            cycle = self.cycle
-            if (cycle is not None and not cycle.response_complete) or self.pipeline:
-                return  # busy: armed again when the response is complete
-            left = self._active_at + self.timeout_keep_alive - self.loop.time()
-            if left > 0:
-                self.timeout_keep_alive_task = self.loop.call_later(left, self._idle)
-            else:
-                self.timeout_keep_alive_handler()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self.timeout_keep_alive_task is not None:
-                self.timeout_keep_alive_task.cancel()
-                self.timeout_keep_alive_task = None
-            super().connection_lost(exc)
-
-        def on_body(self, body: bytes) -> None:
-            if self._scoped:
-                super().on_body(body)
-
-        def on_message_complete(self) -> None:
-            if self._scoped:
-                super().on_message_complete()
-
-    return FastProtocol
+    safe = "/%!$&'()*+,;=:@~-._"
+    return quote(raw, safe=safe) + ("?" + quote(query, safe=safe + "?") if query else "")
 
 
 # ------------------------------------------------------------------------------------ entry points
 
 
 def make_app(
-    paths: Sequence[Path | str], *, gwtar_mime: str = "text/html", max_ranges: int = MAX_RANGES
+    paths: Sequence[Path | str],
+    *,
+    gwtar_mime: str = "text/html",
+    max_ranges: int = MAX_RANGES,
+    allow_live: bool = False,
 ) -> App:
     """The ASGI application serving ``paths`` (gwtar files, ZIM files, trees, folders of them).
-    Everything is opened now; a missing or unreadable PATH is a :class:`UsageError`."""
+    Everything is opened now; a missing or unreadable PATH is a :class:`UsageError`. ``allow_live``:
+    archived content may load from the live web (formats/serve.md §5.3)."""
     _check_mime(gwtar_mime)
-    return App(Site(mounts_for(paths, gwtar_mime=gwtar_mime)), max_ranges=max_ranges)
+    site = Site(mounts_for(paths, gwtar_mime=gwtar_mime), allow_live=allow_live)
+    return App(site, max_ranges=max_ranges)
 
 
 def _check_mime(value: str) -> None:
@@ -632,14 +613,16 @@ def _server(config: Any) -> Any:
     return Server(config)
 
 
-def _config(app: App, *, quiet: bool, keep_alive: float = 5.0) -> Any:
+def _config(app: App, *, quiet: bool, limits: Limits) -> Any:
     import uvicorn
+
+    app.send_timeout = limits.send_timeout
 
     return uvicorn.Config(
         app,
-        timeout_keep_alive=keep_alive,  # seconds an idle connection stays open (uvicorn's default: 5)
+        timeout_keep_alive=limits.keep_alive,  # seconds an idle connection stays open
         loop="uvloop",
-        http=_fast_protocol(),
+        http=fast_protocol(limits),
         ws="none",  # a file server: no WebSocket upgrades
         lifespan="off",
         access_log=False,
@@ -673,6 +656,44 @@ def _base_url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}/"
 
 
+def _check_limits(limits: Limits) -> Limits:
+    for name in ("header_timeout", "keep_alive", "send_timeout"):
+        value = getattr(limits, name)
+        if not value > 0:
+            raise UsageError("must be more than 0 seconds", subject=f"{name}={value}")
+    if limits.max_connections < 1:
+        raise UsageError("must be at least 1", subject=f"max_connections={limits.max_connections}")
+    return limits
+
+
+def _open_files(limits: Limits) -> Limits:
+    """Raise the soft open-file limit to the hard one (as nginx's worker_rlimit_nofile), and keep the
+    connection cap below what is left after the cache of open tree files."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+                soft = hard
+    except ImportError:
+        return limits
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    room = max(16, soft - min(4096, soft // 4) - 64)
+    if limits.max_connections <= room:
+        return limits
+    return dataclasses.replace(limits, max_connections=room)
+
+
+def _check_domain(domain: str) -> str:
+    labels = domain.lower().rstrip(".").split(".")
+    if not all(lab and all(c.isascii() and (c.isalnum() or c == "-") for c in lab) for lab in labels):
+        raise UsageError("not a host name", subject=repr(domain))
+    return ".".join(labels)
+
+
 def serve(
     paths: Sequence[Path | str],
     *,
@@ -681,15 +702,22 @@ def serve(
     gwtar_mime: str = "text/html",
     quiet: bool = False,
     workers: int = 1,
+    limits: Limits | None = None,
+    allow_live: bool = False,
+    domain: str = "localhost",
 ) -> int:
     """Serve ``paths`` until interrupted (Ctrl-C or SIGTERM); returns the exit code (0). The base
     URL is the first line on stdout. ``port`` 0 picks a free port. ``workers`` > 1 forks that many
     processes in all, each with its own listening socket on the same port (``SO_REUSEPORT``, so the
-    kernel spreads connections); archives are opened before the fork and shared."""
+    kernel spreads connections); archives are opened before the fork and shared. Each mount is
+    served at its own origin, ``http://<label>.<domain>:<port>`` (formats/serve.md §5.2)."""
     if workers < 1:
         raise UsageError("must be at least 1", subject=f"workers={workers}")
-    app = make_app(paths, gwtar_mime=gwtar_mime)
+    limits = _open_files(_check_limits(limits or Limits()))
+    domain = _check_domain(domain)
+    app = make_app(paths, gwtar_mime=gwtar_mime, allow_live=allow_live)
     sock = _bind(host, port, reuse_port=workers > 1)
+    app.listening(host, sock.getsockname()[1], domain)
     socks = [sock]
     try:
         for _ in range(workers - 1):
@@ -701,7 +729,7 @@ def serve(
     print(_base_url(sock), flush=True)
     if not quiet:
         for mount in app.site.mounts.values():
-            print(f"  {mount.kind:5}  {_base_url(sock).rstrip('/')}{mount.href}", flush=True)
+            print(f"  {mount.kind:5}  {app.site.origin(mount)}{mount.href}", flush=True)
     children: list[int] = []
     try:
         for own in socks[1:]:
@@ -709,12 +737,12 @@ def serve(
             if pid == 0:  # a worker: serve its own socket, never return into the caller's code
                 code = 0
                 try:
-                    _server(_config(app, quiet=quiet)).run(sockets=[own])
+                    _server(_config(app, quiet=quiet, limits=limits)).run(sockets=[own])
                 except BaseException:
                     code = 1
                 os._exit(code)
             children.append(pid)
-        _server(_config(app, quiet=quiet)).run(sockets=[sock])
+        _server(_config(app, quiet=quiet, limits=limits)).run(sockets=[sock])
     finally:
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
@@ -736,13 +764,19 @@ def running(
     port: int = 0,
     gwtar_mime: str = "text/html",
     keep_alive: float = 5.0,
+    header_timeout: float = 30.0,
+    max_connections: int = 1024,
+    send_timeout: float = 60.0,
+    allow_live: bool = False,
 ) -> Iterator[str]:
     """Serve in a background thread for the duration of a ``with`` block, yielding the base URL
     (``http://127.0.0.1:PORT/``). Used by tests and tools; the server is stopped on exit.
-    ``keep_alive``: seconds an idle connection stays open."""
-    app = paths if isinstance(paths, App) else make_app(paths, gwtar_mime=gwtar_mime)
+    ``keep_alive``: seconds an idle connection stays open; the other limits as :func:`serve`'s."""
+    app = paths if isinstance(paths, App) else make_app(paths, gwtar_mime=gwtar_mime, allow_live=allow_live)
     sock = _bind(host, port)
-    server = _server(_config(app, quiet=True, keep_alive=keep_alive))
+    app.listening(host, sock.getsockname()[1])
+    limits = _check_limits(Limits(header_timeout, keep_alive, max_connections, send_timeout=send_timeout))
+    server = _server(_config(app, quiet=True, limits=limits))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="archiver-serve", daemon=True
     )

@@ -12,31 +12,32 @@ becomes one or more *mounts* (:func:`mounts_for`):
   inside a tree also gets member URLs;
 - any other file → ``/<file name>``;
 - any other folder → each of its entries that is one of the above becomes a mount of its own
-  (a tree's private files excepted).
+  (a tree's private files, and symlinks that lead out of the folder, excepted).
+
+A private file named as a PATH is refused (:class:`UsageError`).
 
 ``/`` is the index page and ``/~/`` is reserved for the server (``/~/search/<zim>?q=…``), so no
 mount is called ``~``. Request paths are checked before any file is touched
 (:func:`split_request_path`): no ``.``/``..`` segment (also percent-encoded), no backslash, NUL or
-control character, valid UTF-8 and escapes, at most 8 KiB; files are opened by their real path only
-when it lies inside the mount's real root (symlinks leaving a root are 404). Errors carry a fixed
-message and never a host path.
+control character, valid UTF-8 and escapes, at most 8 KiB; tree files are opened component by
+component from the root's descriptor (:func:`archiver.serve.walk.open_beneath`: no symlink leaves
+the root, no race). Errors carry a fixed message and never a host path.
 
-Opened files stay open (a bounded cache keyed by request path, at most a quarter of the open-file
-limit); a tree file is re-checked with one ``stat`` at most every :data:`REVALIDATE_SECONDS`, so a
-replaced file is noticed. Archives named on the command line are opened once and are assumed not to
-change while served.
+Opened files stay open (the bounded cache of :class:`archiver.serve.site.Site`); a tree file is
+re-checked with one ``stat`` at most every :data:`REVALIDATE_SECONDS`, so a replaced file is
+noticed. Archives named on the command line are opened once and are assumed not to change while
+served.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import os
 import re
 import stat
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -45,6 +46,7 @@ from urllib.parse import quote, unquote_to_bytes
 from archiver.errors import UsageError
 from archiver.media import is_text, media_type_for
 from archiver.serve.ranges import format_http_date
+from archiver.serve.walk import open_beneath, open_root
 from archiver.tree import is_private
 
 __all__ = [
@@ -57,7 +59,6 @@ __all__ = [
     "Problem",
     "Redirect",
     "Representation",
-    "Site",
     "is_gwtar_name",
     "mounts_for",
     "plan_mounts",
@@ -73,7 +74,6 @@ GWTAR_MAGIC: Final = b"<html>\n<!-- Gwtar self-extracting HTML archive"
 #: The reserved first segment: server pages, never a mount.
 RESERVED: Final = "~"
 
-_CACHE_ENTRIES: Final = 4096  # at most; a quarter of the open-file limit when that is lower
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
 
@@ -103,6 +103,10 @@ class Representation:
     the same without Accept-Ranges, for a 206."""
 
     __slots__ = (
+        "bare_block",
+        "bare_block_partial",
+        "bare_head",
+        "bare_head_partial",
         "block",
         "block_partial",
         "checked",
@@ -111,7 +115,9 @@ class Representation:
         "head",
         "head_partial",
         "last_modified",
+        "mount",
         "path",
+        "secured",
         "size",
     )
 
@@ -129,6 +135,8 @@ class Representation:
         self.last_modified = last_modified
         self.checked = time.monotonic()
         self.path: str | None = None  # the file on disk to revalidate against, when there is one
+        self.mount: Mount | None = None  # whose bytes these are (None: the server's own pages)
+        self.secured = False
         self.head: list[tuple[bytes, bytes]] = [
             (b"content-type", content_type.encode("latin-1")),
             (b"etag", etag.encode("latin-1")),
@@ -136,11 +144,28 @@ class Representation:
             (b"accept-ranges", b"bytes"),
             *extra,
         ]
+        self._blocks(self.head, self.head)
+
+    def _blocks(self, head: list[tuple[bytes, bytes]], bare: list[tuple[bytes, bytes]]) -> None:
+        self.head = head
+        self.bare_head = bare
         # A 206 carries the same validators; Accept-Ranges only tells a client of a 200 (as nginx).
-        self.head_partial = [h for h in self.head if h[0] != b"accept-ranges"]
+        self.head_partial = [h for h in head if h[0] != b"accept-ranges"]
+        self.bare_head_partial = [h for h in bare if h[0] != b"accept-ranges"]
         # The same as HTTP/1.1 header lines, for answers written without ASGI (app.py's fast path).
-        self.block = b"".join(b"%s: %s\r\n" % pair for pair in self.head)
+        self.block = b"".join(b"%s: %s\r\n" % pair for pair in head)
         self.block_partial = b"".join(b"%s: %s\r\n" % pair for pair in self.head_partial)
+        self.bare_block = b"".join(b"%s: %s\r\n" % pair for pair in bare)
+        self.bare_block_partial = b"".join(b"%s: %s\r\n" % pair for pair in self.bare_head_partial)
+
+    def secure(self, own: Sequence[tuple[bytes, bytes]], bare: Sequence[tuple[bytes, bytes]]) -> None:
+        """Add the security headers (formats/serve.md §5.2): ``own`` on the mount's origin, ``bare``
+        on the bare host. Once per representation; the header lines are built here, not per request."""
+        if self.secured:
+            return
+        self.secured = True
+        base = self.head
+        self._blocks([*base, *own], [*base, *bare])
 
     def read(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the representation (``0 <= start <= stop <= size``)."""
@@ -318,6 +343,7 @@ class Mount:
         self.name = name
         self.kind = kind  # "file", "gwtar", "tree", "zim"
         self.path = path
+        self.label = ""  # its host name label (policy.host_labels), given by the Site
 
     @property
     def href(self) -> str:
@@ -391,9 +417,12 @@ def _gwtar_whole(file: Any, st: os.stat_result, gwtar_mime: str, *, members: boo
 class _Members:
     """The member URLs of one gwtar file, through :func:`archiver.gwtar.open` (opened on first use)."""
 
-    def __init__(self, file: Any, path: Path, st: os.stat_result) -> None:
+    def __init__(self, file: Any, path: Path, st: os.stat_result, *, by_descriptor: bool = False) -> None:
         self.file = file
         self.path = path
+        # A file found by a walk is read through its open descriptor, never again by its path (which
+        # may lead somewhere else by now).
+        self.by_descriptor = by_descriptor
         self.last_modified = int(st.st_mtime)
         self.stamp = f"{int(st.st_mtime):x}-{st.st_size:x}"
         self.table: dict[str, Any] | None = None
@@ -407,7 +436,13 @@ class _Members:
                 self.failed = True  # no reader in this build: the whole file still works
                 return None
             try:
-                reader = gwtar.open(self.path)
+                source = self.path
+                if self.by_descriptor:
+                    source = Path(f"/proc/self/fd/{self.file.fileno()}")
+                    if not source.exists():
+                        self.failed = True  # no way to read an open file by name here: whole file only
+                        return None
+                reader = gwtar.open(source)
                 self.table = {m.path: m for m in reader.members}
                 closer = getattr(reader, "close", None)
                 if callable(closer):
@@ -443,6 +478,12 @@ class _TreeMount(Mount):
     def __init__(self, name: str, path: Path, gwtar_mime: str) -> None:
         super().__init__(name, "tree", path)
         self.root = os.path.realpath(path)
+        try:
+            self.root_fd = open_root(self.root)
+        except OSError as e:
+            raise UsageError(f"cannot open the folder: {e.strerror or e}", subject=str(path)) from None
+        # the spellings of the root an absolute symlink inside it may use
+        self.roots = tuple(dict.fromkeys((self.root, os.path.abspath(path))))
         self.gwtar_mime = gwtar_mime
         self.gwtars: OrderedDict[str, tuple[tuple[int, int, int], _Members]] = OrderedDict()
 
@@ -450,54 +491,62 @@ class _TreeMount(Mount):
         index = os.path.join(self.root, "index.html")
         return "canonical tree" if os.path.isfile(index) else "folder"
 
+    def close(self) -> None:
+        if self.root_fd >= 0:
+            os.close(self.root_fd)
+            self.root_fd = -1
+
     def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
         # A gwtar member URL inside the tree: <...>.gwtar.html/~/<member>
         if RESERVED in rest:
             cut = rest.index(RESERVED)
             if cut > 0 and is_gwtar_name(rest[cut - 1]):
                 return self._member(rest[:cut], rest[cut + 1 :], slash)
-        candidate = os.path.join(self.root, *rest)
-        real = os.path.realpath(candidate)
-        if not self._public(real):
+        found = self._open(rest)
+        if found is None:
             return _NOT_FOUND
-        if os.path.isdir(real):
+        fd, st, parts = found
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
             if not slash and rest:
                 return Redirect(301, _href(self.name, *rest) + "/" + _query_suffix(raw_query))
-            real = os.path.realpath(os.path.join(real, "index.html"))
-            if not self._public(real):
+            found = self._open([*parts, "index.html"])  # the real folder's index, walked again
+            if found is None or not stat.S_ISREG(found[1].st_mode):
+                if found is not None:
+                    os.close(found[0])
                 return _NOT_FOUND
+            fd, st, parts = found
         elif slash:
+            os.close(fd)
             return _NOT_FOUND
-        opened = _open_regular(real)
-        if opened is None:
-            return _NOT_FOUND
-        file, st = opened
-        name = os.path.basename(real)
+        file = os.fdopen(fd, "rb", buffering=0)
+        name = parts[-1]
         gwtar = is_gwtar_name(name)
         rep = _gwtar_whole(file, st, self.gwtar_mime) if gwtar else _plain_file(file, st, name)
-        rep.path = real
+        rep.path = os.path.join(self.root, *parts)
         rep.identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         return rep
 
-    def _public(self, real: str) -> bool:
-        """Whether a real path may be served: inside the root, and not one of the tree's private
-        files (tree.is_private, decided on the path relative to the real root, so no spelling and
-        no symlink reaches them)."""
-        if real == self.root:
-            return True
-        if not _inside(real, self.root):
-            return False
-        rel = real[len(self.root) + 1 :]
-        return not is_private(rel if os.sep == "/" else rel.replace(os.sep, "/"))
+    def _open(self, parts: list[str]) -> tuple[int, os.stat_result, list[str]] | None:
+        """What ``parts`` name below the root (walk.open_beneath: no symlink leaves the root, no race),
+        unless it is one of the tree's private files (tree.is_private, decided on the real path
+        relative to the root, so no spelling and no symlink reaches them)."""
+        found = open_beneath(self.root_fd, self.roots, parts)
+        if found is not None and is_private("/".join(found[2])):
+            os.close(found[0])
+            return None
+        return found
 
     def _member(self, archive: list[str], member: list[str], slash: bool) -> Result:
-        real = os.path.realpath(os.path.join(self.root, *archive))
-        if not self._public(real):
+        found = self._open(archive)
+        if found is None:
             return _NOT_FOUND
-        opened = _open_regular(real)
-        if opened is None:
+        fd, st, parts = found
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
             return _NOT_FOUND
-        file, st = opened
+        file = os.fdopen(fd, "rb", buffering=0)
+        real = os.path.join(self.root, *parts)
         identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         known = self.gwtars.get(real)
         if known is not None and known[0] == identity:
@@ -505,7 +554,7 @@ class _TreeMount(Mount):
             members = known[1]
             self.gwtars.move_to_end(real)
         else:
-            members = _Members(file, Path(real), st)
+            members = _Members(file, Path(real), st, by_descriptor=True)
             self.gwtars[real] = (identity, members)
             while len(self.gwtars) > 64:
                 self.gwtars.popitem(last=False)
@@ -638,23 +687,30 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
     """``(kind, name, path)`` of every mount the PATHs given to ``archiver serve`` make, in order,
     with unique names (``name-2``… on a clash); nothing is opened. A missing PATH, or a set of PATHs
     with nothing to serve, is a :class:`UsageError`."""
-    plan: list[tuple[str, Path]] = []
+    plan: list[tuple[str, Path, str]] = []  # kind, the path to open, the name it is known by
     for given in paths:
         path = Path(given)
         kind = _classify(path)
         if kind is None:
             raise UsageError("no such file or folder", subject=str(path))
+        if _in_private_place(path):
+            raise UsageError("a tree's private file is never served", subject=str(path))
         if kind != "folder":
-            plan.append((kind, path))
+            plan.append((kind, path, path.name))
             continue
         found = False
+        top = os.path.realpath(path)
         for child in sorted(path.iterdir(), key=lambda p: p.name):
             if child.name.startswith(".") or _in_private_place(child):
                 continue
-            child_kind = _classify(child)
+            real = os.path.realpath(child)
+            if real == top or not _inside(real, top):
+                continue  # a symlink out of the folder is never followed (§5)
+            child_kind = _classify(Path(real))
             if child_kind in (None, "folder"):
                 continue
-            plan.append((child_kind, child))
+            # opened by its real path, so its mount keeps the name the folder gives it
+            plan.append((child_kind, Path(real), child.name))
             found = True
         if not found:
             raise UsageError("no gwtar, ZIM, tree or file in this folder", subject=str(path))
@@ -662,8 +718,8 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
         raise UsageError("nothing to serve")
     named: list[tuple[str, str, Path]] = []
     taken: set[str] = {RESERVED, ""}
-    for kind, path in plan:
-        base = path.name[:-4] if kind == "zim" and path.name.lower().endswith(".zim") else path.name
+    for kind, path, known in plan:
+        base = known[:-4] if kind == "zim" and known.lower().endswith(".zim") else known
         base = base or "archive"
         name = base
         n = 2
@@ -691,127 +747,3 @@ def mounts_for(paths: Iterable[Path | str], *, gwtar_mime: str = "text/html") ->
             m.close()
         raise
     return mounts
-
-
-# ------------------------------------------------------------------------------------ the site
-
-
-class Site:
-    """Every mount plus the index and search pages; :meth:`resolve` maps a request path to a
-    :class:`Representation`, a :class:`Redirect` or a :class:`Problem`. Results for static paths
-    are cached (bounded; the oldest entry goes first)."""
-
-    def __init__(self, mounts: list[Mount], *, clock: Callable[[], float] = time.time) -> None:
-        self.mounts = {m.name: m for m in mounts}
-        self.clock = clock
-        self.started = int(clock())
-        self.index = InMemory(_index_page(mounts), "text/html; charset=utf-8", self.started)
-        self.cache: dict[bytes, Representation] = {}
-        self.cache_entries = _cache_entries()
-
-    def resolve(self, raw_path: bytes, raw_query: bytes = b"") -> Result:
-        cached = self.cache.get(raw_path)
-        if cached is not None:
-            if cached.path is None or cached.fresh(time.monotonic()):
-                return cached
-            del self.cache[raw_path]
-        result = self._resolve(raw_path, raw_query)
-        if isinstance(result, Representation) and not isinstance(result, InMemory):
-            if len(self.cache) >= self.cache_entries:
-                del self.cache[next(iter(self.cache))]  # the oldest entry out: a bounded cache
-            self.cache[raw_path] = result
-        return result
-
-    def _resolve(self, raw_path: bytes, raw_query: bytes) -> Result:
-        split = split_request_path(raw_path)
-        if isinstance(split, Problem):
-            return split
-        segments, slash = split
-        if not segments:
-            return self.index
-        head, rest = segments[0], segments[1:]
-        if head == RESERVED:
-            return self._server_page(rest, raw_query)
-        mount = self.mounts.get(head)
-        if mount is None:
-            return _NOT_FOUND
-        if mount.kind in ("tree", "zim") and not rest and not slash:
-            return Redirect(301, mount.href + _query_suffix(raw_query))
-        return mount.resolve(rest, slash, raw_query)
-
-    def _server_page(self, rest: list[str], raw_query: bytes) -> Result:
-        if len(rest) == 2 and rest[0] == "search":
-            mount = self.mounts.get(rest[1])
-            if isinstance(mount, _ZimMount):
-                query = _query_param(raw_query, "q")
-                hits = mount.search(query, 50) if query else []
-                page = _search_page(mount, query, hits)
-                return InMemory(page, "text/html; charset=utf-8", int(self.clock()))
-        return _NOT_FOUND
-
-    def close(self) -> None:
-        self.cache.clear()
-        for m in self.mounts.values():
-            m.close()
-
-
-def _cache_entries() -> int:
-    # Every cached tree file holds a descriptor: stay well below the process's open-file limit.
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        return 256
-    if soft == resource.RLIM_INFINITY:
-        return _CACHE_ENTRIES
-    return max(16, min(_CACHE_ENTRIES, soft // 4))
-
-
-def _query_param(raw_query: bytes, name: str) -> str:
-    from urllib.parse import parse_qs
-
-    values = parse_qs(raw_query.decode("latin-1"), encoding="utf-8", errors="replace").get(name)
-    return values[0][:500] if values else ""
-
-
-_STYLE = (
-    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem}"
-    "td,th{padding:.2rem .8rem;text-align:left}small{color:#555}</style>"
-)
-
-
-def _index_page(mounts: list[Mount]) -> bytes:
-    rows = []
-    for m in mounts:
-        extra = ""
-        if isinstance(m, _ZimMount):
-            extra = f' · <a href="{html.escape(_href(RESERVED, "search", m.name))}">search</a>'
-        rows.append(
-            f'<tr><td><a href="{html.escape(m.href)}">{html.escape(m.name)}</a>{extra}</td>'
-            f"<td>{html.escape(m.kind)}</td><td><small>{html.escape(m.describe())}</small></td></tr>"
-        )
-    text = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>archiver serve</title>'
-        f"{_STYLE}</head><body><h1>Served here</h1><table><tr><th>name</th><th>kind</th><th></th></tr>"
-        + "".join(rows)
-        + "</table></body></html>\n"
-    )
-    return text.encode("utf-8")
-
-
-def _search_page(mount: _ZimMount, query: str, hits: list[tuple[str, str]]) -> bytes:
-    items = "".join(
-        f'<li><a href="{html.escape(_href(mount.name, *path.split("/")))}">{html.escape(title)}</a></li>'
-        for path, title in hits
-    )
-    if query and not hits:
-        items = "<li>No results.</li>"
-    text = (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Search {html.escape(mount.name)}'
-        f'</title>{_STYLE}</head><body><h1>Search <a href="{html.escape(mount.href)}">'
-        f"{html.escape(mount.name)}</a></h1>"
-        f'<form method="get"><input name="q" value="{html.escape(query)}" autofocus> '
-        f'<button>Search</button></form><ol>{items}</ol><p><a href="/">all archives</a></p></body></html>\n'
-    )
-    return text.encode("utf-8")

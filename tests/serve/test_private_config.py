@@ -100,8 +100,9 @@ def test_printed_configs_deny_private_paths_of_every_tree_mount(tree: Path, tmp_
     assert r'location ~* "^/b\\ \\(2\\)/+_archiver/+(crawl\\.sqlite|tmp(/|$))" {' in text
     assert text.index("+_archiver/+(crawl") < text.index(r"location ~* \.gwtar\.html$")
     caddy = print_config("caddy", [tree, other])
-    assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$))") == 2
-    assert caddy.count("respond @private 404") == 2
+    # each tree twice: on the bare host and on its own origin (formats/serve.md §5.2)
+    assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$))") == 4
+    assert caddy.count("respond @private 404") == 4
 
 
 @pytest.mark.interop

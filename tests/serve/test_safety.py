@@ -61,14 +61,18 @@ TRAVERSALS = [
 ]
 
 
-def raw_request(base: str, target: str, method: str = "GET") -> tuple[int, bytes, bytes]:
-    """Send ``METHOD target HTTP/1.1`` exactly; (status, header block, body)."""
-    host, port = base.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+def raw_request(
+    base: str, target: str, method: str = "GET", host_header: str | None = None
+) -> tuple[int, bytes, bytes]:
+    """Send ``METHOD target HTTP/1.1`` exactly (Host: the bare host unless given); (status, header
+    block, body)."""
+    netloc = base.split("//", 1)[1].rstrip("/")
+    host, port = netloc.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(
             f"{method} ".encode()
             + target.encode("latin-1")
-            + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            + f" HTTP/1.1\r\nHost: {host_header or netloc}\r\nConnection: close\r\n\r\n".encode("latin-1")
         )
         data = b""
         while chunk := s.recv(65536):

@@ -132,8 +132,11 @@ def test_index_page_lists_everything(base: str) -> None:
     assert r.status == 200
     assert r.header("content-type") == "text/html; charset=utf-8"
     page = r.body.decode()
-    for href in ('href="/site/"', 'href="/book/"', 'href="/site.gwtar.html"', 'href="/notes.txt"',
-                 'href="/~/search/book"'):  # fmt: skip
+    port = base.rstrip("/").rsplit(":", 1)[1]
+    # each archive at its own origin (formats/serve.md §5.2); the search page on the server's host
+    for href in (f'href="http://site.localhost:{port}/site/"', f'href="http://book.localhost:{port}/book/"',
+                 f'href="http://site-gwtar-html.localhost:{port}/site.gwtar.html"',
+                 f'href="http://notes-txt.localhost:{port}/notes.txt"', 'href="/~/search/book"'):  # fmt: skip
         assert href in page, href
     assert ".hidden" not in page and "scratch" not in page
 
@@ -195,9 +198,9 @@ def test_pipelined_requests_and_connection_close(base: str, world: dict[str, Pat
     host, port = base.split("//")[1].rstrip("/").split(":")
     css = (world["tree"] / "_archiver/ex.com/site.css").read_bytes()
     requests = (
-        b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n"
-        b"HEAD /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: x\r\n\r\n"
-        b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-3\r\n\r\n"
+        b"HEAD /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     )
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(requests)
@@ -257,11 +260,11 @@ def test_fast_path_answers_as_the_asgi_path(base: str, world: dict[str, Path]) -
             assert app.fast(path.encode(), [*headers, (b"if-match", b"*")]) is None
     finally:
         app.site.close()
-    plain = b"".join(f"GET {p} HTTP/1.1\r\nHost: x\r\n{h}\r\n".encode() for p, h in FAST_CASES)
+    plain = b"".join(f"GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\n{h}\r\n".encode() for p, h in FAST_CASES)
     general = b"".join(
-        f"GET {p} HTTP/1.1\r\nHost: x\r\nIf-Match: *\r\n{h}\r\n".encode() for p, h in FAST_CASES
+        f"GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-Match: *\r\n{h}\r\n".encode() for p, h in FAST_CASES
     )
-    close = b"GET /site/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    close = b"GET /site/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     fast_replies = _exchange(base, plain + close)
     asgi_replies = _exchange(base, general + close)
     assert len(fast_replies) == len(FAST_CASES) + 1
@@ -284,7 +287,7 @@ def test_fast_and_ordinary_answers_pipelined_in_order(base: str, world: dict[str
         ("/site/_archiver/ex.com/big.bin", "Range: bytes=10-19\r\n"),
         ("/site/_archiver/ex.com/site.css", "Range: bytes=-2\r\nConnection: close\r\n"),
     ]
-    payload = b"".join(f"GET {p} HTTP/1.1\r\nHost: x\r\n{h}\r\n".encode() for p, h in cases)
+    payload = b"".join(f"GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\n{h}\r\n".encode() for p, h in cases)
     replies = _exchange(base, payload)
     assert [lines[0].split(b" ")[1] for lines, _ in replies] == [
         b"206",
@@ -307,7 +310,9 @@ def test_idle_connections_close_and_busy_ones_do_not(world: dict[str, Path]) -> 
     big = _pattern(BIG)
     with running([world["tree"]], keep_alive=0.3) as url:
         host, port = url.split("//")[1].rstrip("/").split(":")
-        request = b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n"
+        request = (
+            b"GET /site/_archiver/ex.com/site.css HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-3\r\n\r\n"
+        )
         with socket.create_connection((host, int(port)), timeout=10) as s:
             for _ in range(8):  # 8 x 0.1 s: longer than the timeout, never idle that long
                 s.sendall(request)
@@ -320,7 +325,7 @@ def test_idle_connections_close_and_busy_ones_do_not(world: dict[str, Path]) -> 
             s.connect((host, int(port)))
             s.sendall(request)
             assert s.recv(65536).endswith(b"\r\n\r\nbody")  # the idle timer is armed
-            s.sendall(b"GET /site/_archiver/ex.com/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.sendall(b"GET /site/_archiver/ex.com/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             received = s.recv(1 << 16)
             time.sleep(0.8)  # a slow reader: the response is still being sent
             while len(received) < len(big) + 200 and (chunk := s.recv(1 << 20)):
@@ -335,9 +340,9 @@ def test_large_bodies_on_one_connection(base: str) -> None:
     data = _pattern(BIG)
     path = b"/site/_archiver/ex.com/big.bin"
     requests = (
-        b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n"
-        b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nRange: bytes=100-199\r\n\r\n"
-        b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nRange: bytes=70000-\r\nConnection: close\r\n\r\n"
+        b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=100-199\r\n\r\n"
+        b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=70000-\r\nConnection: close\r\n\r\n"
     )
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall(requests)
@@ -358,7 +363,7 @@ def test_client_leaving_mid_body(base: str) -> None:
     host, port = base.split("//")[1].rstrip("/").split(":")
     for _ in range(5):
         with socket.create_connection((host, int(port))) as s:
-            s.sendall(b"GET /site/_archiver/ex.com/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.sendall(b"GET /site/_archiver/ex.com/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             s.recv(1000)
     assert get(base, "/site/").status == 200
 
@@ -561,7 +566,8 @@ def test_cli_print_config_nginx_is_what_nginx_runs(world: dict[str, Path], tmp_p
     assert done.returncode == 0 and done.stderr == "", done.stderr
     text = done.stdout
     assert text.startswith("# nginx configuration written by `archiver serve --print-config nginx`")
-    assert text.count("    listen 80;\n") == 1, "the default listen line, once"
+    # one server for other names (421), the bare host's, one per mount (formats/serve.md §7)
+    assert text.count("    listen 80;\n") == 2 + len(paths), "the default listen line, once per server"
     port = free_port()
     block = text.replace("    listen 80;\n", f"    listen 127.0.0.1:{port};\n")
     archive = (archives / "site.gwtar.html").read_bytes()
