@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote_to_bytes
 
-from archiver.errors import UsageError
+from archiver.errors import ArchiverError, UsageError
 from archiver.media import is_text, media_type_for
 from archiver.serve.ranges import format_http_date
 from archiver.serve.walk import open_beneath, open_root
@@ -582,12 +582,14 @@ class _ZimMount(Mount):
             raise UsageError("ZIM support is not available in this build", subject=str(path)) from None
         try:
             self.reader = zim.open(path)
+        except ArchiverError as e:  # one line already, naming the damage
+            raise UsageError(f"cannot open as a ZIM file: {e.message}", subject=str(path)) from None
         except Exception as e:  # the adapter's own error, whatever its class
             raise UsageError(f"cannot open as a ZIM file: {e}", subject=str(path)) from None
-        st = os.stat(path)
-        self.last_modified = int(st.st_mtime)
-        self.stamp = f"{int(st.st_mtime):x}-{st.st_size:x}"
-        self.size = st.st_size
+        parts = [os.stat(p) for p in _zim_parts(path)]  # one file, or the parts of a split ZIM
+        self.last_modified = int(max(st.st_mtime for st in parts))
+        self.size = sum(st.st_size for st in parts)
+        self.stamp = f"{self.last_modified:x}-{self.size:x}"
 
     def describe(self) -> str:
         return f"ZIM, {self.size:,} bytes"
@@ -666,6 +668,13 @@ def _sniff_gwtar(path: Path) -> bool:
         return False
 
 
+def _zim_parts(path: Path) -> list[Path]:
+    """The file of a ZIM, or the parts ``Xaa``, ``Xab``… of a split ZIM named ``X`` (zim.md §7.1)."""
+    from archiver.zim.structure import split_parts
+
+    return split_parts(path)
+
+
 def _classify(path: Path) -> str | None:
     if path.is_dir():
         return "tree" if _is_tree(path) else "folder"
@@ -673,6 +682,8 @@ def _classify(path: Path) -> str | None:
         if path.suffix.lower() == ".zim":
             return "zim"
         return "gwtar" if _sniff_gwtar(path) else "file"
+    if path.suffix.lower() == ".zim" and path.with_name(f"{path.name}aa").is_file():
+        return "zim"  # a split ZIM named by its base name, as kiwix-serve takes it
     return None
 
 
@@ -706,6 +717,12 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
             real = os.path.realpath(child)
             if real == top or not _inside(real, top):
                 continue  # a symlink out of the folder is never followed (§5)
+            if child.name.lower().endswith(".zimaa"):  # the first part of a split ZIM: mount it whole
+                plan.append(("zim", Path(real[:-2]), child.name[:-2]))
+                found = True
+                continue
+            if re.search(r"\.zima[b-z]$|\.zim[b-z][a-z]$", child.name.lower()):
+                continue  # a later part of a split ZIM
             child_kind = _classify(Path(real))
             if child_kind in (None, "folder"):
                 continue

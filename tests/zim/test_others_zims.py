@@ -121,3 +121,14 @@ def test_zimwriterfs_metadata_style_is_a_warning(tmp_path: Path, capfd: pytest.C
     assert "warning: M/Language" in out and "3 warning(s)" in out
     assert main(["verify", "--strict", str(zim)]) == 1
     assert main(["verify", "--json", str(zim)]) == 0
+
+
+def test_serve_a_split_zim_by_its_base_name_and_in_a_folder(split_zim: Path) -> None:
+    import httpx
+
+    from archiver.serve import running
+
+    for given in (split_zim, split_zim.parent):
+        with running([given]) as base:
+            home = httpx.get(f"{base}split/index.html", headers={"Host": base.split("//")[1].rstrip("/")})
+            assert home.status_code == 200 and b"Mini home" in home.content, (given, home.status_code)
