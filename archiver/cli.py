@@ -141,6 +141,17 @@ def _count(least: int) -> Callable[[str], int]:
     return parse
 
 
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: the system picks a free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
 def _seconds(text: str) -> float:
     """An argparse type: a finite number of seconds, zero or more."""
     try:
@@ -657,7 +668,7 @@ def _parser() -> argparse.ArgumentParser:
     p = command("serve", "serve gwtar files, ZIM files and trees with correct HTTP Range")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)")
     p.add_argument("--gwtar-mime", default="text/html", help="media type for gwtar files (or x-gwtar)")
     p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
     p.add_argument("--quiet", action="store_true", help="no access log")

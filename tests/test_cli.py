@@ -175,6 +175,8 @@ def test_serve_rejects_zero_workers() -> None:
          "archiver: pack --format: invalid choice: 'tar' (choose from 'gwtar', 'zim')"
          " (see archiver pack --help)"),
         ([], "archiver: missing COMMAND (see archiver --help)"),
+        (["serve", "x", "--port", "99999"],
+         "archiver: serve --port: a port is 0 to 65535, got 99999 (see archiver serve --help)"),
     ],
 )  # fmt: skip
 def test_usage_errors_are_one_line_naming_the_option(

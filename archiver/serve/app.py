@@ -644,9 +644,10 @@ def _bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
         sock.bind((host, port))
         sock.listen(2048)
         sock.set_inheritable(True)
-    except OSError as e:
+    except (OSError, OverflowError) as e:  # OverflowError: a port outside 0-65535 (the API's callers)
         sock.close()
-        raise UsageError(f"cannot listen: {e.strerror or e}", subject=f"{host}:{port}") from None
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"cannot listen: {why}", subject=f"{host}:{port}") from None
     return sock
 
 
