@@ -798,13 +798,20 @@ class Lazy {
     return true;
   }
   // Media: a MediaSource placeholder keeps the controls live without fetching a byte; the first "play"
-  // swaps in a streamable URL (member URL, file slice) or, failing those, a verified blob.
+  // swaps in a streamable URL (member URL, file slice) or, failing those, a verified blob. A page's
+  // own el.play() meanwhile gets a promise that settles with the real source's play(): the swap's
+  // el.load() would otherwise reject the placeholder's play() with an AbortError.
   media(el) {
     const own = el.getAttribute("data-gwtar-src"), kids = [...el.children];
     const sources = kids.filter(c => c.localName === "source" && c.hasAttribute("data-gwtar-src"));
     if (own == null && !sources.length) return;
     if (window.MediaSource) el.setAttribute("src", URL.createObjectURL(new MediaSource()));
+    const waiting = [], realPlay = HTMLMediaElement.prototype.play;
+    const settle = (ok, value) => { delete el.play; waiting.splice(0).forEach(w => w[ok ? 0 : 1](value)); };
+    el.play = () => new Promise((resolve, reject) => { waiting.push([resolve, reject]); start(); });
     const start = () => {
+      if (start.done) return;
+      start.done = true;
       el.removeEventListener("play", start);
       const node = own == null ? sources.find(s => !s.type || el.canPlayType(s.type)) || sources[0] : null;
       const ref = node ? node.getAttribute("data-gwtar-src") : own;
@@ -816,10 +823,10 @@ class Lazy {
           return this.load(t, ts, u => t.setAttribute("src", u));
         }));
         const m = await this.ctx.entry(ref), u = m && await archive.mediaURL(m);
-        if (!u) return;
+        if (!u) return settle(false, new DOMException("The archive does not hold this media", "NotSupportedError"));
         if (node) { el.removeAttribute("src"); node.setAttribute("src", u); } else el.setAttribute("src", u);
         el.load();
-        el.play().catch(noop);
+        realPlay.call(el).then(v => settle(true, v), e => { if (waiting.length) settle(false, e); else delete el.play; });
       }, el, ref);
     };
     el.addEventListener("play", start);

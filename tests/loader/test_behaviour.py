@@ -271,6 +271,18 @@ def test_media_from_disk_play_from_a_file_slice(context: BrowserContext, feature
     assert wire.network() == []
 
 
+@pytest.mark.parametrize("mode", ["range", "file"])
+def test_a_pages_own_play_resolves(context: BrowserContext, features_gwtar: Path, mode: str) -> None:
+    # a page script's audio.play() before the member is loaded: the loader swaps the placeholder for
+    # the real source (el.load()), which used to reject that play() with an AbortError
+    page = context.new_page()
+    with serve(mode, features_gwtar) as served:
+        open_gwtar(page, served, "#/media/index.html")
+        outcome = page.evaluate("document.getElementById('audio').play().then(() => 'resolved', e => e.name)")
+        assert outcome == "resolved"
+        page.wait_for_function("document.getElementById('audio').currentTime > 0.2", timeout=10_000)
+
+
 # ------------------------------------------------------------------------------------------- integrity
 
 
