@@ -68,6 +68,8 @@ if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only b
 __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "run_capture"]
 
 STATE_NAME = "crawl.sqlite"
+#: Why a page was left out under ``max_pages`` (state._LIMIT_REASONS: a freed place revives it).
+BUDGET_REASON = "beyond the page budget"
 REPORT_NAME = urls.REPORT_NAME
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _RAW_CACHE_BYTES = 256 << 20
@@ -345,7 +347,7 @@ class _Linker:
                 None if "://" in ref else decision.url,
                 None,
                 decision.fragment,
-                "beyond the page budget",
+                BUDGET_REASON,
             )
         return decision
 
@@ -601,6 +603,22 @@ class Crawler:
         self.charged.add(key)
         return True
 
+    def release_page(self, key: str) -> None:
+        """A page charged to ``max_pages`` ended without storing a page (an error status, a failure,
+        robots, not HTML): ``max_pages`` counts stored pages, so its place goes to the best page
+        waiting beyond the budget (``prefer``/``avoid`` order, then depth and discovery), whose
+        links the end of the run makes local (tree.md §6)."""
+        if key not in self.charged:
+            return
+        self.charged.discard(key)
+        self.pages_charged -= 1
+        waiting = list(self.state.skipped_for(BUDGET_REASON, "page"))
+        if not waiting:
+            return
+        best = min(waiting, key=lambda r: (self.scope.priority(r.key), r.depth, r.seq))
+        if self.charge_page(best.key):
+            self.state.add([NewURL(best.key, "page", best.depth, best.referrer, best.priority)])
+
     def _charge_by_priority(self, doc_text: str, base: str, depth: int) -> None:
         """Under ``max_pages``, let the pages a document links to into the frontier in priority order
         (``prefer`` first, ``avoid`` last), not in the order they appear: the budget goes to the
@@ -839,6 +857,8 @@ class Crawler:
         with self.state.transaction():
             self._flush_claims()
             self.state.finish(key, record=record, extra_records=extra or [], **kwargs)
+        if record is None or record.kind != "page":
+            self.release_page(key)
         manifest = self.manifest
         if manifest is not None:
             for line in [*(extra or []), *([record] if record else [])]:
@@ -1129,9 +1149,10 @@ class Crawler:
         if self.options.refresh:
             state.refresh()
         state.requeue(("failed", "unconfirmed"), self.options.max_attempts)
-        # pages already charged to the budget: every page row but skipped ones and merged aliases
-        self.pages_charged = (
-            state.count(kind="page") - state.count("skipped", "page") - state.count("merged", "page")
+        # pages already charged to the budget: the pages stored and those still to fetch (failed
+        # ones were requeued above when they get another try; the others left the budget)
+        self.pages_charged = sum(1 for r in state.records() if r.kind == "page") + state.count(
+            "pending", "page"
         )
         state.set("complete", "0")
 

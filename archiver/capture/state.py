@@ -253,6 +253,14 @@ class State:
         with self.transaction():
             return [item.key for item in items if self._add(item)]
 
+    def skipped_for(self, reason: str, kind: str) -> Iterator[Row]:
+        """The rows of ``kind`` skipped for ``reason`` (a limit of _LIMIT_REASONS), in discovery order."""
+        query = (
+            f"SELECT {_COLUMNS} FROM urls WHERE state = 'skipped' AND kind = ? AND reason = ? ORDER BY seq"
+        )
+        for values in self.db.execute(query, (kind, reason)).fetchall():
+            yield _row(values)
+
     def pending(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
         """Up to ``limit`` pending rows of ``kind`` in frontier order (priority, depth, discovery),
         leaving out the keys in ``exclude`` (those in flight)."""
