@@ -159,7 +159,7 @@ class _Seen:
 def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> Report:
     """Check the gwtar file at ``path``; never raises for anything the file contains. ``progress`` is
     told the file's size and the bytes of each member as they are hashed. With ``links``, the local
-    references of its HTML and CSS members too, when it has archiver's site index
+    references of its HTML and CSS members too, when it has archiver's site index and no other problem
     (:func:`archiver.gwtar.verify_links.check_links`)."""
     path = Path(path)
     report = Report(path)
@@ -176,7 +176,9 @@ def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> 
         report.unreadable = True
         report.add(None, None, f"read error: {e.strerror}")
         return report
-    if links and report.extension:  # plain v1 files name assets by manifest keys, not paths
+    # plain v1 files name assets by manifest keys, not paths; a damaged file's links are not looked
+    # at (its index may be anything, a million entries of it)
+    if links and report.extension and report.ok:
         from archiver.gwtar.verify_links import check_links
 
         check_links(path, report)

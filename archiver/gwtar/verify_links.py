@@ -1,6 +1,6 @@
 """The link check of ``archiver verify`` for a gwtar file (formats/gwtar.md §8.1), as a ZIM's and a
 tree's, for files with archiver's extension (a site index; plain v1 files name their assets by
-manifest keys, not paths, and are not checked): every HTML (``text/html``,
+manifest keys, not paths, and are not checked) whose structure is sound: every HTML (``text/html``,
 ``application/xhtml+xml``) and CSS member is read and its local references checked by
 :func:`archiver.zim.links.check_document` against the member paths of the site index (a folder
 reference, ``docs/``, resolves to its ``index.html``). A broken internal link, one that climbs above
