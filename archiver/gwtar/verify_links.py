@@ -5,7 +5,8 @@ manifest keys, not paths, and are not checked) whose structure is sound: every H
 :func:`archiver.zim.links.check_document` against the member paths of the site index (a folder
 reference, ``docs/``, resolves to its ``index.html``). A broken internal link, one that climbs above
 the root and a root-absolute one are **problems**; an external resource a page loads is a
-**warning** (a capture keeps the absolute URLs of what it did not store; ``--strict`` counts it).
+**warning** (a capture keeps the absolute URLs of what it did not store; ``--strict`` counts it),
+and so is, in a ``--single-page`` gwtar, a navigation link to another page of the site.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ _LINKED = ("text/html", "application/xhtml+xml", "text/css")
 #: Documents larger than this are not parsed for links (as ``verify TREE``).
 _MAX_DOCUMENT = 64 << 20
 _EXTERNAL = "external resource"
+#: Where a reference only navigates (the page displays without its target).
+_NAVIGATION = ("<a href>", "<area href>", "<meta refresh>")
 
 
 def check_links(path: Path, report: Report) -> None:
@@ -39,6 +42,9 @@ def check_links(path: Path, report: Report) -> None:
         return
     with reader:
         paths = {m.path for m in reader.members if m.path != INDEX_PATH}
+        # --single-page keeps only the main page and its assets (every member listed in the v1
+        # manifest): its links to the site's other pages cannot resolve, and are warnings
+        single = all(m.key is not None for m in reader.members if m.path != INDEX_PATH)
 
         def exists(target: str) -> bool:
             if target == "" or target.endswith("/"):
@@ -58,5 +64,6 @@ def check_links(path: Path, report: Report) -> None:
             checked, found = check_document(m.path, data, media, exists)
             report.links += checked
             for p in found:
-                bucket = report.warnings if p.message.startswith(_EXTERNAL) else report.problems
+                away = single and p.where in _NAVIGATION and p.message.startswith("broken")
+                bucket = report.warnings if away or p.message.startswith(_EXTERNAL) else report.problems
                 bucket.append(Problem(m.path, m.offset, f"link: {p}"))

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from archiver import safefs
 from archiver.errors import ArchiverError, FormatError, UsageError
-from archiver.gwtar import layout
 from archiver.par2 import sidecar as _sidecar
 from archiver.par2.build import copy_file, generated, write_slots
 from archiver.par2.engine import Engine, find_engine, run
@@ -258,6 +257,7 @@ def member_spans(path: Path) -> list[Span] | None:
     ``verify`` maps damaged slices to members; None when ``path`` is not a gwtar whose header can
     be read (a ZIM, or a gwtar whose header is itself damaged: the slices are then named only)."""
     from archiver import gwtar
+    from archiver.gwtar import layout
 
     try:
         with path.open("rb") as f:

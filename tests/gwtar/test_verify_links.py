@@ -109,3 +109,13 @@ def test_external_resources_are_warnings_and_strict_counts_them(
     assert main(["verify", "--strict", "--json", str(archive)]) == 1
     doc = json.loads(capsys.readouterr().out)["files"][0]
     assert doc["warnings"] == [] and "external resource" in doc["problems"][0]["message"]
+
+
+def test_a_single_page_gwtar_warns_of_its_links_to_other_pages(tmp_path: Path) -> None:
+    tree = _pack(tmp_path, GOOD).parent / "tree"
+    out = tmp_path / "one.gwtar.html"
+    assert main(["pack", str(tree), "--format", "gwtar", "-o", str(out), "--single-page"]) == 0
+    report = gwtar.verify(out)
+    assert report.ok and report.problems == []
+    assert any("<a href> 'docs/a.html#x': broken" in w.message for w in report.warnings)
+    assert main(["verify", "--strict", str(out)]) == 1
