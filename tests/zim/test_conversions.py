@@ -239,3 +239,24 @@ def test_a_capture_stub_stays_a_page(make_tree: MakeTree, tmp_path: Path) -> Non
     source = TreeSource(tree)
     assert sorted(e.path for e in source.entries()) == ["gone.html", "index.html", "moved.html"]
     assert list(source.redirects()) == []
+
+
+def test_extract_keeps_the_stored_manifest_and_appends_stub_records(
+    make_tree: MakeTree, tmp_path: Path
+) -> None:
+    zim = _extra_redirects(make_tree, tmp_path)
+    items, redirects, _ = content(zim)
+    stored = items[STORED_MANIFEST][1]
+    tree = tmp_path / "tree"
+    assert extract(zim, tree) == len(items) + 3  # the items, and a stub for each unknown redirect
+    manifest = (tree / STORED_MANIFEST).read_bytes()
+    assert manifest.startswith(stored)  # byte for byte, then the stubs' records in path order
+    added = [r for r in read_records(tree) if r.status == 301]
+    assert [(r.path, r.title) for r in added] == [
+        ("home", None),
+        ("old/a.html", "The old A"),
+        ("older", "Two hops"),
+    ]
+    assert not (tree / "alpha").exists()  # the alias the manifest implies needs no stub
+    assert set(redirects) == {"alpha/index.html", "home", "old/a.html", "older"}
+    assert (tree / "older").read_bytes().count(b'content="old/a.html"') == 1  # a chain stays a chain
