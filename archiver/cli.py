@@ -330,7 +330,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if others or docs:  # gwtar's verify prints the one JSON document, with the other reports in it
         from archiver import gwtar
 
-        code = max(code, gwtar.verify_main(others, recursive=args.recursive, as_json=args.json, more=docs))
+        code = max(
+            code,
+            gwtar.verify_main(
+                others, recursive=args.recursive, as_json=args.json, more=docs, strict=args.strict
+            ),
+        )
     return code
 
 

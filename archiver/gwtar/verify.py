@@ -62,6 +62,8 @@ class Report:
 
     path: Path
     problems: list[Problem] = field(default_factory=list)
+    #: points readers cope with: external resources pages load (:mod:`archiver.gwtar.verify_links`)
+    warnings: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unreadable: bool = False
     members: int = 0
@@ -71,10 +73,17 @@ class Report:
     file_size: int | None = None
     extension: int | None = None
     fec: bool = False
+    documents: int = 0
+    links: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.problems and not self.unreadable
+
+    def strict(self) -> None:
+        """Count the warnings as problems (``--strict``)."""
+        self.problems += self.warnings
+        self.warnings = []
 
     @property
     def exit_code(self) -> int:
@@ -89,6 +98,7 @@ class Report:
         """One line per problem, then a summary line."""
         subject = str(self.path)
         out = [p.line(subject) for p in self.problems]
+        out += [p.line(f"{subject}: warning") for p in self.warnings]
         facts = [f"{self.members} member{'s' if self.members != 1 else ''}"]
         if self.extension:
             facts.append(f"archiver extension {self.extension}")
@@ -96,6 +106,8 @@ class Report:
         if self.unreadable:
             out.append(f"{subject}: UNREADABLE")
         elif self.ok:
+            if self.warnings:
+                facts.append(f"{len(self.warnings)} warning(s) (--strict counts them as problems)")
             out.append(f"{subject}: OK ({'; '.join(facts)})")
         else:
             count = len(self.problems)
@@ -108,6 +120,7 @@ class Report:
             "ok": self.ok,
             "unreadable": self.unreadable,
             "problems": [p.to_json() for p in self.problems],
+            "warnings": [p.to_json() for p in self.warnings],
             "notes": list(self.notes),
             "members": self.members,
             "listed": self.listed,
@@ -116,6 +129,8 @@ class Report:
             "file_size": self.file_size,
             "extension": self.extension,
             "fec": self.fec,
+            "documents": self.documents,
+            "links": self.links,
         }
 
 
@@ -141,9 +156,11 @@ class _Seen:
     position: int
 
 
-def verify(path: Path, *, progress: Meter | None = None) -> Report:
+def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> Report:
     """Check the gwtar file at ``path``; never raises for anything the file contains. ``progress`` is
-    told the file's size and the bytes of each member as they are hashed."""
+    told the file's size and the bytes of each member as they are hashed. With ``links``, the local
+    references of its HTML and CSS members too, when it has archiver's site index and no other problem
+    (:func:`archiver.gwtar.verify_links.check_links`)."""
     path = Path(path)
     report = Report(path)
     try:
@@ -158,6 +175,13 @@ def verify(path: Path, *, progress: Meter | None = None) -> Report:
     except OSError as e:
         report.unreadable = True
         report.add(None, None, f"read error: {e.strerror}")
+        return report
+    # plain v1 files name assets by manifest keys, not paths; a damaged file's links are not looked
+    # at (its index may be anything, a million entries of it)
+    if links and report.extension and report.ok:
+        from archiver.gwtar.verify_links import check_links
+
+        check_links(path, report)
     return report
 
 
@@ -500,12 +524,14 @@ def verify_main(
     recursive: bool = False,
     as_json: bool = False,
     more: Sequence[dict[str, Any]] = (),
+    strict: bool = False,
 ) -> int:
     """``archiver verify [-r] [--json] PATH...``: check each file (every ``*.gwtar.html`` under a
     folder with ``recursive``), print one line per problem naming the member and byte offset and a
     summary line per file (or one JSON object with ``as_json``, whose ``files`` end with ``more``:
     other formats' reports, each with an ``ok``), and return the exit code: 0 all valid, 1 some
-    invalid or damaged, 2 some unreadable or a usage error (the worst wins)."""
+    invalid or damaged, 2 some unreadable or a usage error (the worst wins). ``strict`` counts
+    warnings (external resources) as problems."""
     if not paths and not more:
         print("archiver: verify: no file given", file=sys.stderr)
         return EXIT_UNREADABLE
@@ -515,6 +541,8 @@ def verify_main(
     for p in files:
         with bytes_meter(f"verify {p.name}", show=show) as meter:
             reports.append(verify(p, progress=meter))
+        if strict:
+            reports[-1].strict()
     if as_json:
         ok = code == EXIT_OK and all(r.ok for r in reports) and all(m["ok"] for m in more)
         doc = {"ok": ok, "files": [*(r.to_json() for r in reports), *more]}

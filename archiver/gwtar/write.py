@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from archiver import __version__, safefs, tree
 from archiver.errors import FormatError, UsageError
 from archiver.gwtar import layout, refs
@@ -101,9 +103,10 @@ def pack(
 ) -> PackResult:
     """Pack ``src`` into the gwtar file ``out``.
 
-    ``src`` is a canonical tree (a folder, with or without ``_archiver/manifest.jsonl``) or a
-    SingleFile-style ``.html`` file. ``main`` picks the main page (a tree path; default: the page of the
-    manifest's home URL, else ``index.html``, else the first page); ``single_page`` packs only the main
+    ``src`` is a canonical tree (a folder, with or without ``_archiver/manifest.jsonl``), a ZIM (a
+    split one by its base name; :func:`_pack_zim`) or a SingleFile-style ``.html`` file. ``main``
+    picks the main page (a tree path; default: the page of the manifest's home URL, else
+    ``index.html``, else the first page); ``single_page`` packs only the main
     page and its assets. ``created`` (RFC 3339) overrides the capture time; ``loader`` the loader
     script's text (default :func:`~archiver.gwtar.loader.loader_source`). ``fec`` (a redundancy
     fraction, 0.10 for 10 %) appends a PAR2 tail (formats/fec.md) to the temporary file before its one
@@ -118,6 +121,11 @@ def pack(
     if not out.parent.is_dir():
         raise UsageError("the output's folder does not exist", subject=str(out))
     loader_text = loader_source() if loader is None else loader
+    if _is_zim(src):
+        return _pack_zim(
+            src, out, main=main, single_page=single_page, created=created, loader=loader_text, fec=fec,
+            progress=progress,
+        )  # fmt: skip
     if src.is_dir():
         source = tree_source(src, main=main, created=created)
         return write_archive(
@@ -125,7 +133,7 @@ def pack(
         )
     if src.is_file():
         if not src.name.lower().endswith((".html", ".htm")):
-            raise UsageError("is neither a tree folder nor a SingleFile .html page", subject=str(src))
+            raise UsageError("is neither a tree folder, a ZIM nor a SingleFile .html page", subject=str(src))
         if main is not None:
             raise UsageError("--main applies to tree input only", subject=str(src))
         if layout.MAGIC_COMMENT in _read_prefix(src, 1024):
@@ -138,6 +146,69 @@ def pack(
                 source, out, single_page=single_page, loader=loader_text, fec=fec, progress=progress
             )
     raise UsageError("no such file or folder", subject=str(src))
+
+
+# ---------------------------------------------------------------------------------------------
+# ZIM input
+
+
+def _is_zim(src: Path) -> bool:
+    """A ZIM file (by its magic number), or the base name of a split ZIM (``X.zim`` for ``X.zimaa``…)."""
+    if src.is_file():
+        return _read_prefix(src, 4) == b"ZIM\x04"
+    return not src.exists() and src.with_name(f"{src.name}aa").is_file()
+
+
+def _pack_zim(
+    src: Path,
+    out: Path,
+    *,
+    main: str | None,
+    single_page: bool,
+    created: str | None,
+    loader: str,
+    fec: float | None,
+    progress: Meter | None,
+) -> PackResult:
+    """A ZIM packed through a tree (formats/zim.md §9): the ZIM is extracted (checked first: its
+    structure and checksum; redirects as stubs; a manifest made when it has none, pages known by their
+    MIME type) into a private folder beside ``out`` (``.OUT.archiver-tmp-PID-RAND``, removed on every
+    exit), which is packed like any tree; the main page is the ZIM's main entry unless ``main``."""
+    from archiver.zim.extract import extract
+    from archiver.zim.read import open_archive
+
+    with safefs.temp_dir(out) as work:
+        folder = work / "tree"
+        extract(src, folder)
+        if main is None:
+            with open_archive(src, check="structure") as reader:
+                main = reader.main_path
+            if main is not None and not main.lower().endswith((".html", ".htm")):
+                main = _main_stub(folder, main)
+        source = tree_source(folder, main=main, created=created)
+        return write_archive(source, out, single_page=single_page, loader=loader, fec=fec, progress=progress)
+
+
+def _main_stub(folder: Path, main: str) -> str:
+    """Add a page with an ``.html`` name that leads to ``main`` (``index.html``, or the first free
+    ``index-N.html``) to the extracted tree and its manifest: a gwtar's main page needs such a name
+    (formats/gwtar.md §3) and the old ZIM layout's is ``A/Main_Page``; gwtar → ZIM leaves it out."""
+    from archiver.zim.source import STUB_STATUS, redirect_stub
+
+    name = "index.html"
+    n = 1
+    while (folder / name).exists():
+        name, n = f"index-{n}.html", n + 1
+    data = redirect_stub(name, main, role="main")
+    (folder / name).write_bytes(data)
+    record = tree.Record(
+        path=name, kind="page", media_type="text/html", size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(), status=STUB_STATUS,
+    )  # fmt: skip
+    if tree.manifest_path(folder).is_file():  # (none when a file of the ZIM is named _archiver)
+        with tree.manifest_path(folder).open("ab") as f:
+            f.write(msgspec.json.encode(record) + b"\n")
+    return name
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,9 +23,9 @@ from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.par2 import sidecar as _sidecar
 from archiver.par2.build import copy_file, generated, write_slots
 from archiver.par2.engine import Engine, find_engine, run
-from archiver.par2.fec import Inspection, inspect
+from archiver.par2.fec import Inspection, Span, inspect
 from archiver.par2.layout import DEFAULT_REDUNDANCY, MIN_RECOVERY, Plan, tail_layout
-from archiver.par2.results import FecReport, RepairResult
+from archiver.par2.results import DamagedMember, FecReport, RepairResult
 from archiver.par2.scan import check_slices, copy_range
 
 __all__ = ["repair", "repair_main"]
@@ -141,8 +141,10 @@ def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None
         raise UsageError("the output's folder does not exist", subject=str(dest))
     if out is not None and dest.exists() and dest.resolve() == path.resolve():
         dest, out = path, None
-    ins = inspect(path)
+    spans = member_spans(path)
+    ins = inspect(path, None, spans)
     report = ins.report
+    damaged = _damaged(report, spans)
     if not report.has_fec:
         return RepairResult("no_fec", "no FEC data: nothing to repair with", None, report)
     if report.ok:
@@ -153,7 +155,7 @@ def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None
             _copy_sidecars(ins, dest)
         return RepairResult("intact", f"intact: copied to {dest}", dest, report)
     if not report.repairable:
-        return RepairResult("unrepairable", _unrepairable_message(report), None, report)
+        return RepairResult("unrepairable", _unrepairable_message(report), None, report, damaged=damaged)
 
     engine = engine or find_engine()
     # the repaired copy, and par2's copy of the FEC data, are written beside the output first
@@ -246,7 +248,38 @@ def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None
         report,
         repaired_slices=len(report.damaged_slices),
         fec_rebuilt=rebuilt,
+        damaged=damaged,
     )
+
+
+def member_spans(path: Path) -> list[Span] | None:
+    """The members of a gwtar file as ``(path, start, end)`` absolute byte ranges of their data, as
+    ``verify`` maps damaged slices to members; None when ``path`` is not a gwtar whose header can
+    be read (a ZIM, or a gwtar whose header is itself damaged: the slices are then named only)."""
+    from archiver import gwtar
+    from archiver.gwtar import layout
+
+    try:
+        with path.open("rb") as f:
+            if layout.MAGIC_COMMENT not in f.read(1024):
+                return None
+        with gwtar.open(path) as reader:
+            return [(m.path, m.offset, m.end) for m in reader.members]
+    except (ArchiverError, OSError, ValueError):
+        return None
+
+
+def _damaged(report: FecReport, spans: list[Span] | None) -> tuple[DamagedMember, ...]:
+    """The members that damaged slices overlap, with their byte ranges and the slices, in file order."""
+    if not spans or not report.damaged_slices:
+        return ()
+    where = {name: (start, end) for name, start, end in spans}
+    slices: dict[str, list[int]] = {}
+    for s in report.damaged_slices:
+        for name in s.members:
+            slices.setdefault(name, []).append(s.index)
+    out = [DamagedMember(n, *where[n], tuple(ix)) for n, ix in slices.items() if n in where]
+    return tuple(sorted(out, key=lambda d: d.offset))
 
 
 def _copy_sidecars(ins: Inspection, dest: Path) -> None:

@@ -191,6 +191,20 @@ class FecReport:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class DamagedMember:
+    """A member of the archive that damaged slices overlap: its data is bytes [``offset``, ``end``) of
+    the file, and ``slices`` are the indices of the damaged slices that touch it."""
+
+    member: str
+    offset: int
+    end: int
+    slices: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member": self.member, "offset": self.offset, "end": self.end, "slices": list(self.slices)}
+
+
 RepairStatus = Literal["intact", "repaired", "unrepairable", "no_fec"]
 
 
@@ -199,7 +213,8 @@ class RepairResult:
     """What :func:`archiver.par2.repair` did. ``status``: ``intact`` (nothing to do; copied to OUT if
     one was given), ``repaired``, ``unrepairable`` (nothing written), ``no_fec`` (nothing written);
     ``exit_code`` is 0, 0, 1, 2 respectively; ``message`` is one line; ``out`` is where the result
-    is (None when nothing was written); ``report`` is the check before the repair."""
+    is (None when nothing was written); ``report`` is the check before the repair; ``damaged`` the
+    members of a gwtar that damaged slices overlap (empty for other files)."""
 
     status: RepairStatus
     message: str
@@ -207,6 +222,7 @@ class RepairResult:
     report: FecReport
     repaired_slices: int = 0
     fec_rebuilt: bool = False
+    damaged: tuple[DamagedMember, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -220,5 +236,6 @@ class RepairResult:
             "out": str(self.out) if self.out else None,
             "repaired_slices": self.repaired_slices,
             "fec_rebuilt": self.fec_rebuilt,
+            "damaged_members": [d.to_json() for d in self.damaged],
             "report": self.report.to_json(),
         }

@@ -20,10 +20,12 @@ from archiver.tree import Record
 from archiver.zim.source import (
     STORED_EDITS,
     STORED_MANIFEST,
+    STUB_LIMIT,
     SourceEntry,
     SourceRedirect,
     aliases,
     check_entry_path,
+    parse_redirect_stub,
 )
 from archiver.zim.zimsafe import Edit
 
@@ -51,6 +53,14 @@ class GwtarSource:
         self.carried_edits: dict[str, list[Edit]] = {}
         skip = (INDEX_PATH, STORED_EDITS)
         self._members = {m.path: m for m in self.reader.members if m.path not in skip}
+        self._stubs: list[SourceRedirect] = []
+        self._main = self.reader.main
+        added = self._members.get(self._main)
+        if added is not None and added.size <= STUB_LIMIT:  # the page a ZIM → gwtar conversion added
+            stub = parse_redirect_stub(added.path, self.head(added.path) or b"", role="main")
+            if stub is not None and stub.target in self._members:
+                del self._members[added.path]
+                self._main = stub.target
 
     def has(self, path: str) -> bool:
         return path in self._members
@@ -63,12 +73,17 @@ class GwtarSource:
             return f.read(limit)
 
     def main_candidates(self) -> list[str]:
-        return [self.reader.main, "index.html"]
+        return [self._main, "index.html"]
 
     def entries(self) -> Iterator[SourceEntry]:
         for m in self._members.values():
             check_entry_path(m.path, self.label)
             media_type = m.media_type or media_type_for(m.path)
+            if m.kind == "page" and m.size <= STUB_LIMIT:
+                stub = parse_redirect_stub(m.path, self.head(m.path) or b"")
+                if stub is not None and stub.target in self._members:
+                    self._stubs.append(stub)  # a ZIM redirect that went through a tree (zim.md §9)
+                    continue
             yield SourceEntry(
                 path=m.path,
                 media_type=media_type,
@@ -90,6 +105,8 @@ class GwtarSource:
             return f.read(length) or b""
 
     def redirects(self) -> Iterator[SourceRedirect]:
+        """Redirect stubs, then the manifest's aliases. Valid once :meth:`entries` is exhausted."""
+        yield from self._stubs
         manifest = self._members.get(STORED_MANIFEST)
         if manifest is None or not self.home:
             return

@@ -8,7 +8,9 @@ here writes anything.
 from __future__ import annotations
 
 import contextlib
+import html
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +19,15 @@ from typing import Protocol
 from archiver.errors import FormatError, URLError, UsageError
 from archiver.media import media_type_for
 from archiver.tree import Header, Record, is_private, read_header, read_records, records
-from archiver.urls import RESERVED_DIR, local_path
+from archiver.urls import RESERVED_DIR, local_path, rel
 from archiver.zim.zimsafe import Edit, decode_edits
 
 __all__ = [
     "INCOMPLETE_MARKER",
     "STORED_EDITS",
     "STORED_MANIFEST",
+    "STUB_LIMIT",
+    "STUB_STATUS",
     "Source",
     "SourceEntry",
     "SourceRedirect",
@@ -32,6 +36,8 @@ __all__ = [
     "aliases",
     "check_entry_path",
     "open_source",
+    "parse_redirect_stub",
+    "redirect_stub",
 ]
 
 #: A file in the reserved folder that marks a crawl as unfinished (formats/zim.md §2).
@@ -42,6 +48,15 @@ STORED_MANIFEST = f"{RESERVED_DIR}/manifest.jsonl"
 STORED_EDITS = f"{RESERVED_DIR}/zim-edits.jsonl"
 _CHUNK = 1 << 20
 _ZIM_MAGIC = b"ZIM\x04"
+#: The HTTP status a redirect stub's record carries (formats/zim.md §9): a ZIM redirect is permanent.
+STUB_STATUS = 301
+#: Larger pages are never redirect stubs (a stub is a few hundred bytes and its title).
+STUB_LIMIT = 16 << 10
+_STUB_START = b'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>'
+_STUB_FIELDS = re.compile(
+    rb'<title>(.*?)</title><meta name="archiver-(redirect|main)" content="([^"]*)">', re.S
+)
+_NO_TITLE = "Moved"
 
 
 @dataclass
@@ -111,6 +126,39 @@ def aliases(record: Record, home: str, urls: list[str] | None = None) -> Iterato
             yield SourceRedirect(path, record.path, record.title or "")
 
 
+def redirect_stub(path: str, target: str, title: str = "", *, role: str = "redirect") -> bytes:
+    """The page ``extract`` writes at ``path`` for a ZIM redirect to ``target`` (formats/zim.md §9):
+    tree.md §9.1's stub with the target's tree path in ``<meta name="archiver-redirect">``, so that
+    packers turn it back into a redirect. ``title`` is the redirect's own title ("Moved" when none).
+    With ``role="main"`` it is the page a ZIM → gwtar conversion adds when the ZIM's main page has no
+    ``.html`` name (a gwtar's main page must have one): ``<meta name="archiver-main">``, and a gwtar →
+    ZIM conversion leaves it out again."""
+    href = html.escape(rel(path, target), quote=True)
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title or _NO_TITLE)}</title>'
+        f'<meta name="archiver-{role}" content="{html.escape(target, quote=True)}">'
+        f'<meta http-equiv="refresh" content="0; url={href}"></head>\n'
+        f'<body><p>This page moved to <a href="{href}">{html.escape(target)}</a>.</p></body></html>\n'
+    ).encode()
+
+
+def parse_redirect_stub(path: str, data: bytes, role: str = "redirect") -> SourceRedirect | None:
+    """The redirect a page at ``path`` stands for when its bytes are exactly :func:`redirect_stub`'s
+    with this ``role`` (any other page, capture's own stubs included, is None)."""
+    if len(data) > STUB_LIMIT or not data.startswith(_STUB_START):
+        return None
+    m = _STUB_FIELDS.search(data)
+    if m is None or m[2].decode() != role:
+        return None
+    try:
+        title, target = html.unescape(m[1].decode()), html.unescape(m[3].decode())
+        if not target or redirect_stub(path, target, title, role=role) != data:
+            return None
+    except (UnicodeDecodeError, URLError):
+        return None
+    return SourceRedirect(path, target, "" if title == _NO_TITLE else title)
+
+
 def check_entry_path(path: str, label: str) -> None:
     """Refuse an entry path that is not a clean relative path (empty, leading ``/``, ``.``/``..``
     or empty segments, NUL): it could not be extracted safely, and libzim would store ``/x`` apart
@@ -141,6 +189,7 @@ class TreeSource:
         self.carried_illustration: bytes | None = None
         self.carried_edits: dict[str, list[Edit]] = {}
         self._pending: list[tuple[Record, str]] = []
+        self._stubs: list[SourceRedirect] = []
         self._folders: dict[Path, Path] = {}
         self._listed: set[str] | None = None
         self._first_page: str | None = None
@@ -181,6 +230,9 @@ class TreeSource:
 
     def main_candidates(self) -> list[str]:
         out = []
+        main = self.header.options.get("main") if self.header else None
+        if isinstance(main, str):  # a tree extracted from a ZIM names the ZIM's main page
+            out.append(main)
         if self.home:
             with contextlib.suppress(URLError):
                 out.append(local_path(self.home, kind="page", home=self.home))
@@ -219,6 +271,10 @@ class TreeSource:
                 )
             for url in [*record.urls[1:], *record.redirects]:
                 self._pending.append((record, url))
+            stub = self._stub(record, full)
+            if stub is not None:
+                self._stubs.append(stub)
+                continue
             yield SourceEntry(
                 path=record.path,
                 media_type=record.media_type or media_type_for(record.path),
@@ -229,6 +285,17 @@ class TreeSource:
                 source=self,
                 record=record,
             )
+
+    def _stub(self, record: Record, full: Path) -> SourceRedirect | None:
+        """The redirect a record stands for when it is a redirect stub (:func:`parse_redirect_stub`,
+        with status 3xx) whose target the manifest lists; None for every other file."""
+        if record.kind != "page" or not (300 <= (record.status or 0) < 400) or record.size > STUB_LIMIT:
+            return None
+        with full.open("rb") as f:
+            stub = parse_redirect_stub(record.path, f.read(STUB_LIMIT + 1))
+        if stub is None or self._listed is None or stub.target not in self._listed:
+            return None
+        return SourceRedirect(stub.path, stub.target, record.title or "")
 
     def _real(self, full: Path) -> Path:
         """Where ``full`` really is; each folder is resolved once, a file only when it is a symlink
@@ -265,7 +332,9 @@ class TreeSource:
             return os.pread(f.fileno(), length, offset)
 
     def redirects(self) -> Iterator[SourceRedirect]:
-        """Aliases from the manifest (:func:`aliases`). Valid once :meth:`entries` is exhausted."""
+        """Redirect stubs, then aliases from the manifest (:func:`aliases`). Valid once
+        :meth:`entries` is exhausted."""
+        yield from self._stubs
         if not self.home:
             return
         for record, url in self._pending:
