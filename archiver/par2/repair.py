@@ -11,6 +11,7 @@ was written). The result replaces the original (or goes to OUT) only after it ve
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -144,7 +145,7 @@ def _repair(path: Path, out: Path | None = None, *, engine: Engine | None = None
     spans = member_spans(path)
     ins = inspect(path, None, spans)
     report = ins.report
-    damaged = _damaged(report, spans)
+    damaged = _damaged(report, spans, path)
     if not report.has_fec:
         return RepairResult("no_fec", "no FEC data: nothing to repair with", None, report)
     if report.ok:
@@ -269,8 +270,12 @@ def member_spans(path: Path) -> list[Span] | None:
         return None
 
 
-def _damaged(report: FecReport, spans: list[Span] | None) -> tuple[DamagedMember, ...]:
-    """The members that damaged slices overlap, with their byte ranges and the slices, in file order."""
+def _damaged(report: FecReport, spans: list[Span] | None, path: Path) -> tuple[DamagedMember, ...]:
+    """The damaged members, as ``verify`` names them: of the members that damaged slices overlap
+    (a slice is the unit PAR2 checks, so it can hold the end of one member and the start of the
+    next), those whose bytes no longer match the SHA-256 the archive records; a member without a
+    recorded hash is named when a damaged slice touches it. In file order, with byte ranges and
+    the slices."""
     if not spans or not report.damaged_slices:
         return ()
     where = {name: (start, end) for name, start, end in spans}
@@ -279,7 +284,37 @@ def _damaged(report: FecReport, spans: list[Span] | None) -> tuple[DamagedMember
         for name in s.members:
             slices.setdefault(name, []).append(s.index)
     out = [DamagedMember(n, *where[n], tuple(ix)) for n, ix in slices.items() if n in where]
+    recorded = _recorded_hashes(path, {d.member for d in out})
+    out = [
+        d
+        for d in out
+        if recorded.get(d.member) is None or _sha256_of(path, d.offset, d.end) != recorded[d.member]
+    ]
     return tuple(sorted(out, key=lambda d: d.offset))
+
+
+def _recorded_hashes(path: Path, names: set[str]) -> dict[str, str | None]:
+    from archiver import gwtar
+
+    try:
+        with gwtar.open(path) as reader:
+            return {m.path: m.sha256 for m in reader.members if m.path in names}
+    except (ArchiverError, OSError, ValueError):
+        return {}
+
+
+def _sha256_of(path: Path, start: int, end: int) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            chunk = f.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()
 
 
 def _copy_sidecars(ins: Inspection, dest: Path) -> None:

@@ -57,7 +57,9 @@ def test_repair_json_names_the_damaged_member(
     assert named[0]["slices"] and all(isinstance(i, int) for i in named[0]["slices"])
     by_index = {s["index"]: s for s in doc["report"]["damaged_slices"]}
     assert set(named[0]["slices"]) == set(by_index)
-    assert all(s["members"] == ["about.html"] for s in by_index.values())
+    # a slice is PAR2's unit: it may also hold the end of the member before (here media/a.png), which
+    # is intact (its SHA-256 matches) and so not named
+    assert all("about.html" in s["members"] for s in by_index.values())
     assert doc["report"]["damaged_members"] == ["about.html"]
     assert sha256(fixed) == sha256(packed)
 
