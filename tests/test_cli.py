@@ -189,3 +189,13 @@ def test_usage_errors_are_one_line_naming_the_option(
     assert stop.value.code == 2
     captured = capsys.readouterr()
     assert captured.err == line + "\n" and captured.out == ""
+
+
+def test_verify_says_why_a_file_is_unreadable_on_stderr(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "gone.gwtar.html"
+    assert main(["verify", str(missing)]) == 2
+    out, err = capfd.readouterr()
+    assert out == f"{missing}: UNREADABLE\n"  # the verdict: stdout stays a list of verdicts
+    assert err == f"archiver: {missing}: cannot read: No such file or directory\n"

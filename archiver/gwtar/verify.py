@@ -549,6 +549,11 @@ def verify_main(
         print(json.dumps(doc, ensure_ascii=False, indent=1))
     else:
         for r in reports:
+            if r.unreadable:  # an error, not a finding: why on stderr, the verdict on stdout
+                for p in r.problems:
+                    print(f"archiver: {p.line(str(r.path))}", file=sys.stderr)
+                print(f"{r.path}: UNREADABLE")
+                continue
             for line in r.lines():
                 print(line)
     return max([code, *(r.exit_code for r in reports)])
