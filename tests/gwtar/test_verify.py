@@ -79,7 +79,7 @@ def test_verify_main_exit_codes_and_json(
     out = capsys.readouterr().out.splitlines()
     assert any(str(bad) in line and "offset 3288" in line and 'member "index.html"' in line for line in out)
     assert verify_main([good, bad, tmp_path / "missing.gwtar.html"], recursive=False, as_json=False) == 2
-    assert "cannot read" in capsys.readouterr().out
+    assert "cannot read" in capsys.readouterr().err  # an error: stderr (the verdict stays on stdout)
     assert verify_main([corpus[0] / "v1"], recursive=False, as_json=False) == 2
     assert "use -r" in capsys.readouterr().err
     assert verify_main([corpus[0] / "v1"], recursive=True, as_json=True) == 0
