@@ -8,9 +8,6 @@ left beside the output, and a capture's own stubs stay pages."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,13 +20,10 @@ from archiver.zim.read import open_archive
 from archiver.zim.source import STORED_MANIFEST, TreeSource
 from archiver.zim.write import ItemSpec, RedirectSpec, write_zim
 
-from .conftest import DAY, MINI, MakeTree, page
+from .conftest import DAY, MakeTree, page
+from .others import oldlayout, zimwriterfs
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("zim_oldlayout", ROOT / "tools" / "zim_oldlayout.py")
-assert _spec and _spec.loader
-oldlayout = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(oldlayout)
 
 Items = dict[str, tuple[str, bytes]]
 Redirects = dict[str, tuple[str, str]]
@@ -82,22 +76,7 @@ def _extra_redirects(make_tree: MakeTree, tmp_path: Path) -> Path:
 
 
 def _zimwriterfs(tmp_path: Path) -> Path:
-    """zimwriterfs output (no redirects: Debian's zimwriterfs 3 refuses every line of a --redirects
-    file, or crashes on it)."""
-    if not shutil.which("zimwriterfs"):
-        pytest.fail("zimwriterfs is not installed (bash tools/bootstrap installs zim-tools)")
-    site = tmp_path / "site"
-    shutil.copytree(MINI, site)
-    (site / "_archiver" / "manifest.jsonl").unlink()
-    (site / "ill48.png").write_bytes(oldlayout._PNG_48)
-    zim = tmp_path / "zw.zim"
-    subprocess.run(
-        ["zimwriterfs", "--welcome=index.html", "--illustration=ill48.png", "--language=eng",
-         "--title=Mini", "--description=d", "--creator=c", "--publisher=p", "--name=mini",
-         str(site), str(zim)],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    return zim
+    return zimwriterfs(tmp_path)
 
 
 def _old(tmp_path: Path) -> Path:

@@ -7,13 +7,11 @@ the structure itself catches it, and libzim is never handed a pointer that lies.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import random
 import struct
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +22,8 @@ from archiver.errors import FormatError
 from archiver.zim import verify
 from archiver.zim.read import open_archive
 from archiver.zim.structure import Source, check
+
+from .others import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,15 +47,7 @@ EXPECTED = {
 }
 
 
-def _tool(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus_tool = _tool("zim_corpus")
+corpus_tool = tool("zim_corpus")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ breaks openZIM's style recommendations. zimcheck passes each; archiver never cal
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,13 +15,9 @@ from archiver.cli import main
 from archiver.zim import verify
 from archiver.zim.read import open_archive
 
-from .conftest import MINI
+from .others import oldlayout, zimwriterfs
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("zim_oldlayout", ROOT / "tools" / "zim_oldlayout.py")
-assert _spec and _spec.loader
-oldlayout = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(oldlayout)
 
 
 def _zimcheck_passes(path: Path) -> None:
@@ -100,19 +95,9 @@ def test_split_zim_is_missing_when_no_part_is_there(
 def test_zimwriterfs_metadata_style_is_a_warning(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     # the kind of ZIM a user brings: zimwriterfs output with a two-letter language, a Name with a
     # space and a long title; zimcheck passes it, so verify must too (and --strict must not)
-    if not shutil.which("zimwriterfs"):
-        pytest.fail("zimwriterfs is not installed (bash tools/bootstrap installs zim-tools)")
-    site = tmp_path / "site"
-    shutil.copytree(MINI, site)
-    (site / "_archiver" / "manifest.jsonl").unlink()
-    (site / "ill48.png").write_bytes(oldlayout._PNG_48)
-    zim = tmp_path / "zw.zim"
-    subprocess.run(
-        ["zimwriterfs", "--welcome=index.html", "--illustration=ill48.png", "--language=en",
-         "--title=A title that is much longer than thirty characters", "--description=d",
-         "--creator=c", "--publisher=p", "--name=Mini Name", str(site), str(zim)],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    zim = zimwriterfs(
+        tmp_path, language="en", title="A title that is much longer than thirty characters", name="Mini Name"
+    )
     _zimcheck_passes(zim)
     report = verify(zim)
     assert report.ok and {w.entry for w in report.warnings} >= {"M/Language", "M/Name", "M/Title"}
