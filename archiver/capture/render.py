@@ -9,7 +9,8 @@ other than GET/HEAD and anything ``answer`` declines are aborted; WebSockets are
 connect; service workers are blocked (they would bypass routing); pop-ups are closed; once a page
 has loaded, further top-level navigations (a script or meta refresh moving on) are refused with
 "204 No Content", so the browser stays on the page it was rendering (an aborted navigation would
-show Chromium's error page in its place).
+show Chromium's error page in its place). A page that moves on before it has loaded, to a URL
+``answer`` declines, fails to render (the caller keeps the page as fetched).
 
 The launch flags map every host name *and IP literal* to "not found", so a request Chromium makes
 without routing it (``<link rel=preconnect>``, ``dns-prefetch``, anything Playwright cannot
@@ -208,6 +209,10 @@ class Renderer:
                     await asyncio.sleep(self.scroll_pause)
                     if self._requests.get(page, 0) != before:
                         await self._idle(page)  # the scroll loaded more: let it settle
+                if str(page.url).startswith("chrome-error:"):
+                    # the page moved on before it loaded, to a URL that was refused or failed:
+                    # what the tab shows is Chromium's error page, not the page
+                    raise CaptureError("render failed: the page moved on to a URL not fetched", subject=url)
                 try:
                     return str(await page.content())
                 except Exception as e:

@@ -209,6 +209,8 @@ def test_no_connection_to_another_port_of_the_seed_host(
             assert item is not None and item.outcome == "refused", (t, ref, item)
             assert "address guard" in item.reason, item.reason
     assert f"127.0.0.1:{b}" in report.outcome(f"http://127.1:{b}/img-3.png").reason  # type: ignore[union-attr]
+    for page in (tmp_path / "tree").glob("*.html"):  # a refused navigation left no browser error page
+        assert "neterror" not in page.read_text(encoding="utf-8"), page.name
 
 
 @pytest.mark.parametrize("render", [False, pytest.param(True, marks=pytest.mark.browser)])
