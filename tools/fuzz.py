@@ -191,11 +191,19 @@ def _check_tar(data: tuple[bytes, bytes]) -> None:
 # -- gwtar
 
 _GWTAR: dict[str, Any] = {}
+#: Files the mutations start from besides the one packed at setup: plain v1 files in the reference
+#: layout (their members come from a tar walk, not a site index) and hostile members.
+_GWTAR_SEEDS = (
+    "testdata/gwtar/v1/reference.gwtar.html",
+    "testdata/gwtar/v1/array-manifest.gwtar.html",
+    "testdata/gwtar/v1/in-folder.gwtar.html",
+)
 
 
 def _gwtar_setup() -> None:
-    if "bytes" in _GWTAR:
+    if "bases" in _GWTAR:
         return
+    from archiver.gwtar import read
     from archiver.gwtar.write import pack
 
     tmp = Path(tempfile.mkdtemp(prefix="fuzz-gwtar-"))
@@ -203,21 +211,27 @@ def _gwtar_setup() -> None:
     out = tmp / "mini.gwtar.html"
     stub = "/* fuzz: a stand-in for the loader */ window.gwtarFuzz = 1;\n"
     pack(ROOT / "testdata" / "trees" / "mini", out, loader=stub)
-    data = out.read_bytes()
+    _GWTAR["file"] = tmp / "input.gwtar.html"
+    files = [out.read_bytes()]
+    files += [(ROOT / name).read_bytes() for name in _GWTAR_SEEDS if (ROOT / name).is_file()]
+    bases = []
+    for data in files:
+        # offsets worth mutating: the HTML header, and every 512-byte tar block boundary
+        with read.open(_path_of(data)) as r:
+            overhead, total = r.overhead, r.total_archive_size
+            index = (r.meta or {}).get("index") or {}
+        base: dict[str, Any] = {
+            "bytes": data,
+            "overhead": overhead,
+            "total": total,
+            "hot": [0, overhead, *range(overhead, len(data), 512)],
+            "index": None,
+        }
+        if index:
+            base["index"] = (overhead + int(index["offset"]), int(index["size"]), str(index["sha256"]))
+        bases.append(base)
     out.unlink()
-    _GWTAR.update(dir=tmp, file=tmp / "input.gwtar.html")
-    # offsets worth mutating: the HTML header, and every 512-byte tar block boundary
-    from archiver.gwtar import read
-
-    with read.open(_path_of(data)) as r:
-        starts = [r.overhead + 512 * i for i in range((len(data) - r.overhead) // 512)]
-        index = (r.meta or {}).get("index") or {}
-        overhead = r.overhead
-    _GWTAR["hot"] = [0, overhead, *starts]
-    _GWTAR["bytes"] = data
-    if index:
-        start = overhead + int(index["offset"])
-        _GWTAR["index"] = (start, int(index["size"]), str(index["sha256"]))
+    _GWTAR["bases"] = bases
 
 
 _HOSTILE: list[Any] = [
@@ -247,11 +261,11 @@ _INDEX_FIELDS = ["path", "offset", "size", "type", "sha256", "kind", "title", "u
 _INDEX_TOP = ["format", "version", "members", "pages", "home"]
 
 
-def _index_edit(data: bytes, member: int, name: int, value: int, top: bool) -> bytes:
+def _index_edit(base: dict[str, Any], data: bytes, member: int, name: int, value: int, top: bool) -> bytes:
     """``data`` with one field of the site index (an extension-1 gwtar's member list) set to a
     hostile value, the index kept at its size and its hash in the header fixed, so the reader gets
     past the hash check and has to cope with the content."""
-    found = _GWTAR.get("index")
+    found = base["index"]
     if found is None:
         return data
     start, size, sha = found
@@ -285,7 +299,7 @@ def _path_of(data: bytes) -> Path:
 
 
 def _gwtar_inputs() -> st.SearchStrategy[Any]:
-    # a list of edits applied to the valid file in _check_gwtar (the file is built at setup)
+    # (which base file, a list of edits) applied in _check_gwtar (the bases are made at setup)
     edit = st.one_of(
         st.tuples(st.just("byte"), st.integers(0, 1 << 30), st.integers(0, 255)),
         st.tuples(st.just("hot"), st.integers(0, 1 << 30), st.integers(0, 511), st.binary(max_size=16)),
@@ -298,11 +312,11 @@ def _gwtar_inputs() -> st.SearchStrategy[Any]:
             st.just("digits"), st.integers(0, 1 << 30), st.sampled_from([b"9", b"0", b"-1", b"99999999"])
         ),
     )
-    return st.lists(edit, min_size=1, max_size=4)
+    return st.tuples(st.integers(0, 99), st.lists(edit, min_size=1, max_size=4))
 
 
-def _mutate(data: bytes, edits: list[tuple[Any, ...]]) -> bytes:
-    out = bytearray(data)
+def _mutate(base: dict[str, Any], edits: list[tuple[Any, ...]]) -> bytes:
+    out = bytearray(base["bytes"])
     for e in edits:
         if not out:
             break
@@ -310,11 +324,11 @@ def _mutate(data: bytes, edits: list[tuple[Any, ...]]) -> bytes:
         if kind == "byte":
             out[e[1] % len(out)] = e[2]
         elif kind == "hot":
-            hot = _GWTAR["hot"]
+            hot = base["hot"]
             pos = (hot[e[1] % len(hot)] + e[2]) % len(out)
             out[pos : pos + len(e[3])] = e[3]
         elif kind == "index":
-            out = bytearray(_index_edit(bytes(out), *e[1:]))
+            out = bytearray(_index_edit(base, bytes(out), *e[1:]))
         elif kind == "truncate":
             del out[e[1] % len(out) :]
         elif kind == "splice":
@@ -333,18 +347,28 @@ def _mutate(data: bytes, edits: list[tuple[Any, ...]]) -> bytes:
     return bytes(out)
 
 
-def _check_gwtar(edits: list[tuple[Any, ...]]) -> None:
+def _base(which: int) -> dict[str, Any]:
+    bases = _GWTAR["bases"]
+    return bases[which % len(bases)]  # type: ignore[no-any-return]
+
+
+def _check_gwtar(data: tuple[int, list[tuple[Any, ...]]]) -> None:
     from archiver.gwtar import read
 
-    data = _mutate(_GWTAR["bytes"], edits)
-    path = _path_of(data)
+    base = _base(data[0])
+    mutated = _mutate(base, data[1])
+    path = _path_of(mutated)
+    # the tar walk on its own, as verify and extract use it, from where the tar used to start
+    with open(path, "rb") as f:
+        for _entry in read.TarWalk(f, base["overhead"], min(base["total"], len(mutated))):
+            pass
     with read.open(path) as r:
         for m in r:
             r.read(m)
 
 
-def _show_gwtar(edits: list[tuple[Any, ...]]) -> bytes:
-    return _mutate(_GWTAR["bytes"], edits)
+def _show_gwtar(data: tuple[int, list[tuple[Any, ...]]]) -> bytes:
+    return _mutate(_base(data[0]), data[1])
 
 
 # -- Range
