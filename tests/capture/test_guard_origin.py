@@ -292,3 +292,38 @@ async def _loopback(host: str, port: int) -> list[str]:
 def test_a_bad_allow_host_entry_is_refused_by_the_api() -> None:
     with pytest.raises(URLError):
         AddressGuard(frozenset({"127.0.0.1:70000"}))
+
+
+@pytest.mark.browser
+def test_chromium_connects_nowhere_by_itself(listener: Listener) -> None:
+    """The backstop under routing: the renderer's Chromium (launch flags NO_NETWORK_ARGS), with no
+    route at all, reaches no spelling of the listener's address, not by navigation, preconnect,
+    dns-prefetch, prefetch, beacon, EventSource nor WebSocket."""
+    from playwright.sync_api import sync_playwright
+
+    from archiver.capture.browser import NO_NETWORK_ARGS, launch
+
+    targets = spellings(listener)
+    page_html = "".join(
+        f'<link rel="preconnect" href="http://{t}"><link rel="dns-prefetch" href="//{t}">'
+        f'<link rel="prefetch" href="http://{t}/p"><img src="http://{t}/i.png">'
+        f'<script>navigator.sendBeacon("http://{t}/b", "x"); new EventSource("http://{t}/e");'
+        f'try {{ new WebSocket("ws://{t}/w") }} catch (e) {{}}</script>'
+        for t in targets
+    )
+    errors = []
+    with sync_playwright() as pw:
+        chromium = launch(pw, args=NO_NETWORK_ARGS)
+        try:
+            page = chromium.new_page()
+            page.set_content(page_html, wait_until="load")
+            for t in targets:
+                try:
+                    page.goto(f"http://{t}/direct", timeout=10_000)
+                except Exception as e:  # playwright's Error: the navigation failed
+                    errors.append(str(e))
+            page.wait_for_timeout(300)  # let any stray connection arrive (not a timing assertion)
+        finally:
+            chromium.close()
+    assert listener.count == 0, listener.accepted
+    assert len(errors) == len(targets) and all("ERR_NAME_NOT_RESOLVED" in e for e in errors), errors
