@@ -87,15 +87,17 @@ def test_a_hang_is_caught_by_the_watchdog(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_the_command_line_exits_1_on_a_finding(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     def check(data: bytes) -> None:
         raise RecursionError("deep")
 
     monkeypatch.setitem(fuzz.TARGETS, "probe", _target(check))
-    assert fuzz.main(["--target", "probe", "--inputs", "5"]) == 1
+    assert fuzz.main(["--target", "probe", "--inputs", "5", "--save", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "probe: 5 inputs" in out and "1 findings" in out and "RecursionError" in out
+    saved = tmp_path / "probe-1.txt"
+    assert f"saved: {saved}" in out and "input: b" in saved.read_text(encoding="utf-8")
     assert fuzz.main(["--target", "srcset", "--inputs", "20"]) == 0
     assert "srcset: 20 inputs" in capsys.readouterr().out
 

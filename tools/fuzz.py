@@ -1,6 +1,6 @@
 """Property fuzzing (hypothesis) of archiver's parsers of hostile input.
 
-    python tools/fuzz.py [--target NAME ...] [--inputs N] [--seconds S] [--list]
+    python tools/fuzz.py [--target NAME ...] [--inputs N] [--seconds S] [--hang S] [--save DIR] [--list]
 
 One target per reader: ``tar`` (ustar/pax header decoding), ``gwtar`` (opening and reading a gwtar
 file: a valid one built by the project's own writer, then mutated byte by byte, truncated and
@@ -16,7 +16,8 @@ never raises), breaks a stated property (a canonical URL is its own canonical fo
 own dedup key), or runs longer than ``--hang`` seconds of CPU time (2 by default; a watchdog timer,
 ``ITIMER_PROF``, interrupts it).
 Each finding is printed once per (target, exception type, last frame) with the input as a Python
-literal. Per target: inputs, seconds, findings. Exit status 1 if anything was found, else 0.
+literal (``--save DIR`` writes it whole; for gwtar also the base file and edits drawn). Per
+target: inputs, seconds, findings. Exit status 1 if anything was found, else 0.
 
 The module is importable: :func:`run` fuzzes one target and returns its :class:`Result` (the test
 suite's CI-sized run, tests/test_fuzz.py, calls it).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import gc
 import hashlib
 import io
 import json
@@ -70,13 +72,24 @@ class Finding:
     kind: str  # the exception's type name, "hang" or "property"
     where: str  # the traceback's last frame, file:line in function
     message: str
-    data: Any  # the input, as the target received it
+    data: Any  # the input: what the code under test was given (gwtar: the mutated file's bytes)
+    raw: Any = None  # what the strategy drew, when that is not ``data`` (gwtar: base and edits)
 
-    def describe(self) -> str:
+    def describe(self, limit: int = 2000) -> str:
         shown = repr(self.data)
-        if len(shown) > 2000:
-            shown = shown[:2000] + "...(cut)"
-        return f"{self.target}: {self.kind} at {self.where}: {self.message}\n    input: {shown}"
+        if len(shown) > limit:
+            shown = shown[:limit] + "...(cut; --save DIR keeps it whole)"
+        text = f"{self.target}: {self.kind} at {self.where}: {self.message}\n    input: {shown}"
+        if self.raw is not None:
+            text += f"\n    drawn: {self.raw!r}"
+        return text
+
+    def save(self, folder: Path, n: int) -> Path:
+        """Write the whole input to ``folder`` (a Python literal in a .txt file), and return it."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.target}-{n}.txt"
+        path.write_text(self.describe(limit=1 << 62) + "\n", encoding="utf-8")
+        return path
 
 
 @dataclass
@@ -108,8 +121,10 @@ class _Alarm:
 def _watchdog(seconds: float) -> Iterator[_Alarm]:
     """Interrupt the block with :class:`Hang` once it has used ``seconds`` of CPU time (the
     process's, ``ITIMER_PROF``: a busy machine does not make a fast input look hung, and SIGALRM,
-    pytest-timeout's, is left alone). ``fired`` stays set should the Hang land where it is ignored
-    (a garbage-collector callback), so the input is still reported."""
+    pytest-timeout's, is left alone). The garbage collector is off meanwhile: two long runs saw the
+    alarm go off inside a full collection of hypothesis's own heap (after 100,000 inputs), not in
+    the code under test. ``fired`` stays set should the Hang land where Python ignores it (a
+    garbage-collector callback), so the input is still reported."""
     alarm = _Alarm()
 
     def fire(signum: int, frame: object) -> None:
@@ -117,12 +132,16 @@ def _watchdog(seconds: float) -> Iterator[_Alarm]:
         raise Hang(f"input ran longer than {seconds} s of CPU time")
 
     previous = signal.signal(signal.SIGPROF, fire)
+    collecting = gc.isenabled()
+    gc.disable()  # a full collection of hypothesis's heap is not the input's time
     delay, interval = signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield alarm
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
+        if collecting:
+            gc.enable()
         if delay > 0:  # someone else's profiling timer: give it back (less what this block used)
             signal.setitimer(signal.ITIMER_PROF, max(delay - seconds, 0.001), interval)
 
@@ -774,8 +793,10 @@ def run(
 def _found(result: Result, kind: str, where: str, message: str, data: Any) -> None:
     key = (kind, where)
     if key not in result.findings:
-        shown = _show_gwtar(data) if result.target == "gwtar" else data
-        result.findings[key] = Finding(result.target, kind, where, message, shown)
+        if result.target == "gwtar":
+            result.findings[key] = Finding(result.target, kind, where, message, _show_gwtar(data), data)
+        else:
+            result.findings[key] = Finding(result.target, kind, where, message, data)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -786,6 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=DEFAULT_INPUTS, help="inputs per target (100000)")
     parser.add_argument("--seconds", type=float, help="at most this long per target")
     parser.add_argument("--hang", type=float, default=DEFAULT_HANG, help="per-input CPU time limit (2 s)")
+    parser.add_argument("--save", type=Path, metavar="DIR", help="write each finding's whole input here")
     parser.add_argument("--list", action="store_true", help="list the targets and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -799,8 +821,10 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         for finding in result.findings.values():
+            total += 1
             print("  " + finding.describe().replace("\n", "\n  "), flush=True)
-        total += len(result.findings)
+            if args.save is not None:
+                print(f"    saved: {finding.save(args.save, total)}", flush=True)
     return 1 if total else 0
 
 
