@@ -126,6 +126,18 @@ def _extensions(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def _allow_host(text: str) -> str:
+    """``--allow-host HOST`` or ``HOST:PORT``, checked (any spelling of an address is allowed)."""
+    from archiver.capture.fetch import HostRule
+    from archiver.errors import URLError
+
+    try:
+        HostRule.parse(text)
+    except URLError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _count(least: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``least``."""
 
@@ -593,14 +605,15 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--allow-private",
         action="store_true",
-        help="allow hosts on loopback, private and link-local addresses (the seeds' own hosts always are)",
+        help="allow hosts on loopback, private and link-local addresses (the seeds' own origins always are)",
     )
     g.add_argument(
         "--allow-host",
+        type=_allow_host,
         action="append",
         default=[],
-        metavar="HOST",
-        help="allow this private host",
+        metavar="HOST[:PORT]",
+        help="allow this private host, on every port or on PORT only (the seeds' own origins always are)",
     )
     g = p.add_argument_group("rendering")
     g.add_argument("--no-render", action="store_true", help="fetch HTML without a browser (fast)")

@@ -328,7 +328,7 @@ def _canonical_host(name: str, shown: str) -> str:
             host = idna.encode(decoded, uts46=True).decode("ascii")
         except (idna.IDNAError, UnicodeError, ValueError):
             raise _fail(shown, f"invalid international host name {_short(decoded)!r}") from None
-    if ".." in host or host.startswith(".") or len(host) > 253:
+    if ".." in host or host.startswith(".") or host.endswith(".") or len(host) > 253:
         raise _fail(shown, f"invalid host {_short(host)!r}")
     ipv4 = _whatwg_ipv4(host, shown)
     return host if ipv4 is None else ipv4

@@ -53,7 +53,7 @@ from urllib.parse import unquote
 
 from archiver import urls
 from archiver.capture import rewrite_html
-from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult, Resolver
+from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult, HostRule, Resolver
 from archiver.capture.policy import Decision, Hint, Scope, redact, split_fragment
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.textcodec import decode_css, decode_html
@@ -477,15 +477,9 @@ class Crawler:
             prefer=tuple(w.lower() for w in options.prefer),
             avoid=tuple(w.lower() for w in options.avoid),
         )
-        seed_hosts = {
-            urls.host_of(k).rpartition(":")[0]
-            if not urls.host_of(k).endswith("]") and ":" in urls.host_of(k)
-            else urls.host_of(k)
-            for k in self.scope.seeds
-        }
-        allow = {h.strip("[]").lower() for h in seed_hosts} | {
-            h.strip("[]").lower() for h in options.allow_hosts
-        }
+        # the guard allows each seed's origin (scheme, host, port) and the --allow-host rules
+        allow: set[str | HostRule] = {HostRule.origin(k) for k in self.scope.seeds}
+        allow.update(options.allow_hosts)
         kwargs: dict[str, Any] = {}
         if options.resolver is not None:
             kwargs["resolver"] = options.resolver
@@ -802,6 +796,8 @@ class Crawler:
             return None  # large media the tree leaves on the live web: the page renders without it
         result = await self.get(key, referrer, page=resource_type == "document")
         if result.outcome in ("refused", "skipped"):
+            if result.outcome == "refused" and self.state.row(key) is None:
+                self._note_refused(key, resource_type, referrer, result.reason)
             return None
         if result.status is None:
             return None
@@ -810,6 +806,14 @@ class Crawler:
         if result.file is not None:
             return Reply(result.status, headers, path=result.file)
         return Reply(result.status, headers, body=result.body or b"")
+
+    def _note_refused(self, key: str, resource_type: str, referrer: str | None, reason: str) -> None:
+        """A request of the browser's own (a script's ``fetch()``, a script or meta refresh moving
+        the page on, a script file) that the address guard refused: in the report like any other."""
+        kind = "page" if resource_type == "document" else "asset"
+        with self.state.transaction():
+            self.state.add([NewURL(key, kind, 0, referrer, state="refused", reason=reason)])
+            self.state.finish(key, state="refused", outcome="refused", reason=reason)
 
     # ---- writing
 

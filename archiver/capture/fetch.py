@@ -26,17 +26,22 @@ Size cap
     temporary file in ``tmp_dir`` (the crawler moves it into place), so memory stays bounded.
 
 Address guard
-    Only ``http`` and ``https``. A connection is made only to an address that is globally routable:
-    loopback, private, link-local, unique-local, multicast, reserved, unspecified and shared addresses
-    are refused, and an IPv4-mapped IPv6 address is judged by the IPv4 address inside it. **The rule for
-    local sites:** a host *named* in ``allow_hosts`` (the capture puts every seed's host there: the user
-    asked for that site by name) may connect to whatever its name resolves to; every other host name or
-    address, including redirect targets and links found on a page, must resolve only to global
-    addresses. ``allow_private=True`` turns the guard off. The check runs inside the connection itself
-    (an httpcore network backend): the host is resolved once, the addresses are checked, and the socket
-    is opened to a checked address, never re-resolved, so DNS rebinding has no window; every redirect
-    hop opens its connection through the same check. The resolver is injectable, so tests need no real
-    DNS and no packet leaves loopback.
+    Only ``http`` and ``https``. The guard decides by **origin** (scheme, host, port), every spelling
+    of an address first made canonical (:func:`guard_host`: ``0x7f000001``, ``2130706433``,
+    ``127.1`` and ``[::ffff:127.0.0.1]`` are all ``127.0.0.1``). An *allowed origin* may connect to
+    whatever its name resolves to: each seed's own origin (the capture puts them in ``allow_hosts``:
+    the user asked for that site, on that port, by that scheme) and each ``--allow-host`` rule
+    (``HOST``: every port of it; ``HOST:PORT``: that port only; :class:`HostRule`). Any other origin
+    (another port of the seed's host, a redirect target, a link found on a page) must resolve only
+    to globally routable addresses: loopback, private, link-local, unique-local, multicast,
+    reserved, unspecified and shared addresses are refused, and an IPv4-mapped or NAT64 IPv6
+    address is judged by the IPv4 address inside it. ``allow_private=True`` turns the guard off.
+    The check runs inside the connection itself (an httpcore network backend, told the request's
+    scheme by the transport): the host is resolved once, the addresses are checked, and the socket
+    is opened to a checked address, never re-resolved, so DNS rebinding has no window; every
+    redirect hop opens its connection through the same check. A refusal's reason names the guard
+    and the ``--allow-host`` value that would allow it. The resolver is injectable, so tests need
+    no real DNS and no packet leaves loopback.
 
 Outcomes (:class:`FetchResult.outcome`)
     ``ok`` (2xx), ``redirected`` (2xx after redirects; the chain is kept), ``failed`` (4xx, 5xx after
@@ -50,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import functools
 import ipaddress
@@ -79,9 +85,11 @@ __all__ = [
     "FetchPolicy",
     "FetchResult",
     "Fetcher",
+    "HostRule",
     "Outcome",
     "Resolver",
     "address_is_public",
+    "guard_host",
     "system_resolver",
 ]
 
@@ -119,6 +127,8 @@ _KEPT_HEADERS = frozenset(
 )
 _UNCONFIRMED_STATUS = frozenset({401, 403, 408, 429})
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+#: IPv6 addresses that carry the IPv4 address their packets end up at (NAT64, RFC 6052).
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
@@ -132,12 +142,18 @@ async def system_resolver(host: str, port: int) -> list[str]:
 
 
 def address_is_public(address: str) -> bool:
-    """True for a globally routable unicast address. IPv4-mapped IPv6 (``::ffff:10.0.0.1``) is judged
-    by its IPv4 address; loopback, private, link-local, unique-local, multicast, reserved, unspecified
-    and shared (100.64/10) addresses are not public."""
+    """True for a globally routable unicast address. IPv4-mapped IPv6 (``::ffff:10.0.0.1``) and NAT64
+    (``64:ff9b::a00:1``) addresses are judged by their IPv4 address, 6to4 ones by it too; loopback,
+    private, link-local, unique-local, multicast, reserved, unspecified and shared (100.64/10)
+    addresses are not public."""
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip in _NAT64:  # NAT64 (64:ff9b::7f00:1 is translated to 127.0.0.1)
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip.sixtofour is not None and not address_is_public(str(ip.sixtofour)):
+            return False
     return bool(
         ip.is_global
         and not ip.is_multicast
@@ -150,11 +166,12 @@ def address_is_public(address: str) -> bool:
 
 
 class AddressRefused(CaptureError):
-    """The address guard refused to connect (see the module docstring)."""
+    """The address guard refused to connect (see the module docstring). ``allow`` is the
+    ``--allow-host`` value that would have allowed it."""
 
-    def __init__(self, host: str, address: str | None, why: str) -> None:
-        hint = "pass --allow-private (or --allow-host for this host) to capture a site on a private network"
-        super().__init__(f"{why}; {hint}", subject=host)
+    def __init__(self, host: str, address: str | None, why: str, *, allow: str | None = None) -> None:
+        hint = f"pass --allow-host {allow or host} (or --allow-private) to capture it"
+        super().__init__(f"address guard: {why}; {hint}", subject=host)
         self.host = host
         self.address = address
 
@@ -163,35 +180,172 @@ def _strip_brackets(host: str) -> str:
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
+_NOT_IN_HOST = frozenset(" \t\r\n\f\v/?#@\\")
+
+
+@functools.lru_cache(maxsize=4096)
+def guard_host(host: str) -> str:
+    """``host`` as the guard compares it: the canonical host of :mod:`archiver.urls` (lowercase, no
+    trailing dot, IDNA, every WHATWG spelling of an IPv4 address as a dotted quad: ``0x7f000001``,
+    ``2130706433`` and ``127.1`` are ``127.0.0.1``), without IPv6 brackets, IPv6 compressed, and an
+    IPv4-mapped IPv6 address as the IPv4 address inside it (``::ffff:127.0.0.1`` is ``127.0.0.1``).
+    Raises :class:`URLError` for what is no host."""
+    name = _strip_brackets(host.strip())
+    if not name or any(c in _NOT_IN_HOST for c in name):
+        raise URLError("not a host name or address", subject=repr(host))
+    if ":" in name:
+        try:
+            ip6 = ipaddress.IPv6Address(name.split("%", 1)[0])
+        except ValueError:
+            raise URLError("invalid IPv6 address", subject=repr(host)) from None
+        return str(ip6.ipv4_mapped) if ip6.ipv4_mapped is not None else ip6.compressed
+    canonical = _strip_brackets(urls.host_of(urls.canonicalize(f"http://{name}/")))
+    try:
+        ip6 = ipaddress.IPv6Address(canonical)
+    except ValueError:
+        return canonical
+    return str(ip6.ipv4_mapped) if ip6.ipv4_mapped is not None else ip6.compressed
+
+
+def _shown(host: str, port: int | None = None) -> str:
+    """``host[:port]`` as written in a URL and on the command line (IPv6 in brackets)."""
+    text = f"[{host}]" if ":" in host else host
+    return text if port is None else f"{text}:{port}"
+
+
+@dataclass(frozen=True)
+class HostRule:
+    """One origin the guard lets through whatever its address: ``host`` (as :func:`guard_host`
+    writes it), ``port`` (None: every port) and ``scheme`` (None: http and https)."""
+
+    host: str
+    port: int | None = None
+    scheme: str | None = None
+
+    def matches(self, scheme: str | None, host: str, port: int) -> bool:
+        return (
+            self.host == host
+            and (self.port is None or self.port == port)
+            and (self.scheme is None or self.scheme == scheme)
+        )
+
+    def __str__(self) -> str:
+        shown = _shown(self.host, self.port)
+        return f"{self.scheme}://{shown}" if self.scheme else shown
+
+    @classmethod
+    def parse(cls, text: str) -> HostRule:
+        """``--allow-host``'s value: ``HOST`` (every port of it) or ``HOST:PORT`` (that port only);
+        an IPv6 address with a port in brackets (``[::1]:8080``), without one bare or in brackets.
+        Any spelling of an address is its canonical form. Raises :class:`URLError`."""
+        value = text.strip()
+        port_text: str | None = None
+        if value.startswith("["):
+            end = value.find("]")
+            if end < 0:
+                raise URLError("IPv6 address without its closing ']'", subject=repr(text))
+            host, rest = value[: end + 1], value[end + 1 :]
+            if rest:
+                if not rest.startswith(":"):
+                    raise URLError("junk after the IPv6 address", subject=repr(text))
+                port_text = rest[1:]
+        elif value.count(":") > 1:
+            host = value  # a bare IPv6 address: every port
+        else:
+            host, sep, port_text = value.partition(":")
+            port_text = port_text if sep else None
+        port: int | None = None
+        if port_text is not None:
+            if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+                raise URLError(f"invalid port {port_text!r} (1 to 65535)", subject=repr(text))
+            port = int(port_text)
+        return cls(guard_host(host), port)
+
+    @classmethod
+    def origin(cls, url: str) -> HostRule:
+        """The origin of an absolute http(s) URL (a seed): scheme, host and port (default 80/443)."""
+        scheme = url.split("://", 1)[0].lower()
+        netloc = urls.host_of(url)
+        if netloc.startswith("["):
+            end = netloc.index("]")
+            host, rest = netloc[: end + 1], netloc[end + 1 :]
+        else:
+            host, _, rest = netloc.partition(":")
+            rest = ":" + rest if rest else ""
+        port = int(rest[1:]) if rest else (443 if scheme == "https" else 80)
+        return cls(guard_host(host), port, scheme)
+
+
+#: The scheme of the request whose connection is being opened (set by :class:`_GuardedTransport`).
+_SCHEME: contextvars.ContextVar[str | None] = contextvars.ContextVar("archiver_scheme", default=None)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass
 class AddressGuard:
-    """Decides which addresses a host may be connected to (see the module docstring)."""
+    """Decides which addresses a host may be connected to (see the module docstring).
+    ``allow_hosts`` holds :class:`HostRule` objects or ``--allow-host`` texts (``HOST``,
+    ``HOST:PORT``), each parsed by :meth:`HostRule.parse`."""
 
-    allow_hosts: frozenset[str] = frozenset()
+    allow_hosts: frozenset[str | HostRule] | frozenset[str] | frozenset[HostRule] = frozenset()
     allow_private: bool = False
     resolver: Resolver = system_resolver
     refused: list[tuple[str, str]] = field(default_factory=list)
+    rules: tuple[HostRule, ...] = field(init=False, default=())
 
-    async def addresses(self, host: str, port: int) -> list[str]:
-        """The checked addresses to connect to for ``host``; raises :class:`AddressRefused`."""
-        name = _strip_brackets(host).lower().rstrip(".")
+    def __post_init__(self) -> None:
+        self.rules = tuple(
+            r if isinstance(r, HostRule) else HostRule.parse(r) for r in sorted(self.allow_hosts, key=str)
+        )
+
+    def allows(self, scheme: str | None, host: str, port: int) -> bool:
+        """Is ``scheme://host:port`` (host as :func:`guard_host` writes it) an allowed origin?"""
+        return self.allow_private or any(r.matches(scheme, host, port) for r in self.rules)
+
+    async def _resolve(self, name: str, port: int) -> list[str]:
+        if _is_ip(name):
+            return [name]
         try:
-            ipaddress.ip_address(name)
-            found = [name]
-        except ValueError:
-            try:
-                found = await self.resolver(name, port)
-            except OSError as e:
-                raise httpcore.ConnectError(f"cannot resolve {name}: {e}") from e
+            found = await self.resolver(name, port)
+        except OSError as e:
+            raise httpcore.ConnectError(f"cannot resolve {name}: {e}") from e
         if not found:
             raise httpcore.ConnectError(f"{name} resolves to no address")
-        if self.allow_private or name in self.allow_hosts:
+        return found
+
+    async def addresses(self, host: str, port: int, scheme: str | None = None) -> list[str]:
+        """The checked addresses to connect to for ``host`` on ``port`` (for a ``scheme`` request;
+        None: not known, so only rules for either scheme apply); raises :class:`AddressRefused`.
+        An allowed origin may connect to whatever its name resolves to; anything else only to
+        public addresses."""
+        try:
+            name = guard_host(host)
+        except URLError as e:
+            raise AddressRefused(host, None, f"{host!r} is no host: {e.message}") from None
+        found = await self._resolve(name, port)
+        if self.allows(scheme, name, port):
             return found
         public = [a for a in found if address_is_public(a)]
         if not public:
             self.refused.append((name, found[0]))
-            what = "is" if found == [name] else f"resolves to {found[0]}, which is"
-            raise AddressRefused(name, found[0], f"{name} {what} not a public address")
+            origin = _shown(name, port)
+            if found == [name]:
+                why = (
+                    f"{origin} is not a seed's origin or an allowed host, and {name} is not a public address"
+                )
+            else:
+                why = (
+                    f"{origin} is not a seed's origin or an allowed host, and {name} resolves to "
+                    f"{found[0]}, which is not a public address"
+                )
+            raise AddressRefused(name, found[0], why, allow=origin)
         return public
 
 
@@ -332,7 +486,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        addresses = await self.guard.addresses(host, port)
+        addresses = await self.guard.addresses(host, port, _SCHEME.get())
         error: Exception | None = None
         for address in addresses:
             try:
@@ -381,6 +535,14 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=backend,
         )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        # the guard decides by origin: tell the backend which scheme the connection is for
+        token = _SCHEME.set(request.url.scheme)
+        try:
+            return await super().handle_async_request(request)
+        finally:
+            _SCHEME.reset(token)
 
 
 @dataclass(frozen=True)

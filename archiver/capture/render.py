@@ -7,7 +7,15 @@ caller's ``answer`` function, which fetches through :class:`archiver.capture.fet
 politeness and safety rule applies) and keeps what it fetched, so nothing is fetched twice. Requests
 other than GET/HEAD and anything ``answer`` declines are aborted; WebSockets are closed before they
 connect; service workers are blocked (they would bypass routing); pop-ups are closed; once a page
-has loaded, further top-level navigations (a script or meta refresh moving on) are aborted.
+has loaded, further top-level navigations (a script or meta refresh moving on) are refused with
+"204 No Content", so the browser stays on the page it was rendering (an aborted navigation would
+show Chromium's error page in its place). A page that moves on before it has loaded, to a URL
+``answer`` declines, fails to render (the caller keeps the page as fetched).
+
+The launch flags map every host name *and IP literal* to "not found", so a request Chromium makes
+without routing it (``<link rel=preconnect>``, ``dns-prefetch``, anything Playwright cannot
+intercept) connects nowhere: every connection a render causes is one the fetcher opened, through its
+address guard, for that origin (tests/capture/test_guard_origin.py counts them).
 
 A render is: ``goto`` until ``load`` → a bounded settle (network idle, at most ``settle`` seconds) →
 a bounded scroll to the bottom, one viewport at a time (at most ``scroll_steps`` steps), so lazy
@@ -145,13 +153,11 @@ class Renderer:
                 return
             frame = request.frame
             page = frame.page if frame is not None else None
-            if (
-                request.is_navigation_request()
-                and page is not None
-                and frame == page.main_frame
-                and page in self._loaded
-            ):
-                await route.abort("blockedbyclient")
+            top = request.is_navigation_request() and page is not None and frame == page.main_frame
+            # A loaded page moving on by itself (script, meta refresh) is answered "204 No Content":
+            # the browser then stays on the page. An abort would replace it with Chromium's error page.
+            if top and page in self._loaded:
+                await route.fulfill(status=204, body=b"")
                 return
             if page is not None:
                 self._requests[page] = self._requests.get(page, 0) + 1
@@ -203,6 +209,10 @@ class Renderer:
                     await asyncio.sleep(self.scroll_pause)
                     if self._requests.get(page, 0) != before:
                         await self._idle(page)  # the scroll loaded more: let it settle
+                if str(page.url).startswith("chrome-error:"):
+                    # the page moved on before it loaded, to a URL that was refused or failed:
+                    # what the tab shows is Chromium's error page, not the page
+                    raise CaptureError("render failed: the page moved on to a URL not fetched", subject=url)
                 try:
                     return str(await page.content())
                 except Exception as e:
