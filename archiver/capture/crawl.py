@@ -232,9 +232,9 @@ class CaptureReport:
             if len(members) == 1:
                 item = members[0]
                 status = f" [{item.status}]" if item.status else ""
-                lines.append(f"  {outcome:<11} {item.kind:<5} {item.url}{status}: {item.reason}")
+                lines.append(f"  {outcome:<11} {item.kind:<5} {item.url}{status}: {_with_flag(item.reason)}")
                 continue
-            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {reason}")
+            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {_with_flag(reason)}")
             for item in members[:examples]:
                 status = f" [{item.status}]" if item.status else ""
                 lines.append(f"      e.g. {item.kind:<5} {item.url}{status}")
@@ -254,6 +254,29 @@ def _write_report(path: Path, report: CaptureReport) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+#: The flag that changes a reason's outcome, named beside it in the summary (the stored reason stays
+#: as it is: resumed state matches on it).
+_FLAGS = (
+    ("beyond the depth limit", "--depth"),
+    ("beyond the page budget", "--max-pages"),
+    ("out of scope", "--scope, --include, --subdomains, --allow-domain"),
+    ("skip list", "--skip-ext"),
+    ("asset on another site", "--assets-any-host"),
+    ("disallowed by robots.txt", "--ignore-robots"),
+    ("larger than the size cap", "--asset-cap"),
+)
+
+
+def _with_flag(reason: str) -> str:
+    """``reason`` with the flag that would change it, when it names a setting and not yet a flag."""
+    if "--" in reason:
+        return reason
+    for start, flag in _FLAGS:
+        if reason.startswith(start):
+            return f"{reason} ({flag})"
+    return reason
 
 
 def _reason_class(reason: str) -> str:

@@ -27,7 +27,7 @@ def test_a_thousand_skips_are_one_group_with_examples() -> None:
                            counts={"skipped": 1679, "failed": 1}, run_pages=5, run_assets=1)  # fmt: skip
     lines = report.summary().splitlines()
     assert len(lines) < 15, lines
-    assert any("1676 URLs: out of scope (not under …)" in line for line in lines), lines
+    assert any("1676 URLs: out of scope (not under …) (--scope, --include" in line for line in lines), lines
     assert sum("e.g." in line for line in lines) == 6 and any("… and 1673 more" in line for line in lines)
     assert any("https://ex.com/a.png [404]: answered 404" in line for line in lines)
     assert any("3 URLs: host cdnN.com is not allowed" in line for line in lines)
@@ -53,3 +53,15 @@ def test_the_report_file_is_written_private_and_never_packed(
     packed = pack(out, tmp_path / "t.gwtar.html")
     data = packed.path.read_bytes()
     assert b"_archiver/report.json" not in data
+
+
+def test_reasons_that_name_a_setting_name_its_flag() -> None:
+    items = [
+        Item("https://ex.com/deep", "page", "skipped", "beyond the depth limit"),
+        Item("https://ex.com/big.mp4", "asset", "skipped", "larger than the size cap (over 10 bytes)"),
+        Item("https://cdn.com/x.js", "asset", "skipped", "asset on another site"),
+        Item("https://ex.com/private", "page", "skipped", "disallowed by robots.txt"),
+    ]
+    text = CaptureReport(out="t", home="h", complete=True, items=items).summary()
+    for flag in ("--depth", "--asset-cap", "--assets-any-host", "--ignore-robots"):
+        assert flag in text, (flag, text)
