@@ -183,6 +183,7 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
     faults go to ``findings``. A fault that loses the record boundary ends the walk."""
     s = _Stream(f)
     unaligned = 0
+    bracketed: list[int] = []
     try:
         while True:
             while s.buf[:2] == b"\r\n" or s.buf[:1] == b"\n" or (not s.buf and s._fill()):
@@ -194,6 +195,8 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
             member = s.member_start(start) if s.gz else start
             offset = member if member is not None else s.member_at
             rec = _read_record(s, offset, findings)
+            if rec.uri != rec.headers.get("warc-target-uri", rec.uri):
+                bracketed = bracketed or [offset]
             end_pos = s.pos
             s.at_end()  # a following member starts (or the file ends) before the next question
             if s.gz:
@@ -211,6 +214,9 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
         findings.append(Finding(e.offset, e.message))
     except OSError as e:
         findings.append(Finding(s.raw, f"read error: {e.strerror or e}"))
+    if bracketed:
+        findings.append(Finding(bracketed[0], "WARC-Target-URI in <> (WARC 1.0 style, as wget writes): "
+                                "read without them", warning=True))  # fmt: skip
     if unaligned:
         findings.append(
             Finding(
@@ -243,8 +249,6 @@ def _read_record(s: _Stream, offset: int, findings: list[Finding]) -> Record:
         findings.append(Finding(offset, f"{where}: WARC-Date {h['warc-date'][:40]!r} is not a UTC date"))
     if rec.type in _NEEDS_URI and not rec.uri:
         findings.append(Finding(offset, f"{where}: no WARC-Target-URI"))
-    elif "warc-target-uri" in h and rec.uri != h["warc-target-uri"]:
-        findings.append(Finding(offset, f"{where}: WARC-Target-URI in <> (WARC 1.0 style)", warning=True))
     length_text = h.get("content-length", "")
     if not length_text.isascii() or not length_text.isdigit() or len(length_text) > 18:
         raise _Fatal(offset, f"{where}: Content-Length {length_text[:30]!r} is not a number of bytes")

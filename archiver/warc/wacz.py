@@ -256,7 +256,8 @@ def pack(paths: list[Path], out: Path) -> PackResult:
                     if name in by_name:
                         _copy_warc(zf, name, by_name[name])
                     else:
-                        zf.writestr(_info(name, zipfile.ZIP_DEFLATED), small[name], compresslevel=9)
+                        method = zipfile.ZIP_STORED if name.endswith(".gz") else zipfile.ZIP_DEFLATED
+                        zf.writestr(_info(name, method), small[name], compresslevel=9)
                 raw.flush()
                 os.fsync(raw.fileno())
             os.replace(tmp, out)

@@ -1,0 +1,265 @@
+"""Attacks on archiver/warc/: verify and ls of good WARCs (warcio's, wget's), of hostile WARCs and
+WACZs (each gives exit 1 or 2 and one line naming the fault, never a traceback), and the WACZ export
+(``wacz validate`` passes, same input → same bytes, nothing left behind on failure)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from archiver.fixture import FixtureServer
+from archiver.warc import cdxj, digest
+from tests.warc import corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "archiver", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=120)  # fmt: skip
+
+
+def problem_lines(r: subprocess.CompletedProcess[str]) -> list[str]:
+    return [
+        line for line in r.stdout.splitlines() if not line.rsplit(": ", 1)[-1].startswith(("OK", "INVALID"))
+    ]
+
+
+@pytest.fixture(scope="module")
+def warcs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("warcs")
+    corpus.warcio_warc(folder / "a.warc.gz")
+    corpus.warcio_warc(folder / "b.warc", gz=False, base="http://other.test")
+    return folder
+
+
+def test_warcio_warcs_verify_and_list_with_warcio_offsets(warcs: Path) -> None:
+    r = run("verify", warcs / "a.warc.gz", warcs / "b.warc")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{warcs / 'a.warc.gz'}: OK (warc, 5 records)" in r.stdout
+    ls = run("ls", "--json", warcs / "a.warc.gz")
+    rows = [json.loads(line) for line in ls.stdout.splitlines()]
+    assert [(x["type"], x["url"], x["status"], x["mime"]) for x in rows] == [
+        *(("response", f"http://example.test/p{i}", 200, "text/html") for i in range(3)),
+        ("resource", "http://example.test/shot.png", None, "image/png"),
+    ]
+    oracle = subprocess.run([BIN / "warcio", "index", "-f", "offset,warc-type", warcs / "a.warc.gz"],
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    theirs = [(int(d["offset"]), d["warc-type"]) for d in map(json.loads, oracle.stdout.splitlines())]
+    assert [(x["offset"], x["type"]) for x in rows] == [t for t in theirs if t[1] != "warcinfo"]
+
+
+def test_wget_warc_verifies_and_exports_a_valid_wacz(tmp_path: Path) -> None:
+    """A WARC made by another tool (GNU wget, WARC/1.0, <> around URIs, request before response)."""
+    if not shutil.which("wget"):
+        pytest.skip("wget is not installed")
+    with FixtureServer() as server:
+        home = server.url
+        subprocess.run(["wget", "-q", "-p", "--warc-file=site", "-P", "dl", "-e", "robots=off", server.url],
+                       cwd=tmp_path, timeout=60, check=False)  # fmt: skip
+    warc = tmp_path / "site.warc.gz"
+    r = run("verify", warc)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+    wacz = tmp_path / "site.wacz"
+    r = run("pack", warc, "--format", "wacz", "-o", wacz)
+    assert r.returncode == 0, r.stderr
+    check = subprocess.run([BIN / "wacz", "validate", "-f", wacz], capture_output=True, text=True)
+    assert check.returncode == 0 and "valid" in check.stdout, check.stdout + check.stderr
+    with zipfile.ZipFile(wacz) as z:
+        pages = [json.loads(x) for x in z.read("pages/pages.jsonl").splitlines()]
+    assert pages[0]["format"] == "json-pages-1.0"
+    assert pages[1]["url"] == home and pages[1]["title"]
+    assert run("verify", wacz).returncode == 0
+
+
+def test_pack_wacz_is_valid_reproducible_and_its_index_points_at_records(warcs: Path, tmp_path: Path) -> None:
+    one, two = tmp_path / "one.wacz", tmp_path / "two.wacz"
+    for out in (one, two):
+        r = run("pack", warcs / "a.warc.gz", warcs / "b.warc", "--format", "wacz", "-o", out)
+        assert r.returncode == 0, r.stderr
+    assert one.read_bytes() == two.read_bytes()
+    check = subprocess.run([BIN / "wacz", "validate", "-f", one], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+    with zipfile.ZipFile(one) as z:
+        infos = {i.filename: i for i in z.infolist()}
+        assert sorted(infos) == list(infos)
+        assert infos["archive/a.warc.gz"].compress_type == zipfile.ZIP_STORED
+        assert {i.date_time for i in infos.values()} == {(1980, 1, 1, 0, 0, 0)}
+        lines = z.read("indexes/index.cdxj").decode().splitlines(keepends=True)
+        package = json.loads(z.read("datapackage.json"))
+        pages = [json.loads(x) for x in z.read("pages/pages.jsonl").splitlines()][1:]
+    assert lines == sorted(lines, key=str.encode) and len(lines) == 8
+    assert package["created"] == corpus.DATE and package["wacz_version"] == "1.1.1"
+    assert {p["title"] for p in pages} == {f"Page {i} & more" for i in range(3)}
+    assert len(pages) == 6
+    r = run("verify", "--json", one)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["ok"] and doc["files"][0]["index_lines"] == 8
+
+
+def test_big_index_is_written_compressed_and_checked(tmp_path: Path) -> None:
+    warc = corpus.warcio_warc(tmp_path / "many.warc.gz", pages=400)
+    out = tmp_path / "many.wacz"
+    assert run("pack", warc, "--format", "wacz", "-o", out).returncode == 0
+    with zipfile.ZipFile(out) as z:
+        names = set(z.namelist())
+        assert z.getinfo("indexes/index.cdx.gz").compress_type == zipfile.ZIP_STORED
+    assert {"indexes/index.idx", "indexes/index.cdx.gz"} <= names and "indexes/index.cdxj" not in names
+    assert subprocess.run([BIN / "wacz", "validate", "-f", out], capture_output=True).returncode == 0
+    r = run("verify", out)
+    assert r.returncode == 0 and "401 index lines" in r.stdout, r.stdout
+
+
+HOSTILE = ["truncated", "truncated_gz", "lying_length", "long_length", "huge_header", "bad_block_digest",
+           "bad_payload_digest", "length_not_number", "gzip_garbage"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    return corpus.hostile_warcs(tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_warc_is_one_line_with_an_offset_and_exit_1(
+    name: str, hostile: dict[str, tuple[Path, str]], tmp_path: Path
+) -> None:
+    path, word = hostile[name]
+    r = run("verify", path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    lines = problem_lines(r)
+    assert len(lines) == 1 and word in lines[0] and ": offset " in lines[0], r.stdout
+    assert r.stdout.splitlines()[-1].endswith(")") and "INVALID" in r.stdout.splitlines()[-1]
+    ls = run("ls", path)
+    if name not in ("bad_block_digest", "bad_payload_digest"):
+        assert ls.returncode == 1 and len(ls.stderr.splitlines()) == 1 and word in ls.stderr, ls.stderr
+    out = tmp_path / "x.wacz"
+    p = run("pack", path, "--format", "wacz", "-o", out)
+    assert p.returncode == 1 and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file
+
+
+@pytest.fixture(scope="module")
+def good_wacz(warcs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wacz") / "good.wacz"
+    assert run("pack", warcs / "a.warc.gz", "--format", "wacz", "-o", out).returncode == 0
+    return out
+
+
+def test_wacz_entry_escaping_with_dotdot_is_refused(good_wacz: Path, tmp_path: Path) -> None:
+    evil = corpus.rewrite_zip(good_wacz, tmp_path / "evil.wacz", add={"../evil": b"x", "/abs": b"y"})
+    r = run("verify", evil)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert [x for x in problem_lines(r)] == [
+        f"{evil}: unsafe zip entry name '../evil' (hostile)",
+        f"{evil}: unsafe zip entry name '/abs' (hostile)",
+    ]
+    ls = run("ls", evil)
+    assert ls.returncode == 1 and ls.stdout == "" and ls.stderr.count("\n") == 1 and "unsafe" in ls.stderr
+
+
+@pytest.mark.parametrize(
+    ("how", "word"),
+    [("datapackage", "does not match datapackage.json"), ("offset", "no record at offset"),
+     ("deflate", "DEFLATE"), ("no_pages", "no pages/pages.jsonl")],
+)  # fmt: skip
+def test_lying_wacz_gives_one_line_and_exit_1(good_wacz: Path, tmp_path: Path, how: str, word: str) -> None:
+    bad = tmp_path / "bad.wacz"
+    if how == "datapackage":
+        corpus.lying_datapackage(good_wacz, bad)
+    elif how == "offset":
+        corpus.wrong_offset_index(good_wacz, bad)
+    elif how == "deflate":
+        corpus.rewrite_zip(good_wacz, bad, deflate_archive=True)
+    else:
+        corpus.rewrite_zip(good_wacz, bad, change={"pages/pages.jsonl": None})
+    r = run("verify", bad)
+    lines = [x for x in problem_lines(r) if word in x]
+    assert r.returncode == 1 and len(lines) == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+
+
+def test_verify_json_merges_warc_reports_with_other_formats(warcs: Path, hostile: dict) -> None:
+    r = run("verify", "--json", warcs / "a.warc.gz", hostile["bad_block_digest"][0])
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["ok"] is False
+    assert [f["ok"] for f in doc["files"]] == [True, False]
+    assert "block digest" in doc["files"][1]["problems"][0]
+
+
+def test_strict_counts_warnings(tmp_path: Path) -> None:
+    rec = corpus.record("<http://example.test/a>", b"hi")
+    path = corpus.write(tmp_path / "w.warc", [rec], gz=False)
+    assert run("verify", path).returncode == 0
+    r = run("verify", "--strict", path)
+    assert r.returncode == 1 and "WARC 1.0 style" in r.stdout
+
+
+def test_missing_warc_is_exit_2(tmp_path: Path) -> None:
+    r = run("verify", tmp_path / "none.warc.gz")
+    assert r.returncode == 2 and r.stderr.strip() == f"archiver: {tmp_path / 'none.warc.gz'}: no such file"
+
+
+def test_verify_memory_stays_flat_on_a_large_record(tmp_path: Path) -> None:
+    """A 200 MiB block is hashed as it streams: the verifier's peak RSS stays far below the record."""
+    path = tmp_path / "big.warc"
+    size = 200 << 20
+    import hashlib
+
+    sha = hashlib.sha1()
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n"
+    chunk = bytes(range(256)) * 4096
+    sha.update(http)
+    for _ in range(size // len(chunk)):
+        sha.update(chunk)
+    import base64
+
+    head = ("WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:0000-1>\r\n"
+            f"WARC-Date: {corpus.DATE}\r\nWARC-Target-URI: http://example.test/big\r\n"
+            "Content-Type: application/http;msgtype=response\r\n"
+            f"WARC-Block-Digest: sha1:{base64.b32encode(sha.digest()).decode()}\r\n"
+            f"Content-Length: {len(http) + size}\r\n\r\n")  # fmt: skip
+    with path.open("wb") as f:
+        f.write(head.encode() + http)
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+        f.write(b"\r\n\r\n")
+    code = (
+        "import resource, sys; from pathlib import Path; from archiver.warc import verify\n"
+        "r = verify(Path(sys.argv[1])); assert r.ok, r.problems\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code, path], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) < 100 * 1024  # KiB: well under the 200 MiB record
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [("https://www.Example.com:8080/a?b=2&a=1#f", "com,example:8080)/a?a=1&b=2"),
+     ("http://example.test", "test,example)/"), ("http://www2.ex.org:80/x", "org,ex)/x"),
+     ("metadata://gnu.org/x", None), ("http://[::1]:99999/", None)],
+)  # fmt: skip
+def test_surt(url: str, key: str | None) -> None:
+    assert cdxj.surt(url) == key
+
+
+def test_digest_forms() -> None:
+    import hashlib
+
+    raw = hashlib.sha1(b"x").digest()
+    for text in ("sha1:" + __import__("base64").b32encode(raw).decode(), "SHA-1:" + raw.hex().upper()):
+        d = digest.parse(text)
+        assert isinstance(d, digest.Declared) and d.matches(raw)
+    assert str(digest.parse("crc32:1234")).startswith("unknown")
+    assert "malformed" in str(digest.parse("sha256:abc"))
