@@ -107,8 +107,11 @@ def ls(path: Path) -> Iterator[tuple[str, Record]]:
             if bad:
                 raise FormatError(bad[0], subject=str(path))
             for name in sorted(n for n in zf.namelist() if n.startswith("archive/")):
-                with zf.open(name) as f:
-                    yield from _ls_warc(f, str(path), name)
+                try:
+                    with zf.open(name) as f:
+                        yield from _ls_warc(f, str(path), name)
+                except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as e:
+                    raise FormatError(f"{name}: damaged zip data: {e}", subject=str(path)) from None
         return
     with _open(path) as f:
         yield from _ls_warc(f, str(path), path.name)

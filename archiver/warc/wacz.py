@@ -140,6 +140,8 @@ def _read_warc(path: Path) -> _Warc:
                 key = cdxj.surt(rec.uri)
                 if rec.type not in _INDEXED or key is None or not cdxj.valid_date(rec.date):
                     continue
+                if rec.type == "response" and rec.status is None:
+                    continue  # no HTTP status line: nothing a replay could answer with
                 status = rec.status if rec.status is not None else 200
                 mime = "warc/revisit" if rec.type == "revisit" else rec.mime or "unk"
                 fields = {
