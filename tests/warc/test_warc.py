@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from archiver.fixture import FixtureServer
-from archiver.warc import cdxj, digest
 from tests.warc import corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,11 +250,15 @@ def test_verify_memory_stays_flat_on_a_large_record(tmp_path: Path) -> None:
      ("metadata://gnu.org/x", None), ("http://[::1]:99999/", None)],
 )  # fmt: skip
 def test_surt(url: str, key: str | None) -> None:
+    from archiver.warc import cdxj
+
     assert cdxj.surt(url) == key
 
 
 def test_digest_forms() -> None:
     import hashlib
+
+    from archiver.warc import digest
 
     raw = hashlib.sha1(b"x").digest()
     for text in ("sha1:" + __import__("base64").b32encode(raw).decode(), "SHA-1:" + raw.hex().upper()):
