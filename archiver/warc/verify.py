@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import zipfile
 import zlib
@@ -238,12 +237,21 @@ def _check_wacz(zf: zipfile.ZipFile, report: Report) -> None:
     _check_index(zf, names, records, report)
 
 
+def _lines(f: IO[bytes]) -> Iterator[str]:
+    """The lines of ``f``, each read with a bound: a line longer than :data:`cdxj.MAX_LINE` is yielded
+    cut there (and then fails to parse), and ends the walk (a zip bomb of one endless line)."""
+    while line := f.readline(cdxj.MAX_LINE + 1):
+        yield line.decode("utf-8", "replace")
+        if len(line) > cdxj.MAX_LINE:
+            return
+
+
 def _check_pages(zf: zipfile.ZipFile, names: set[str], report: Report) -> None:
     if "pages/pages.jsonl" not in names:
         report.problems.append("no pages/pages.jsonl")
         return
     with zf.open("pages/pages.jsonl") as raw:
-        for number, line in enumerate(io.TextIOWrapper(raw, "utf-8", errors="replace"), 1):
+        for number, line in enumerate(_lines(raw), 1):
             if len(line) > cdxj.MAX_LINE:
                 report.problems.append(f"pages/pages.jsonl line {number}: longer than {cdxj.MAX_LINE}")
                 return
@@ -280,14 +288,11 @@ def _index_lines(zf: zipfile.ZipFile, names: set[str], report: Report) -> Iterat
     plain = sorted(n for n in names if n.startswith("indexes/") and n.endswith((".cdx", ".cdxj")))
     for name in plain:
         with zf.open(name) as raw:
-            for line in io.TextIOWrapper(raw, "utf-8", errors="replace"):
+            for line in _lines(raw):
                 yield name, line
     if "indexes/index.idx" in names and "indexes/index.cdx.gz" in names:
-        with (
-            zf.open("indexes/index.cdx.gz") as raw,
-            gzip.open(raw, "rt", encoding="utf-8", errors="replace") as g,
-        ):
-            for line in g:
+        with zf.open("indexes/index.cdx.gz") as raw, gzip.open(raw, "rb") as g:
+            for line in _lines(g):  # type: ignore[arg-type]
                 yield "indexes/index.cdx.gz", line
     elif not plain:
         report.problems.append("no index (indexes/index.cdxj, or index.idx with index.cdx.gz)")
