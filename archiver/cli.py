@@ -362,9 +362,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     docs: list[dict[str, Any]] = []
     code = _verify_warcs(warcs, args, docs)
     rest = [p for p in given if p not in warcs]
-    if not rest:
-        if args.json:
-            _print_json({"ok": all(d["ok"] for d in docs), "files": docs})
+    if not rest and not args.json:
         return code
     trees, zims, others = _verify_targets(rest, args.recursive)
     for path in [*trees, *zims]:

@@ -269,3 +269,44 @@ def test_digest_forms() -> None:
         assert isinstance(d, digest.Declared) and d.matches(raw)
     assert str(digest.parse("crc32:1234")).startswith("unknown")
     assert "malformed" in str(digest.parse("sha256:abc"))
+
+
+def test_sigterm_during_pack_leaves_nothing(tmp_path: Path) -> None:
+    """pack is killed (SIGTERM) while it writes: exit 130, no output, no temporary file."""
+    import signal
+    import time
+
+    src = tmp_path / "src"
+    src.mkdir()
+    body = b"\0" * (256 << 20)
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n"
+    head = (
+        "WARC/1.1\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:0-1>\r\n"
+        f"WARC-Date: {corpus.DATE}\r\nWARC-Target-URI: http://example.test/z\r\n"
+        f"Content-Length: {len(http) + len(body)}\r\n\r\n"
+    )
+    (src / "big.warc").write_bytes(head.encode() + http + body + b"\r\n\r\n")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [
+        sys.executable,
+        "-m",
+        "archiver",
+        "pack",
+        src / "big.warc",
+        "--format",
+        "wacz",
+        "-o",
+        out_dir / "x.wacz",
+    ]
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    for _ in range(6000):  # bounded wait (60 s) for the temporary file to appear
+        if any(out_dir.iterdir()) or proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == "archiver: interrupted"
+    assert list(out_dir.iterdir()) == []
