@@ -310,3 +310,33 @@ def test_sigterm_during_pack_leaves_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert err.strip() == "archiver: interrupted"
     assert list(out_dir.iterdir()) == []
+
+
+def test_pack_takes_a_capture_folder_warcs(tmp_path: Path) -> None:
+    """A tree folder stands for its _archiver/warc/*.warc.gz (where capture --warc writes)."""
+    tree = tmp_path / "tree"
+    (tree / "_archiver" / "warc").mkdir(parents=True)
+    corpus.warcio_warc(tree / "_archiver" / "warc" / "c-0001.warc.gz")
+    out = tmp_path / "t.wacz"
+    r = run("pack", tree, "--format", "wacz", "-o", out, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["warcs"] == 1 and json.loads(r.stdout)["pages"] == 3
+    with zipfile.ZipFile(out) as z:
+        assert "archive/c-0001.warc.gz" in z.namelist()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run("pack", empty, "--format", "wacz", "-o", out)
+    assert (
+        r.returncode == 2
+        and r.stderr.strip() == f"archiver: {empty}: no _archiver/warc/*.warc.gz in this folder"
+    )
+
+
+def test_ls_escapes_control_characters_in_urls(tmp_path: Path) -> None:
+    path = corpus.write(
+        tmp_path / "esc.warc", [corpus.record("http://example.test/a\x1b[31mred", b"x")], gz=False
+    )
+    r = run("ls", path)
+    assert r.returncode == 0 and "\x1b" not in r.stdout and "/a\\x1b[31mred" in r.stdout
+    row = json.loads(run("ls", "--json", path).stdout)
+    assert row["url"] == "http://example.test/a\x1b[31mred"
