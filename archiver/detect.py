@@ -58,8 +58,11 @@ def kind_of(path: Path) -> Kind:
     except OSError as e:
         raise UsageError(f"cannot read: {e.strerror}", subject=str(path)) from None
     kind = kind_of_bytes(head)
-    if kind is None and head.startswith(b"PK\x03\x04") and path.name.lower().endswith(".wacz"):
-        kind = "wacz"
+    name = path.name.lower()
+    if kind is None and name.endswith(".wacz"):
+        kind = "wacz"  # its reader says what is wrong with it
+    elif kind is None and name.endswith((".warc", ".warc.gz")):
+        kind = "warc"
     if kind is None:
         raise UsageError("not a tree, gwtar, ZIM or HTML file", subject=str(path))
     return kind
