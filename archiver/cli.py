@@ -288,7 +288,8 @@ def _zim_name(path: Path) -> Path | None:
 def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], list[Path], list[Path]]:
     """(trees, ZIMs, everything else) to verify. A tree folder is verified as a tree; with
     ``recursive``, any other folder stands for every archive in it: gwtar files, ZIM files, split
-    ZIMs (by their base name) and trees (folders with a manifest)."""
+    ZIMs (by their base name), trees (folders with a manifest), WARC and WACZ files (these go with
+    "everything else")."""
     from archiver.tree_verify import is_tree
 
     trees: list[Path] = []
@@ -301,7 +302,9 @@ def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], lis
             if not recursive:
                 continue
             found = sorted(x for x in path.rglob("*") if x.is_file())
-            gwtars = [x for x in found if x.name.endswith((".gwtar.html", ".gwtar"))]
+            gwtars = [
+                x for x in found if x.name.endswith((".gwtar.html", ".gwtar", ".warc", ".warc.gz", ".wacz"))
+            ]
             bases = {x.with_name(x.name[:-2]) for x in found if x.name.endswith(".zimaa")}
             inside = sorted({*bases, *(x for x in found if x.name.endswith(".zim"))})
             nested = sorted(
@@ -357,14 +360,11 @@ def _verify_warcs(paths: list[Path], args: argparse.Namespace, docs: list[dict[s
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    given = [Path(p) for p in args.archives]
-    warcs = [p for p in given if _is_warc(p)]
+    trees, zims, others = _verify_targets([Path(p) for p in args.archives], args.recursive)
+    warcs = [p for p in others if _is_warc(p)]
+    others = [p for p in others if p not in warcs]
     docs: list[dict[str, Any]] = []
     code = _verify_warcs(warcs, args, docs)
-    rest = [p for p in given if p not in warcs]
-    if not rest and not args.json:
-        return code
-    trees, zims, others = _verify_targets(rest, args.recursive)
     for path in [*trees, *zims]:
         if path in trees:
             from archiver.tree_verify import verify_tree

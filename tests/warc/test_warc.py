@@ -340,3 +340,16 @@ def test_ls_escapes_control_characters_in_urls(tmp_path: Path) -> None:
     assert r.returncode == 0 and "\x1b" not in r.stdout and "/a\\x1b[31mred" in r.stdout
     row = json.loads(run("ls", "--json", path).stdout)
     assert row["url"] == "http://example.test/a\x1b[31mred"
+
+
+def test_verify_recursive_finds_warcs_and_waczs(warcs: Path, good_wacz: Path, tmp_path: Path) -> None:
+    shutil.copy(warcs / "a.warc.gz", tmp_path / "a.warc.gz")
+    (tmp_path / "sub").mkdir()
+    shutil.copy(good_wacz, tmp_path / "sub" / "g.wacz")
+    r = run("verify", "-r", tmp_path)
+    assert r.returncode == 0 and r.stdout.count(": OK (") == 2, r.stdout + r.stderr
+    corpus.write(
+        tmp_path / "sub" / "bad.warc", [corpus.record("http://example.test/", b"x", length=3)], gz=False
+    )
+    r = run("verify", "-r", tmp_path)
+    assert r.returncode == 1 and len(problem_lines(r)) == 1 and "lies" in r.stdout, r.stdout
