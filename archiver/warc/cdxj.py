@@ -10,7 +10,7 @@ import json
 import re
 import zlib
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
 
 __all__ = ["IndexEntry", "compressed_index", "parse_line", "surt", "timestamp", "title_of", "valid_date"]
 
@@ -33,9 +33,12 @@ def timestamp(date: str) -> str:
 
 
 def surt(url: str) -> str | None:
-    """The SURT sort key of an http(s) URL (``https://www.Example.com:8080/a?b=2&a=1`` →
-    ``com,example:8080)/a?a=1&b=2``), or None for other schemes: host labels reversed, ``www``
-    dropped, default port dropped, query sorted, fragment dropped, all lower case."""
+    """The SURT sort key of an http(s) URL (``https://www.Example.com:8080/a/?b=2&a=1`` →
+    ``com,example:8080)/a?a=1&b=2``), or None for other schemes, as the Python ``surt`` package
+    (cdxj-indexer, pywb) computes it, session-id stripping aside: host labels reversed,
+    ``www``/``www2``… dropped, default port dropped; path and query percent-decoded repeatedly then
+    escaped once, ``.`` and ``..`` segments resolved, repeated and trailing slashes dropped; query
+    parameters sorted; fragment dropped; all lower case."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -49,11 +52,50 @@ def surt(url: str) -> str | None:
     key = ",".join(reversed(host.split(".")))
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         key += f":{port}"
-    path = parts.path or "/"
+    path = _escape_once(_normal_path(_unescape(parts.path))).lower()
+    if path.endswith("/") and len(path) > 1:
+        path = path[:-1]
     key += ")" + path
-    if parts.query:
-        key += "?" + urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+    query = _escape_once(_unescape(parts.query)).lower()
+    if query:
+        pairs = sorted(tuple(arg.split("=", 1)) for arg in query.split("&"))
+        key += "?" + "&".join("=".join(pair) for pair in pairs)
     return key.lower()
+
+
+_SAFE = b"""!"$&'()*+,-./:;<=>?@[\\]^_`{|}~"""
+
+
+def _unescape(text: str) -> bytes:
+    data = text.encode("utf-8", "surrogateescape")
+    for _ in range(32):
+        decoded = unquote_to_bytes(data)
+        if decoded == data:
+            break
+        data = decoded
+    return data
+
+
+def _normal_path(path: bytes) -> bytes:
+    if not path:
+        return b"/"
+    kept: list[bytes] = []
+    for segment in path.split(b"/")[1:]:
+        if segment == b".":
+            continue
+        if segment == b"..":
+            if kept:
+                kept.pop()
+            else:
+                kept.append(segment)
+            continue
+        kept.append(segment)
+    out = b"/" + b"".join(s + b"/" for s in kept[:-1] if s)
+    return out + (kept[-1] if kept else b"")
+
+
+def _escape_once(data: bytes) -> str:
+    return quote_from_bytes(data, safe=_SAFE)
 
 
 @dataclass(frozen=True)
