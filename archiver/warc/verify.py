@@ -248,7 +248,7 @@ def _lines(f: IO[bytes]) -> Iterator[str]:
 
 def _check_pages(zf: zipfile.ZipFile, names: set[str], report: Report) -> None:
     if "pages/pages.jsonl" not in names:
-        report.problems.append("no pages/pages.jsonl")
+        report.warnings.append("no pages/pages.jsonl (WACZ 1.1.1 requires one; wacz create leaves it out)")
         return
     with zf.open("pages/pages.jsonl") as raw:
         for number, line in enumerate(_lines(raw), 1):
