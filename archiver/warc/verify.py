@@ -54,15 +54,21 @@ class Report:
             (self.warnings if x.warning else self.problems).append(f"{where}{x}")
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; bytes that are not UTF-8 (read as surrogates) become ``\\udcXX`` text."""
+        problems, warnings = [_printable(x) for x in self.problems], [_printable(x) for x in self.warnings]
         return {
             "format": self.kind,
-            "path": str(self.path),
+            "path": _printable(str(self.path)),
             "ok": self.ok,
             "records": self.records,
             "index_lines": self.index_lines,
-            "problems": self.problems,
-            "warnings": self.warnings,
+            "problems": problems,
+            "warnings": warnings,
         }
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def is_wacz(path: Path) -> bool:

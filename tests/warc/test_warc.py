@@ -418,3 +418,16 @@ def test_revisit_is_indexed_and_its_payload_digest_not_checked(tmp_path: Path) -
         ]
     assert mimes.count("warc/revisit") == 1
     assert run("verify", out).returncode == 0
+
+
+def test_bytes_that_are_not_utf8_in_headers_never_break_the_output(tmp_path: Path) -> None:
+    rec = corpus.record("http://example.test/\xff", b"x", block_digest="sha1:" + "A" * 32)
+    rec = rec.replace("\xff".encode(), b"\xfe", 1)  # a URI with a byte that is not UTF-8
+    rec = rec.replace(b"WARC-Date: ", b"WARC-Date: \xff\x1b", 1).replace(b"<urn:uuid:", b"<urn:\xfe\x1b:", 1)
+    path = corpus.write(tmp_path / "bytes.warc", [rec], gz=False)
+    for argv in (["verify"], ["verify", "--json"], ["ls"], ["ls", "--json"]):
+        r = run(*argv, path)
+        assert r.returncode in (0, 1) and "Traceback" not in r.stderr, (argv, r.stderr)
+        assert "\x1b" not in r.stdout
+    assert "is not a UTC date" in run("verify", path).stdout and "block digest" in run("verify", path).stdout
+    assert json.loads(run("verify", "--json", path).stdout)["ok"] is False
