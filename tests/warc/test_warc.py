@@ -59,8 +59,6 @@ def test_warcio_warcs_verify_and_list_with_warcio_offsets(warcs: Path) -> None:
 
 def test_wget_warc_verifies_and_exports_a_valid_wacz(tmp_path: Path) -> None:
     """A WARC made by another tool (GNU wget, WARC/1.0, <> around URIs, request before response)."""
-    if not shutil.which("wget"):
-        pytest.skip("wget is not installed")
     with FixtureServer() as server:
         home = server.url
         subprocess.run(["wget", "-q", "-p", "--warc-file=site", "-P", "dl", "-e", "robots=off", server.url],
