@@ -435,3 +435,35 @@ def test_bytes_that_are_not_utf8_in_headers_never_break_the_output(tmp_path: Pat
         assert "\x1b" not in r.stdout
     assert "is not a UTC date" in run("verify", path).stdout and "block digest" in run("verify", path).stdout
     assert json.loads(run("verify", "--json", path).stdout)["ok"] is False
+
+
+def test_page_titles_are_read_through_chunking_and_gzip(tmp_path: Path) -> None:
+    import gzip as gz
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    html = "<html><head><title>Zipped &eacute;t&eacute; \u2603</title></head><body>z</body></html>".encode()
+    packed = gz.compress(html, mtime=0)
+    chunked = b"".join(
+        b"%x\r\n%s\r\n" % (len(packed[i : i + 40]), packed[i : i + 40]) for i in range(0, len(packed), 40)
+    )
+    chunked += b"0\r\n\r\n"
+    path = tmp_path / "z.warc.gz"
+    with path.open("wb") as f:
+        w = WARCWriter(f, gzip=True, warc_version="1.1")
+        headers = [("Content-Type", "text/html; charset=utf-8"), ("Content-Encoding", "gzip"),
+                   ("Transfer-Encoding", "chunked")]  # fmt: skip
+        h = StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")
+        dated = {"WARC-Date": corpus.DATE}
+        rec = w.create_warc_record("http://example.test/z", "response", payload=io.BytesIO(chunked),
+                                   http_headers=h, warc_headers_dict=dated)  # fmt: skip
+        w.write_record(rec)
+    assert run("verify", path).returncode == 0
+    out = tmp_path / "z.wacz"
+    assert run("pack", path, "--format", "wacz", "-o", out).returncode == 0
+    with zipfile.ZipFile(out) as z:
+        pages = [json.loads(x) for x in z.read("pages/pages.jsonl").splitlines()]
+        package = json.loads(z.read("datapackage.json"))
+    assert pages[1]["title"] == "Zipped été \u2603" == package["title"]
