@@ -136,7 +136,8 @@ def _read_warc(path: Path) -> _Warc:
             f = _Hashing(raw)
             for rec in iter_records(f, findings):  # type: ignore[arg-type]
                 w.records += 1
-                w.newest = max(w.newest, rec.date if cdxj.valid_date(rec.date) else "")
+                if cdxj.valid_date(rec.date):
+                    w.newest = max(w.newest, rec.date, key=_chronological)
                 key = cdxj.surt(rec.uri)
                 if rec.type not in _INDEXED or key is None or not cdxj.valid_date(rec.date):
                     continue
@@ -167,6 +168,11 @@ def _read_warc(path: Path) -> _Warc:
     if not w.records:
         raise FormatError("no WARC records", subject=str(path))
     return w
+
+
+def _chronological(date: str) -> str:
+    """A WARC-Date as a key that sorts in time order (``…05Z`` before ``…05.5Z``)."""
+    return date.rstrip("Z")
 
 
 def _info(name: str, method: int) -> zipfile.ZipInfo:
@@ -238,7 +244,7 @@ def pack(paths: list[Path], out: Path) -> PackResult:
         "wacz_version": "1.1.1",
         "title": (main and main["title"]) or warcs[0].path.name,
         "software": f"archiver {__version__}",
-        "created": max(w.newest for w in warcs) or "1980-01-01T00:00:00Z",
+        "created": max((w.newest for w in warcs), key=_chronological) or "1980-01-01T00:00:00Z",
         "resources": resources,
     }
     if main:

@@ -480,3 +480,15 @@ def test_page_titles_are_read_through_chunking_and_gzip(tmp_path: Path) -> None:
         pages = [json.loads(x) for x in z.read("pages/pages.jsonl").splitlines()]
         package = json.loads(z.read("datapackage.json"))
     assert pages[1]["title"] == "Zipped été \u2603" == package["title"]
+
+
+def test_created_is_the_newest_date_in_time_order(tmp_path: Path) -> None:
+    """``…05.5Z`` is later than ``…05Z`` though it sorts before it as text."""
+    late = corpus.record("http://example.test/b", b"b").replace(
+        corpus.DATE.encode(), b"2026-01-02T03:04:05.5Z"
+    )
+    path = corpus.write(tmp_path / "d.warc", [late, corpus.record("http://example.test/a", b"a")], gz=False)
+    out = tmp_path / "d.wacz"
+    assert run("pack", path, "--format", "wacz", "-o", out).returncode == 0
+    with zipfile.ZipFile(out) as z:
+        assert json.loads(z.read("datapackage.json"))["created"] == "2026-01-02T03:04:05.5Z"
