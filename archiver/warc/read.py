@@ -198,7 +198,11 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
             if rec.uri != rec.headers.get("warc-target-uri", rec.uri):
                 bracketed = bracketed or [offset]
             end_pos = s.pos
-            s.at_end()  # a following member starts (or the file ends) before the next question
+            try:
+                s.at_end()  # a following member starts (or the file ends) before the next question
+            except _Fatal:  # the damage is after this record: it counts, the next read reports it
+                yield rec
+                raise
             if s.gz:
                 nxt = s.member_start(end_pos)
                 if nxt is None and s.d is None and not s.buf and not s.tail:
