@@ -179,7 +179,12 @@ def _seconds(text: str) -> float:
 
 
 def _cmd_pack(args: argparse.Namespace) -> int:
-    src, out = Path(args.path), Path(args.out)
+    if args.format == "wacz":
+        return _pack_wacz(args)
+    if len(args.path) != 1:
+        raise UsageError("--format gwtar and zim pack one input (several WARC files: --format wacz)",
+                         subject="pack")  # fmt: skip
+    src, out = Path(args.path[0]), Path(args.out)
     if args.format == "gwtar":
         from archiver import gwtar
 
@@ -250,6 +255,23 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pack_wacz(args: argparse.Namespace) -> int:
+    from archiver import warc
+
+    if args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main:
+        raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
+    out = Path(args.out)
+    result = _writing(lambda: warc.pack([Path(p) for p in args.path], out), out)
+    if args.json:
+        _print_json({"format": "wacz", "path": str(result.path), "size": result.size, "warcs": result.warcs,
+                     "records": result.records, "pages": result.pages, "index": result.index,
+                     "main": result.main})  # fmt: skip
+    else:
+        print(f"{result.path}: {result.size} bytes (wacz, {result.warcs} WARC, {result.records} records, "
+              f"{result.pages} pages, {result.index}), main page {result.main}")  # fmt: skip
+    return 0
+
+
 def _metadata_pair(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
@@ -278,7 +300,8 @@ def _zim_name(path: Path) -> Path | None:
 def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], list[Path], list[Path]]:
     """(trees, ZIMs, everything else) to verify. A tree folder is verified as a tree; with
     ``recursive``, any other folder stands for every archive in it: gwtar files, ZIM files, split
-    ZIMs (by their base name) and trees (folders with a manifest)."""
+    ZIMs (by their base name), trees (folders with a manifest), WARC and WACZ files (these go with
+    "everything else")."""
     from archiver.tree_verify import is_tree
 
     trees: list[Path] = []
@@ -291,7 +314,9 @@ def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], lis
             if not recursive:
                 continue
             found = sorted(x for x in path.rglob("*") if x.is_file())
-            gwtars = [x for x in found if x.name.endswith((".gwtar.html", ".gwtar"))]
+            gwtars = [
+                x for x in found if x.name.endswith((".gwtar.html", ".gwtar", ".warc", ".warc.gz", ".wacz"))
+            ]
             bases = {x.with_name(x.name[:-2]) for x in found if x.name.endswith(".zimaa")}
             inside = sorted({*bases, *(x for x in found if x.name.endswith(".zim"))})
             nested = sorted(
@@ -310,10 +335,48 @@ def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], lis
     return trees, zims, others
 
 
+def _is_warc(path: Path) -> bool:
+    from archiver.detect import kind_of
+
+    if path.name.lower().endswith((".warc", ".warc.gz", ".wacz")):
+        return True
+    try:
+        return path.is_file() and kind_of(path) in ("warc", "wacz")
+    except UsageError:
+        return False
+
+
+def _verify_warcs(paths: list[Path], args: argparse.Namespace, docs: list[dict[str, Any]]) -> int:
+    """``verify`` of WARC and WACZ files: lines printed, or the JSON reports added to ``docs``."""
+    from archiver import warc
+
+    code = 0
+    for path in paths:
+        report = warc.verify(path)
+        if args.strict:
+            report.strict()
+        if args.json:
+            docs.append(report.to_json())
+        else:
+            for problem in report.problems:
+                print(f"{_escaped(str(path))}: {_escaped(problem)}")
+            for warning in report.warnings:
+                print(f"{_escaped(str(path))}: warning: {_escaped(warning)}")
+            summary = "OK" if report.ok else "INVALID"
+            if report.ok and report.warnings:
+                summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
+            extra = f", {report.index_lines} index lines" if report.kind == "wacz" else ""
+            print(f"{_escaped(str(path))}: {summary} ({report.kind}, {report.records} records{extra})")
+        code = max(code, 0 if report.ok else 1)
+    return code
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     trees, zims, others = _verify_targets([Path(p) for p in args.archives], args.recursive)
-    code = 0
-    docs = []
+    warcs = [p for p in others if _is_warc(p)]
+    others = [p for p in others if p not in warcs]
+    docs: list[dict[str, Any]] = []
+    code = _verify_warcs(warcs, args, docs)
     for path in [*trees, *zims]:
         if path in trees:
             from archiver.tree_verify import verify_tree
@@ -356,6 +419,8 @@ def _cmd_ls(args: argparse.Namespace) -> int:
 
     path = Path(args.archive)
     kind = kind_of(path)
+    if kind in ("warc", "wacz"):
+        return _ls_warc(path, args)
     if kind == "zim":
         from archiver import zim
 
@@ -374,6 +439,22 @@ def _cmd_ls(args: argparse.Namespace) -> int:
             print(json.dumps(doc, ensure_ascii=not _encodable(name, title)))
         else:
             print(f"{size:>12}  {_escaped(media_type):<28}  {_escaped(name)}")
+    return 0
+
+
+def _ls_warc(path: Path, args: argparse.Namespace) -> int:
+    from archiver import warc
+
+    for name, rec in warc.ls(path):
+        size = rec.payload_size
+        if args.json:
+            doc = {"warc": name, "offset": rec.offset, "type": rec.type, "status": rec.status,
+                   "mime": rec.mime, "size": size, "url": rec.uri, "date": rec.date}  # fmt: skip
+            print(json.dumps(doc, ensure_ascii=not _encodable(rec.uri)))
+        else:
+            status = str(rec.status) if rec.status is not None else rec.type[:3]
+            print(f"{status:>3}  {_escaped(rec.mime or '-'):<28}  {size:>12}  {_escaped(rec.date):<27}  "
+                  f"{_escaped(rec.uri)}")  # fmt: skip
     return 0
 
 
@@ -631,9 +712,13 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
     p.set_defaults(func=_cmd_capture)
 
-    p = command("pack", "pack a tree, gwtar, ZIM or SingleFile page into a ZIM or gwtar file")
-    p.add_argument("path", help="a tree folder, .gwtar.html, .zim, or SingleFile .html")
-    p.add_argument("--format", choices=["gwtar", "zim"], required=True)
+    p = command(
+        "pack", "pack a tree, gwtar, ZIM or SingleFile page into a ZIM or gwtar file; WARCs into a WACZ"
+    )
+    p.add_argument(
+        "path", nargs="+", help="a tree folder, .gwtar.html, .zim, or SingleFile .html; wacz: WARC files"
+    )
+    p.add_argument("--format", choices=["gwtar", "zim", "wacz"], required=True)
     p.add_argument("-o", "--out", required=True, help="the output file")
     p.add_argument("--main", help="the main page (a tree path)")
     p.add_argument("--single-page", action="store_true", help="gwtar: only the main page and its assets")
@@ -659,7 +744,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.set_defaults(func=_cmd_verify)
 
-    p = command("ls", "list the members of a gwtar or the entries of a ZIM")
+    p = command("ls", "list the members of a gwtar, the entries of a ZIM or the records of a WARC or WACZ")
     p.add_argument("archive")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)

@@ -172,7 +172,7 @@ def test_serve_rejects_zero_workers() -> None:
          "archiver: capture --depth: must be at least 0, got -1 (see archiver capture --help)"),
         (["verify"], "archiver: verify: missing ARCHIVE (see archiver verify --help)"),
         (["pack", "x", "--format", "tar", "-o", "y"],
-         "archiver: pack --format: invalid choice: 'tar' (choose from 'gwtar', 'zim')"
+         "archiver: pack --format: invalid choice: 'tar' (choose from 'gwtar', 'zim', 'wacz')"
          " (see archiver pack --help)"),
         ([], "archiver: missing COMMAND (see archiver --help)"),
         (["serve", "x", "--port", "99999"],

@@ -46,6 +46,9 @@ REFS = {
 }  # fmt: skip
 
 SERVE = {"__future__", "dataclasses", "datetime", "typing"}
+WARC = {
+    "__future__", "base64", "dataclasses", "hashlib", "html", "json", "re", "typing", "urllib.parse", "zlib",
+}  # fmt: skip
 
 PURE: dict[str, set[str]] = {
     "urls.py": CORE, "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
@@ -57,6 +60,7 @@ PURE: dict[str, set[str]] = {
     "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "serve/ranges.py": SERVE,
+    "warc/digest.py": WARC, "warc/cdxj.py": WARC,
 }  # fmt: skip
 
 

@@ -1,0 +1,66 @@
+"""Replay a WACZ in ReplayWeb.page in headless Chromium, all from 127.0.0.1, and print the title the
+replayed page shows (formats/warc.md §5.3; the recipe of ../shared/research/warc-wacz.md §4).
+
+Needs the npm package ``replaywebpage`` unpacked (``npm pack replaywebpage@2.4.6 && tar xzf
+replaywebpage-2.4.6.tgz`` gives ``package/`` with ui.js and sw.js). Not run in CI.
+
+    python tools/replay_wacz.py package/ X.wacz http://127.0.0.1:PORT/ --title "Expected title"
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from archiver.capture.browser import launch
+from archiver.fixture import FixtureConfig, FixtureServer
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("package", help="the unpacked replaywebpage npm package (with ui.js, sw.js)")
+    ap.add_argument("wacz")
+    ap.add_argument("url", help="the archived URL to replay")
+    ap.add_argument("--title", help="exit 1 unless the replayed page shows this title")
+    ap.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the title (20)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        shutil.copy(Path(args.package) / "ui.js", root / "ui.js")
+        shutil.copy(Path(args.package) / "sw.js", root / "sw.js")
+        (root / "replay").mkdir()
+        (root / "replay" / "sw.js").write_text('importScripts("../sw.js");\n')
+        shutil.copy(args.wacz, root / "t.wacz")
+        (root / "index.html").write_text(
+            '<!doctype html><meta charset="utf-8"><script src="ui.js"></script>'
+            f'<replay-web-page source="t.wacz" url="{html.escape(args.url)}" embed="replayonly">'
+            "</replay-web-page>\n"
+        )
+        with FixtureServer(FixtureConfig(root=root, range=True)) as server, sync_playwright() as p:
+            browser = launch(p)
+            page = browser.new_page()
+            page.goto(server.url + "index.html")
+            title = None
+            for _ in range(int(args.wait * 4)):
+                page.wait_for_timeout(250)
+                for frame in page.frames:
+                    if "mp_/" in frame.url:
+                        try:
+                            title = frame.title() or None
+                        except Exception:  # the frame navigated meanwhile
+                            title = None
+                if title and (args.title is None or title == args.title):
+                    break
+            browser.close()
+    print(f"replayed {args.url}: title {title!r}")
+    return 0 if title and (args.title is None or title == args.title) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
