@@ -172,8 +172,8 @@ def _click_through(url: str, app: App, ready: str | None) -> list[str]:
     with sync_playwright() as pw:
         browser = launch(pw)
         try:
-            page = browser.new_context().new_page()
             for fragment, label, text in app.routes:
+                page = browser.new_context().new_page()  # each click from a fresh start
                 page.goto(url)
                 if ready:
                     page.wait_for_function(ready, timeout=30_000)
@@ -188,6 +188,7 @@ def _click_through(url: str, app: App, ready: str | None) -> list[str]:
                 except Exception:
                     shown = page.evaluate("() => document.body ? document.body.innerText : ''")
                     problems.append(f"#{fragment} ({label!r}) landed on {page.url}: {shown[:200]!r}")
+                page.context.close()
         finally:
             browser.close()
     return problems
