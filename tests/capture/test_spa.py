@@ -220,3 +220,51 @@ def test_route_links_navigate_in_the_zim_served(apps: dict[str, App], name: str)
     with running([app.zim]) as base:
         problems = _offline(f"{base}{app.zim.stem}/index.html", app)
     assert problems == []
+
+
+def _font_sites(folder: Path) -> tuple[Path, Path]:
+    fonts, site = folder / "fonts", folder / "site"
+    fonts.mkdir()
+    site.mkdir()
+    (fonts / "family.css").write_text("body { font-family: serif; }\n", encoding="utf-8")
+    (site / "index.html").write_text(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Fonts</title>'
+        '<link rel="stylesheet" href="main.css"></head><body><p>Text</p></body></html>\n',
+        encoding="utf-8",
+    )
+    return fonts, site
+
+
+@pytest.mark.parametrize("in_scope", [False, True])
+def test_a_stylesheet_import_of_another_host_is_decided_like_any_asset(
+    tmp_path: Path, in_scope: bool
+) -> None:
+    # web fonts: main.css @imports a stylesheet of another host (localhost, not 127.0.0.1)
+    fonts_root, site_root = _font_sites(tmp_path)
+    with FixtureServer(FixtureConfig(root=fonts_root, robots=None)) as fonts:
+        fonts_port = fonts.port
+        imported = f"http://localhost:{fonts_port}/family.css"
+        (site_root / "main.css").write_text(f'@import url("{imported}");\np {{ color: red; }}\n', "utf-8")
+        with FixtureServer(FixtureConfig(root=site_root, robots=None)) as server:
+            port = server.port
+            tree = tmp_path / "tree"
+            extra: dict[str, Any] = (
+                {"assets_any_host": True, "allow_hosts": ["localhost"]} if in_scope else {}
+            )
+            report = capture([server.url], tree, render=False, depth=2, delay=0, progress=False, **extra)
+    main = (tree / f"_archiver/127.0.0.1:{port}/main.css").read_text("utf-8")
+    item = next(i for i in report.items if i.url == imported)
+    if in_scope:  # localised: fetched, stored, the @import names the file
+        assert item.outcome == "ok" and item.path == f"_archiver/localhost:{fonts_port}/family.css"
+        assert (tree / item.path).read_text("utf-8").startswith("body")
+        assert imported not in main and f"localhost%3A{fonts_port}/family.css" in main, main
+    else:  # left absolute, reported; in the ZIM, switched off (zim.md §3.3)
+        assert (item.outcome, item.reason) == ("skipped", "asset on another site")
+        assert f'@import url("{imported}")' in main
+        book = tmp_path / "fonts.zim"
+        zim.pack(tree, book)
+        from libzim.reader import Archive
+
+        entry = Archive(str(book)).get_entry_by_path(f"_archiver/127.0.0.1:{port}/main.css")
+        packed = bytes(entry.get_item().content).decode("utf-8")
+        assert f'@import url("about:invalid#{imported}")' in packed
