@@ -268,3 +268,33 @@ def test_a_stylesheet_import_of_another_host_is_decided_like_any_asset(
         entry = Archive(str(book)).get_entry_by_path(f"_archiver/127.0.0.1:{port}/main.css")
         packed = bytes(entry.get_item().content).decode("utf-8")
         assert f'@import url("about:invalid#{imported}")' in packed
+
+
+HOME = "https://app.ex.com/"
+
+
+@pytest.mark.parametrize(
+    ("ref", "base", "routes", "expected"),
+    [
+        ("#/inbox", HOME, True, ("local", "https://app.ex.com/#/inbox")),
+        ("#!/inbox", HOME, True, ("local", "https://app.ex.com/#!/inbox")),
+        ("#!/inbox", HOME + "#!/drafts", True, ("local", "https://app.ex.com/#!/inbox")),  # route to route
+        ("#/a b", HOME, True, ("local", "https://app.ex.com/#/a%20b")),
+        ("#/inbox", HOME + "docs/", True, ("keep", None)),  # not a page at /: an anchor in it
+        ("#top", HOME, True, ("keep", None)),
+        ("#", HOME, True, ("keep", None)),
+        ("#/inbox", HOME, False, ("keep", None)),  # fetched as is, every route is the same document
+    ],
+)
+def test_route_link_decision(ref: str, base: str, routes: bool, expected: tuple[str, str | None]) -> None:
+    from archiver.capture.policy import Scope
+
+    scope = Scope(home=HOME, seeds=(HOME,), routes=routes)
+    decision = scope.decide(ref, base, "link", 0)
+    assert (decision.action, decision.url) == expected
+    assert decision.fragment == ""  # the route is part of the key, never written back after the file
+    if routes and expected[0] == "local":
+        beyond = Scope(home=HOME, seeds=(HOME,), routes=True, max_depth=0).decide(ref, base, "link", 0)
+        assert (beyond.action, beyond.url) == ("absolute", expected[1])  # the live route, absolute
+    if routes:  # an image named by a route-looking fragment is still an anchor of the document
+        assert scope.decide(ref, base, "embed", 0).action == "keep"
