@@ -14,6 +14,9 @@ only find references; they never judge them):
   names (a reference already written absolute is left as it was), so it still works from disk;
 - references that are never fetched (``#top``, ``mailto:``, ``data:`` …, tree.md §2.2) and references
   that are not valid URLs → ``keep``: left exactly as written.
+
+With ``routes`` (a rendered capture), a fragment-only route link (``#/guide``, ``#!/inbox``) in a
+page at ``/`` is a page of a client-routed app, decided like any other page (tree.md §6.5).
 """
 
 from __future__ import annotations
@@ -255,7 +258,7 @@ class Scope:
         stripped = ref.strip()
         route = self.routes and hint == "link" and stripped[:2] in ("#/", "#!")
         if route:
-            # a route of a client-routed app (tree.md §2.1, §6.4): a page when the document's path
+            # a route of a client-routed app (tree.md §2.1, §6.5): a page when the document's path
             # is / (the canonical URL then keeps the fragment), otherwise a link into the document
             stripped = _route_url(stripped, base)
             if stripped is None:
