@@ -499,6 +499,7 @@ class Crawler:
             ),
             prefer=tuple(w.lower() for w in options.prefer),
             avoid=tuple(w.lower() for w in options.avoid),
+            routes=options.render,
         )
         # the guard allows each seed's origin (scheme, host, port) and the --allow-host rules
         allow: set[str | HostRule] = {HostRule.origin(k) for k in self.scope.seeds}

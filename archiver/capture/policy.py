@@ -14,6 +14,9 @@ only find references; they never judge them):
   names (a reference already written absolute is left as it was), so it still works from disk;
 - references that are never fetched (``#top``, ``mailto:``, ``data:`` …, tree.md §2.2) and references
   that are not valid URLs → ``keep``: left exactly as written.
+
+With ``routes`` (a rendered capture), a fragment-only route link (``#/guide``, ``#!/inbox``) in a
+page at ``/`` is a page of a client-routed app, decided like any other page (tree.md §6.5).
 """
 
 from __future__ import annotations
@@ -88,6 +91,20 @@ def _base_part(ref: str, base: str) -> str:
     return scheme + "://" + path[: path.rfind("/") + 1]
 
 
+def _route_url(ref: str, base: str) -> str | None:
+    """The absolute URL of the fragment-only route reference ``ref`` (``#/inbox``, ``#!/inbox``)
+    written in a document at ``base``, when that URL keeps its fragment (the path is ``/``,
+    tree.md §2.1 step 10); None otherwise."""
+    head = base.split("#", 1)[0]
+    if "://" not in head:
+        return None
+    try:
+        canonical = urls.canonicalize(head + ref)
+    except URLError:
+        return None
+    return canonical if "#" in canonical else None
+
+
 @dataclass(frozen=True)
 class Decision:
     """What to do with one reference. ``url`` is the dedup key for ``local``, the absolute URL to
@@ -149,6 +166,9 @@ class Scope:
     prefer: tuple[str, ...] = ()
     avoid: tuple[str, ...] = ()
     hygiene: Hygiene = field(default=DEFAULT_HYGIENE)
+    #: follow fragment-only route links (``#/…``, ``#!…``) on a page at ``/`` as pages (a rendered
+    #: capture: the browser shows each route; fetched as is, every route is the same document)
+    routes: bool = False
     # memo of pure results (every page names the same stylesheet, menu and images again)
     _keys: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
     _verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
@@ -235,9 +255,16 @@ class Scope:
     def _classify(self, ref: str, base: str, hint: Hint) -> _Class:
         """The part of :meth:`decide` that depends only on ``ref``, what of ``base`` it resolves
         against, and ``hint``: everything but the depth limit and robots.txt."""
-        if urls.ref_action(ref) == "keep":
-            return _Class(Decision("keep"))
         stripped = ref.strip()
+        route = self.routes and hint == "link" and stripped[:2] in ("#/", "#!")
+        if route:
+            # a route of a client-routed app (tree.md §2.1, §6.5): a page when the document's path
+            # is / (the canonical URL then keeps the fragment), otherwise a link into the document
+            stripped = _route_url(stripped, base)
+            if stripped is None:
+                return _Class(Decision("keep"))
+        elif urls.ref_action(ref) == "keep":
+            return _Class(Decision("keep"))
         _, fragment = split_fragment(stripped)
         try:
             canonical, key = self.resolve(stripped, base)
@@ -245,7 +272,7 @@ class Scope:
             return _Class(Decision("keep", reason=str(e)))
         if "#" in canonical:  # a route fragment (tree.md §2.1) is part of the key, not written back
             fragment = ""
-        already_absolute = bool(_SCHEME.match(stripped))
+        already_absolute = bool(_SCHEME.match(stripped)) and not route  # a route is written absolute
         text = None if already_absolute else canonical + fragment
 
         def absolute(reason: str) -> _Class:

@@ -18,9 +18,10 @@ intercept) connects nowhere: every connection a render causes is one the fetcher
 address guard, for that origin (tests/capture/test_guard_origin.py counts them).
 
 A render is: ``goto`` until ``load`` → a bounded settle (network idle, at most ``settle`` seconds) →
-a bounded scroll to the bottom, one viewport at a time (at most ``scroll_steps`` steps), so lazy
-content loads → if the scroll made the page request anything, another bounded settle → the DOM
-serialised with its doctype (``page.content()``).
+a bounded scroll to the bottom, one viewport at a time (at most ``scroll_steps`` steps), each step
+waiting until the page has processed it (two animation frames and a task, at most ``frame_wait``
+seconds), so lazy content loads whatever the machine's load → if the scroll made the page request
+anything, another bounded settle → the DOM serialised with its doctype (``page.content()``).
 """
 
 from __future__ import annotations
@@ -51,11 +52,32 @@ class Reply:
 #: ``answer(url, resource_type, referrer)`` → the reply, or None to abort the request.
 Answer = Callable[[str, str, "str | None"], Awaitable["Reply | None"]]
 
-_SCROLL_JS = """() => {
+#: One scroll step: scroll a viewport down, then wait until the page has processed the scroll: two
+#: animation frames (the first runs before the frame that shows the new position is drawn, the
+#: second after it, when IntersectionObserver callbacks and scroll handlers have been queued) and one
+#: task (so those callbacks have run), bounded by ``ms`` milliseconds for a page whose frames never
+#: come. Then where the bottom of the viewport is, and how tall the document is.
+_SCROLL_JS = """(ms) => new Promise((resolve) => {
   const el = document.scrollingElement || document.documentElement;
   window.scrollBy(0, window.innerHeight);
-  return [window.scrollY + window.innerHeight, el ? el.scrollHeight : 0];
-}"""
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    resolve([window.scrollY + window.innerHeight, el ? el.scrollHeight : 0]);
+  };
+  setTimeout(finish, ms);
+  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(finish, 0)));
+})"""
+
+#: Back to the top, waited for the same way (a page may react to the top being visible again).
+_TOP_JS = """(ms) => new Promise((resolve) => {
+  window.scrollTo(0, 0);
+  let done = false;
+  const finish = () => { if (!done) { done = true; resolve(null); } };
+  setTimeout(finish, ms);
+  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(finish, 0)));
+})"""
 
 
 class Renderer:
@@ -71,6 +93,7 @@ class Renderer:
         settle: float = 1.5,
         scroll_steps: int = 20,
         scroll_pause: float = 0.1,
+        frame_wait: float = 2.0,
         viewport: tuple[int, int] = (1280, 800),
     ) -> None:
         self.answer = answer
@@ -79,6 +102,7 @@ class Renderer:
         self.settle = settle
         self.scroll_steps = scroll_steps
         self.scroll_pause = scroll_pause
+        self.frame_wait = frame_wait
         self.viewport = viewport
         self._tabs = asyncio.Semaphore(max(tabs, 1))
         self._pw: Any = None
@@ -194,19 +218,20 @@ class Renderer:
                 await self._idle(page)
                 before = self._requests.get(page, 0)
                 scrolled = False
+                wait_ms = int(self.frame_wait * 1000)
                 for _ in range(self.scroll_steps):
                     try:
-                        reached, height = await page.evaluate(_SCROLL_JS)
+                        # waits for the page to have processed the step (_SCROLL_JS), even the last
+                        reached, height = await page.evaluate(_SCROLL_JS, wait_ms)
                     except Exception:
                         break
+                    scrolled = True
                     if reached >= height:
                         break
-                    scrolled = True
                     await asyncio.sleep(self.scroll_pause)
                 if scrolled:
                     with contextlib.suppress(Exception):
-                        await page.evaluate("() => window.scrollTo(0, 0)")
-                    await asyncio.sleep(self.scroll_pause)
+                        await page.evaluate(_TOP_JS, wait_ms)
                     if self._requests.get(page, 0) != before:
                         await self._idle(page)  # the scroll loaded more: let it settle
                 if str(page.url).startswith("chrome-error:"):

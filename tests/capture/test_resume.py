@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -14,9 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from archiver.capture import capture
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.tree import is_private
+
+from .conftest import Captured
 
 SCRIPT = """
 import sys
@@ -90,3 +95,41 @@ def test_kill_9_three_times_then_resume(tmp_path: Path) -> None:
     assert _pending(out) == 0
     assert _files(out) == _files(reference)
     assert _manifest(out) == _manifest(reference)
+
+
+RENDERED = """
+import sys
+from pathlib import Path
+from archiver.capture import capture
+capture([sys.argv[1]], Path(sys.argv[2]), render=True, depth=10, delay=0, tabs=3, progress=False)
+"""
+
+
+@pytest.mark.browser
+def test_kill_9_a_rendered_capture_twice_then_resume(tmp_path: Path, rendered: Captured) -> None:
+    # the whole process group (the capture and its Chromium) killed mid-crawl, twice; the resumed
+    # tree and manifest equal an uninterrupted rendered capture's (the session's reference)
+    seed = int(os.environ.get("ARCHIVER_KILL_SEED", "2026"))
+    rng = random.Random(seed)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    url = rendered.server.url
+    total = _lines(rendered.out / "_archiver/manifest.jsonl")
+    out = tmp_path / "killed"
+    manifest = out / "_archiver/manifest.jsonl"
+    for moment in sorted(rng.sample(range(5, total - 10), 2)):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RENDERED, url, str(out)], env=env, cwd=ROOT, start_new_session=True
+        )
+        deadline = time.monotonic() + 180
+        while _lines(manifest) < moment and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, f"the capture ended before line {moment} (seed {seed})"
+        os.killpg(proc.pid, signal.SIGKILL)  # SIGKILL to the capture and its browser at once
+        proc.wait()
+        assert _pending(out) > 0
+    done = subprocess.run([sys.executable, "-c", RENDERED, url, str(out)], env=env, cwd=ROOT, timeout=300)
+    assert done.returncode == 0
+    assert _pending(out) == 0
+    got, want = _files(out), _files(rendered.out)
+    assert sorted(p for p in got.keys() | want.keys() if got.get(p) != want.get(p)) == []
+    assert _manifest(out) == _manifest(rendered.out)
