@@ -358,17 +358,23 @@ def _verify_warcs(paths: list[Path], args: argparse.Namespace, docs: list[dict[s
         if args.json:
             docs.append(report.to_json())
         else:
-            for problem in report.problems:
-                print(f"{_escaped(str(path))}: {_escaped(problem)}")
-            for warning in report.warnings:
-                print(f"{_escaped(str(path))}: warning: {_escaped(warning)}")
-            summary = "OK" if report.ok else "INVALID"
-            if report.ok and report.warnings:
-                summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
             extra = f", {report.index_lines} index lines" if report.kind == "wacz" else ""
-            print(f"{_escaped(str(path))}: {summary} ({report.kind}, {report.records} records{extra})")
+            _print_report(path, report, f"{report.kind}, {report.records} records{extra}")
         code = max(code, 0 if report.ok else 1)
     return code
+
+
+def _print_report(path: Path, report: Any, counted: str) -> None:
+    """A tree's, ZIM's or WARC's report as text: a line per problem, per warning, then the verdict."""
+    shown = _escaped(str(path))
+    for problem in report.problems:
+        print(f"{shown}: {_escaped(str(problem))}")
+    for warning in report.warnings:
+        print(f"{shown}: warning: {_escaped(str(warning))}")
+    summary = "OK" if report.ok else "INVALID"
+    if report.ok and report.warnings:
+        summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
+    print(f"{shown}: {summary} ({counted})")
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -393,14 +399,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         if args.json:
             docs.append({"format": "zim", **report.to_json()} if path in zims else report.to_json())
         else:
-            for problem in report.problems:
-                print(f"{path}: {problem}")
-            for warning in report.warnings:
-                print(f"{path}: warning: {warning}")
-            summary = "OK" if report.ok else "INVALID"
-            if report.ok and report.warnings:
-                summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
-            print(f"{path}: {summary} ({counted})")
+            _print_report(path, report, counted)
         code = max(code, 0 if report.ok else 1)
     if others or docs:  # gwtar's verify prints the one JSON document, with the other reports in it
         from archiver import gwtar
