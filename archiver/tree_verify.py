@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import FormatError
+from archiver.findings import Verdict
 from archiver.tree import RESERVED_DIR, hash_file, is_private, manifest_path, records
 
 __all__ = ["TreeProblem", "TreeReport", "is_tree", "verify_tree"]
@@ -41,7 +42,7 @@ class TreeProblem:
 
 
 @dataclass
-class TreeReport:
+class TreeReport(Verdict):
     """The outcome of :func:`verify_tree`; ``ok`` when there is no problem."""
 
     path: Path
@@ -51,16 +52,6 @@ class TreeReport:
     documents: int = 0
     links: int = 0
     manifest: bool = True
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def strict(self) -> TreeReport:
-        """This report with its warnings counted as problems (``--strict``)."""
-        self.problems += self.warnings
-        self.warnings = []
-        return self
 
     def to_json(self) -> dict[str, Any]:
         return {

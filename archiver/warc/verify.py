@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from archiver.errors import FormatError, UsageError
+from archiver.findings import Verdict
 from archiver.warc import cdxj
 from archiver.warc.read import Finding, Record, iter_records
 
@@ -32,22 +33,13 @@ MAX_JSON = 64 << 20  # datapackage.json larger than this is hostile
 
 
 @dataclass
-class Report:
+class Report(Verdict):
     path: Path
     kind: str
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     records: int = 0
     index_lines: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def strict(self) -> Report:
-        self.problems += self.warnings
-        self.warnings = []
-        return self
 
     def add(self, findings: list[Finding], where: str = "") -> None:
         for x in findings:

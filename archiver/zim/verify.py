@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver.errors import FormatError
+from archiver.findings import Verdict
 from archiver.zim.links import check_document
 from archiver.zim.metadata import check
 from archiver.zim.read import ZimReader, open_archive, structure_problems
@@ -41,7 +42,7 @@ class Problem:
 
 
 @dataclass
-class Report:
+class Report(Verdict):
     """The outcome of :func:`verify`. ``ok`` when there is no problem."""
 
     path: Path
@@ -52,16 +53,6 @@ class Report:
     documents: int = 0
     links: int = 0
     checksum: bool | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def strict(self) -> Report:
-        """This report with its warnings counted as problems (``--strict``)."""
-        self.problems += self.warnings
-        self.warnings = []
-        return self
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``--json`` output)."""
