@@ -3,9 +3,14 @@
 The stages, one module each (data flows down):
 
 - :mod:`.seeds` — seed URLs from the command line, a seeds file or a bookmarks export;
-- :mod:`.crawl` — the frontier, scope and budget; drives the stages and writes the tree and report;
-- :mod:`.state` — the resume state, ``_archiver/crawl.sqlite``;
-- :mod:`.fetch` — the one network path: politeness, robots.txt, retries, size caps, address guard;
+- :mod:`.crawl` — the scheduling: frontier loop, scope and budget, the page and asset stages;
+  :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line;
+- :mod:`.crawlstate` — the crawl state's interface (formats/crawl-state.md); :mod:`.state` its
+  SQLite implementation, the resume state ``_archiver/crawl.sqlite``;
+- :mod:`.transport` — where responses come from; :mod:`.fetch` the live network, the one network
+  path: politeness, robots.txt, retries, size caps, address guard;
+- :mod:`.linker`, :mod:`.treepaths`, :mod:`.writer`, :mod:`.relink` — a document's references, tree
+  paths and their clash rules, atomic writes, the end-of-crawl relinking;
 - :mod:`.render` — Chromium via Playwright, every request routed through the fetcher;
 - :mod:`.rewrite_html` — pure HTML rewriting (CSS through :mod:`archiver.css_refs`, srcset through
   :mod:`archiver.srcset`); :mod:`.policy` — the one reference decision (pure); :mod:`.robots`,
@@ -22,8 +27,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from archiver.capture.crawl import CaptureOptions, CaptureReport, Item, run_capture
+from archiver.capture.crawl import run_capture
 from archiver.capture.fetch import Resolver
+from archiver.capture.options import CaptureOptions
+from archiver.capture.report import CaptureReport, Item
 from archiver.errors import ArchiverError, CaptureError
 
 __all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main"]

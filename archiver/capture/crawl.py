@@ -1,29 +1,26 @@
-"""The crawl: frontier, scope and budget, the page and asset stages, the tree writer, the report.
+"""The crawl's scheduling: the frontier loop, scope and budget, and the page and asset stages.
 
-A capture of seeds into ``out`` (formats/tree.md) runs these stages for each URL of the frontier
-(:mod:`.state`, ordered by priority, then link depth, then discovery):
+A capture of seeds into ``out`` (formats/tree.md) runs these stages for each URL the crawl state
+(:mod:`.crawlstate`; SQLite by default, :mod:`.state`) gives out, ordered by priority, then link
+depth, then discovery:
 
-- **page**: fetch (:mod:`.fetch`), render (:mod:`.render`; the browser's requests come back here and
-  are answered from what was already fetched, or fetched once), rewrite (:mod:`.rewrite_html`, every
-  reference through :meth:`archiver.capture.policy.Scope.decide`), write at its tree path;
+- **page**: fetch through the transport (:mod:`.transport`: the live network of :mod:`.fetch`, or
+  another source), render (:mod:`.render`; the browser's requests come back here and are answered
+  from what was already fetched, or fetched once), rewrite (:mod:`.rewrite_html`, every reference
+  through :class:`.linker.Linker` and :meth:`archiver.capture.policy.Scope.decide`), write at its
+  tree path (:mod:`.treepaths`, :mod:`.writer`);
 - **asset**: fetch (or take what the browser already fetched), rewrite stylesheets
   (:mod:`archiver.css_refs`), write at its tree path.
 
 Each completed URL is one state transaction (its outcome, its manifest record, the references it
 revealed) followed by one manifest line (:class:`archiver.tree.ManifestWriter`). Files are written
-atomically (temporary file in ``_archiver/tmp``, on the tree's own file system, then rename, so a
-killed run leaves no partial file in the tree; the next run empties ``tmp``); a page whose bytes equal
-an earlier page's is a hard link to it. Nothing is fsynced file by file: a process that is killed
-loses nothing the kernel already holds, and only a power cut could lose recent files (a later run with
-``--refresh`` fetches them again); the final manifest is written durably. Tree paths come from
-:func:`archiver.urls.local_path`, with the §4.5 clash rules applied by :meth:`Crawler.assign`
-(query-hash collisions get a longer hash; an asset file that must also be a folder gets a ``__c-`` name).
+atomically (:mod:`.writer`); a page whose bytes equal an earlier page's is a hard link to it.
 
-When the frontier is empty, :meth:`Crawler._relink` points every link at what the tree finally holds
-(a relative link to something that was not stored becomes absolute, an absolute link to something
-stored after all becomes relative), so the tree does not depend on the order the crawl met things.
-Then the manifest is rewritten from the state, one record per path sorted by path; the header option
-``"incomplete": true`` marks a run that stopped with URLs still pending.
+When the frontier is empty, :func:`.relink.relink` points every link at what the tree finally holds,
+so the tree does not depend on the order the crawl met things. Then the manifest is rewritten from
+the state, one record per path sorted by path; the header option ``"incomplete": true`` marks a run
+that stopped with URLs still pending. The report (:mod:`.report`) is written to
+``_archiver/report.json``.
 
 Redirects: a page that redirects to a URL with another tree path leaves a small *redirect stub* at its
 own path (a ``<meta http-equiv=refresh>`` page, recorded with the 3xx status) so links to it work from
@@ -37,30 +34,34 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import html
-import json
 import os
-import re
 import sys
 import time
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any
 
 from archiver import urls
-from archiver.capture import rewrite_html
-from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult, HostRule, Resolver
-from archiver.capture.policy import Decision, Hint, Scope, redact, split_fragment
+from archiver.capture import rewrite_html, transport
+from archiver.capture.crawlstate import CrawlState, StateFactory
+from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
+from archiver.capture.linker import BUDGET_REASON, Linker
+from archiver.capture.options import CaptureOptions
+from archiver.capture.policy import Hint, Scope, redact
+from archiver.capture.progress import Progress
+from archiver.capture.relink import relink
+from archiver.capture.report import CaptureReport, Item, write_report
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.textcodec import decode_css, decode_html
+from archiver.capture.transport import Transport
+from archiver.capture.treepaths import TreePaths
+from archiver.capture.writer import TreeWriter, hash_file, stub_html
 from archiver.css_refs import rewrite_stylesheet
 from archiver.errors import CaptureError, URLError, UsageError
 from archiver.tree import Header, ManifestWriter, Record, write_records
-from archiver.urls import RESERVED_DIR, Kind
+from archiver.urls import RESERVED_DIR
 
 if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only by a rendering run
     from archiver.capture.render import Renderer, Reply
@@ -68,8 +69,6 @@ if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only b
 __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "run_capture"]
 
 STATE_NAME = "crawl.sqlite"
-#: Why a page was left out under ``max_pages`` (state._LIMIT_REASONS: a freed place revives it).
-BUDGET_REASON = "beyond the page budget"
 REPORT_NAME = urls.REPORT_NAME
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _RAW_CACHE_BYTES = 256 << 20
@@ -77,247 +76,6 @@ _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 #: The size cap of a page (``--asset-cap`` is for assets; a larger one raises this too): an HTML
 #: document this large is a runaway response, not a page to keep.
 PAGE_CAP = 64 << 20
-
-
-@dataclass
-class CaptureOptions:
-    """Everything that shapes a capture (see :func:`archiver.capture.capture` for the meanings)."""
-
-    render: bool = True
-    depth: int = 3
-    max_pages: int | None = None
-    subdomains: bool = False
-    scope_prefix: str | None = None
-    include: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-    allow_domains: list[str] = field(default_factory=list)
-    prefer: list[str] = field(default_factory=list)
-    avoid: list[str] = field(default_factory=list)
-    assets_any_host: bool = False
-    skip_extensions: frozenset[str] | None = None
-    chromium: str | None = None
-    delay: float | None = None
-    timeout: float = 30.0
-    asset_cap: int = 25 << 20
-    resume: bool = True
-    refresh: bool = False
-    ignore_robots: bool = False
-    allow_private: bool = False
-    allow_hosts: list[str] = field(default_factory=list)
-    concurrency: int = 12
-    tabs: int = 3
-    retries: int = 3
-    backoff: float = 0.5
-    max_retry_after: float = 60.0
-    max_attempts: int = 5
-    settle: float = 1.5
-    progress: bool | None = None
-    resolver: Resolver | None = None
-    network_backend: Any = None
-    seed_info: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
-
-    def manifest_options(self) -> dict[str, Any]:
-        """The options recorded in the manifest header (informative; tree.md §8.1)."""
-        out: dict[str, Any] = {
-            "render": self.render,
-            "depth": self.depth,
-            "max_pages": self.max_pages,
-            "subdomains": self.subdomains,
-            "scope_prefix": self.scope_prefix,
-            "include": sorted(self.include),
-            "exclude": sorted(self.exclude),
-            "allow_domains": sorted(self.allow_domains),
-            "assets_any_host": self.assets_any_host,
-            "asset_cap": self.asset_cap,
-            "robots": not self.ignore_robots,
-        }
-        if self.skip_extensions is not None:
-            out["skip_extensions"] = sorted(self.skip_extensions)
-        folders = {redact(u): f for u, (f, _t) in sorted(self.seed_info.items()) if f}
-        if folders:
-            out["seed_folders"] = folders
-        return out
-
-
-@dataclass
-class Item:
-    """The outcome of one URL, as the report lists it (secret query values redacted)."""
-
-    url: str
-    kind: str
-    outcome: str
-    reason: str = ""
-    status: int | None = None
-    path: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
-
-
-@dataclass
-class CaptureReport:
-    """What a capture did: counts by outcome, bytes written, time, and every URL's outcome."""
-
-    out: str
-    home: str
-    complete: bool
-    pages: int = 0
-    assets: int = 0
-    bytes: int = 0
-    requests: int = 0
-    elapsed: float = 0.0
-    counts: dict[str, int] = field(default_factory=dict)
-    items: list[Item] = field(default_factory=list)
-    #: What this run stored (a resumed run's totals above include earlier runs).
-    run_pages: int = 0
-    run_assets: int = 0
-
-    def outcome(self, url: str) -> Item | None:
-        """The item for ``url`` (any spelling that canonicalises to the same dedup key)."""
-        try:
-            key = redact(urls.dedup_key(urls.canonicalize(url)))
-        except URLError:
-            key = url
-        return next((i for i in self.items if i.url == key), None)
-
-    def problems(self) -> list[Item]:
-        return [i for i in self.items if i.outcome not in ("ok", "redirected", "merged")]
-
-    def why_no_page(self) -> str:
-        """Why nothing was stored, in a few words, from the first page that did not end ok (the
-        seeds come first): its outcome and the plainest form of its reason, so a host that is down
-        reads "connection refused", not "robots.txt unreachable"."""
-        item = next((i for i in self.problems() if i.kind == "page"), None)
-        if item is None:
-            return "no page was in scope"
-        reason = _plain_reason(item.reason) or item.outcome
-        status = f" [{item.status}]" if item.status else ""
-        return f"{item.url}{status}: {item.outcome}: {reason}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "out": self.out,
-            "home": self.home,
-            "complete": self.complete,
-            "pages": self.pages,
-            "assets": self.assets,
-            "bytes": self.bytes,
-            "requests": self.requests,
-            "elapsed": round(self.elapsed, 3),
-            "this_run": {"pages": self.run_pages, "assets": self.run_assets},
-            "counts": dict(sorted(self.counts.items())),
-            "items": [i.to_json() for i in self.items],
-        }
-
-    def summary(self, *, examples: int = 3) -> str:
-        """A few human lines: totals (and this run's share when it resumed an earlier one), outcome
-        counts, then the URLs that did not end ok grouped by outcome and reason, largest group
-        first, with the first ``examples`` URLs of each: a site with 1,600 out-of-scope links gives
-        one line for them, not 1,600 (the full list is in ``--json`` and the report file)."""
-        rate = self.run_pages / self.elapsed if self.elapsed else 0.0
-        resumed = (self.run_pages, self.run_assets) != (self.pages, self.assets)
-        this_run = f" (this run: {self.run_pages} pages, {self.run_assets} assets)" if resumed else ""
-        lines = [
-            f"captured {self.pages} pages and {self.assets} assets ({_size(self.bytes)}) into {self.out}"
-            f"{this_run} in {self.elapsed:.1f} s ({rate:.1f} pages/s)"
-            + ("" if self.complete else "; INCOMPLETE: run again to resume"),
-        ]
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        if counts:
-            lines.append(f"outcomes: {counts}")
-        groups: dict[tuple[str, str], list[Item]] = {}
-        for item in self.problems():
-            groups.setdefault((item.outcome, _reason_class(item.reason)), []).append(item)
-        for (outcome, reason), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
-            if len(members) == 1:
-                item = members[0]
-                status = f" [{item.status}]" if item.status else ""
-                lines.append(f"  {outcome:<11} {item.kind:<5} {item.url}{status}: {_with_flag(item.reason)}")
-                continue
-            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {_with_flag(reason)}")
-            for item in members[:examples]:
-                status = f" [{item.status}]" if item.status else ""
-                lines.append(f"      e.g. {item.kind:<5} {item.url}{status}")
-            if len(members) > examples:
-                lines.append(f"      … and {len(members) - examples} more")
-        return "\n".join(lines)
-
-
-def _write_report(path: Path, report: CaptureReport) -> None:
-    """The report as JSON in the reserved folder (a private file: never served or packed), written
-    to a temporary name and renamed, so a reader never sees half of it."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # private too (tree.is_private)
-    try:
-        tmp.write_bytes(json.dumps(report.to_json(), ensure_ascii=False, indent=1).encode() + b"\n")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
-#: The flag that changes a reason's outcome, named beside it in the summary (the stored reason stays
-#: as it is: resumed state matches on it).
-_FLAGS = (
-    ("beyond the depth limit", "--depth"),
-    ("beyond the page budget", "--max-pages"),
-    ("out of scope", "--scope, --include, --subdomains, --allow-domain"),
-    ("skip list", "--skip-ext"),
-    ("asset on another site", "--assets-any-host"),
-    ("disallowed by robots.txt", "--ignore-robots"),
-    ("larger than the size cap", "--asset-cap"),
-)
-
-
-def _with_flag(reason: str) -> str:
-    """``reason`` with the flag that would change it, when it names a setting and not yet a flag."""
-    if "--" in reason:
-        return reason
-    for start, flag in _FLAGS:
-        if reason.startswith(start):
-            return f"{reason} ({flag})"
-    return reason
-
-
-def _reason_class(reason: str) -> str:
-    """A reason with what varies per URL taken out (numbers, quoted values), so that URLs skipped
-    or failed for the same reason fall into one group of the summary."""
-    reason = re.sub(r"'[^']*'|\"[^\"]*\"", "…", reason)
-    return re.sub(r"\d+", "N", reason)
-
-
-_NETWORK_ERRNO = {
-    "111": "connection refused",
-    "110": "connection timed out",
-    "113": "no route to host",
-    "101": "network unreachable",
-    "-2": "host name does not resolve",
-    "-3": "host name does not resolve (temporary failure)",
-    "-5": "host name has no address",
-}
-_ROBOTS_DOWN = re.compile(r"^robots\.txt unreachable \((network error: .*)\)(: not fetched.*)?$")
-_ERRNO = re.compile(r"\[Errno (-?\d+)\]")
-
-
-def _plain_reason(reason: str) -> str:
-    """A failure reason said plainly: when robots.txt was unreachable because the host itself did
-    not answer, the network error is the reason; a known errno becomes its words."""
-    down = _ROBOTS_DOWN.match(reason)
-    if down:
-        reason = down.group(1)
-    errno = _ERRNO.search(reason)
-    if reason.startswith("network error:") and errno and errno.group(1) in _NETWORK_ERRNO:
-        return f"{_NETWORK_ERRNO[errno.group(1)]} ({reason.removeprefix('network error: ')})"
-    return reason
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 _stamp: tuple[int, str] = (-1, "")
@@ -330,134 +88,6 @@ def _now() -> str:
     if second != _stamp[0]:
         _stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     return _stamp[1]
-
-
-def _with_suffix(path: str, suffix: str) -> str:
-    folder, _, leaf = path.rpartition("/")
-    dot = leaf.rfind(".")
-    leaf = leaf[:dot] + suffix + leaf[dot:] if dot > 0 else leaf + suffix
-    return f"{folder}/{leaf}" if folder else leaf
-
-
-def _stub_html(href: str, shown: str) -> bytes:
-    quoted = html.escape(href, quote=True)
-    return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Moved</title>'
-        f'<meta http-equiv="refresh" content="0; url={quoted}"></head>\n'
-        f'<body><p>This page moved to <a href="{quoted}">{html.escape(shown)}</a>.</p></body></html>\n'
-    ).encode()
-
-
-class _Linker:
-    """The change callback of one document: every reference goes through ``Scope.decide``, then gets
-    its tree path (local) and joins the list of URLs to enqueue."""
-
-    def __init__(self, crawler: Crawler, from_path: str, base: str, depth: int, referrer: str) -> None:
-        self.crawler = crawler
-        self.from_path = from_path
-        self.base = base
-        self.depth = depth
-        self.referrer = referrer
-        self.new: dict[str, NewURL] = {}
-        self.links: dict[str, bool] = {}  # key → written as a local link (True) or absolute (False)
-
-    def decide(self, ref: str, hint: Hint) -> Decision:
-        c = self.crawler
-        decision = c.scope.decide(ref, self.base, hint, self.depth, c.fetcher_robots)
-        if decision.action == "local" and decision.kind == "page" and not c.charge_page(decision.url or ""):
-            return Decision(
-                "absolute",
-                None if "://" in ref else decision.url,
-                None,
-                decision.fragment,
-                BUDGET_REASON,
-            )
-        return decision
-
-    def __call__(self, ref: str, hint: Hint) -> str | None:
-        if hint == "link" and not ref.strip(" \t\n\r\f"):
-            # an empty link names the document itself (or its <base>): written as the relative link
-            # to the file like every other in-scope link, so no checker takes it for a broken one
-            return self(self.base, hint) if "://" in self.base else None
-        decision = self.decide(ref, hint)
-        c = self.crawler
-        if decision.action == "keep":
-            return None
-        if decision.action == "absolute":
-            self._note_skip(ref, hint, decision)
-            return decision.url
-        key = decision.url
-        assert key is not None and decision.kind is not None
-        self.links[key] = True
-        path, merged_into = c.assign(key, decision.kind)
-        if key not in self.new:
-            depth = self.depth + 1
-            self.new[key] = NewURL(
-                key,
-                decision.kind,
-                depth,
-                self.referrer,
-                c.scope.priority(key) if decision.kind == "page" else 1,
-                stylesheet=hint == "stylesheet",
-                path=path,
-                state="merged" if merged_into else "pending",
-                final_url=merged_into,
-            )
-        elif hint == "stylesheet" and not self.new[key].stylesheet:
-            old = self.new[key]
-            self.new[key] = NewURL(**{**old.__dict__, "stylesheet": True})
-        return c.rel(self.from_path, path) + decision.fragment
-
-    def _note_skip(self, ref: str, hint: Hint, decision: Decision) -> None:
-        if decision.reason in ("not fetched", ""):
-            return
-        try:
-            key = urls.dedup_key(urls.canonicalize(ref.strip(), self.base), self.crawler.scope.hygiene)
-        except URLError:
-            return
-        self.links.setdefault(key, False)
-        if key in self.new:
-            return
-        kind: Kind = urls.guess_kind(key) if hint == "link" else "asset"
-        self.new[key] = NewURL(
-            key, kind, self.depth + 1, self.referrer, 1, state="skipped", reason=decision.reason
-        )
-
-
-class _Progress:
-    def __init__(self, crawler: Crawler, stream: TextIO) -> None:
-        self.crawler = crawler
-        self.stream = stream
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.task = asyncio.ensure_future(self._loop())
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(0.5)
-            self.draw()
-
-    def draw(self, final: bool = False) -> None:
-        c = self.crawler
-        elapsed = max(time.monotonic() - c.started, 1e-6)
-        pages = c.pages_done
-        queued = c.state.count("pending", "page")
-        rate = pages / elapsed
-        eta = f"{int(queued / rate) // 60}:{int(queued / rate) % 60:02d}" if rate > 0 and queued else "-"
-        line = (
-            f"pages {pages} done, {queued} queued · assets {c.assets_done} · {_size(c.bytes_written)}"
-            f" · {rate:.1f} pages/s · ETA {eta}"
-        )
-        self.stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
-        self.stream.flush()
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-            self.draw(final=True)
 
 
 class Crawler:
@@ -476,10 +106,13 @@ class Crawler:
         self.seed_keys = keys
         self.reserved = out / RESERVED_DIR
         self.tmp = self.reserved / "tmp"
+        self.open_state: StateFactory = options.state or State
+        self.writer = TreeWriter(out, self.tmp)
         self._check_out()
-        self.state = State(self.reserved / STATE_NAME)
+        self.state: CrawlState = self.open_state(self.reserved / STATE_NAME)
         home = self.state.get("home") or keys[0]
         self.home = home
+        self.tree = TreePaths(self.state, out, home)
         include = list(options.include)
         if options.scope_prefix:
             include.append(options.scope_prefix)
@@ -520,15 +153,13 @@ class Crawler:
             obey_robots=not options.ignore_robots,
             size_cap=options.asset_cap,
         )
-        self.fetcher: Fetcher | None = None
+        self.fetcher: Transport | None = None
         self.renderer: Renderer | None = None
         self.manifest: ManifestWriter | None = None
         self.raw: OrderedDict[str, FetchResult] = OrderedDict()
         self.raw_bytes = 0
         self.spooled: dict[str, FetchResult] = {}
         self.fetching: dict[str, asyncio.Future[FetchResult]] = {}
-        self.paths: dict[str, tuple[str, str | None]] = {}
-        self.claims: dict[str, str] = {}  # path → key, given out and not yet in the state
         self.pages_charged = 0
         self.charged: set[str] = set()
         self.pages_done = 0
@@ -536,13 +167,6 @@ class Crawler:
         self.bytes_written = 0
         self.started = time.monotonic()
         self.inflight: dict[str, asyncio.Task[None]] = {}
-        self._tmp_count = 0
-        self._pid = os.getpid()
-        self._out_str = str(out)
-        self._tmp_str = str(self.tmp)
-        self._folders: set[str] = set()
-        self._rels: dict[tuple[str, str], str] = {}
-        self._local_paths: dict[tuple[str, str], str] = {}
         self._keys: dict[str, str] = {}
         self._asset_links: dict[str, tuple[str, dict[str, bool]]] = {}
 
@@ -569,7 +193,7 @@ class Crawler:
         """``resume=False`` on a folder holding a capture: delete that capture (every file its state
         recorded, its metadata, then the folders left empty) so this run starts afresh. Files the
         capture did not write are left alone."""
-        old = State(self.reserved / STATE_NAME)
+        old = self.open_state(self.reserved / STATE_NAME)
         try:
             paths = [record.path for record in old.records()] + list(old.paths_map())
         finally:
@@ -588,19 +212,10 @@ class Crawler:
             with contextlib.suppress(FileNotFoundError):
                 (self.reserved / name).unlink()
         if self.tmp.is_dir():
-            self._empty_tmp(remove=True)
+            self.writer.empty_tmp(remove=True)
         for folder in sorted((p for p in self.out.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
             with contextlib.suppress(OSError):
                 folder.rmdir()  # only empty ones go
-
-    def _empty_tmp(self, remove: bool = False) -> None:
-        """Delete what a previous (killed) run or this one left in ``_archiver/tmp``."""
-        for leftover in self.tmp.glob("*"):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-        if remove:
-            with contextlib.suppress(OSError):
-                self.tmp.rmdir()
 
     def fetcher_robots(self, key: str) -> bool | None:
         return self.fetcher.robots_allows(key) if self.fetcher is not None else None
@@ -610,7 +225,7 @@ class Crawler:
         limit = self.options.max_pages
         if limit is None:
             return True
-        if key in self.charged or key in self.paths:
+        if key in self.charged or key in self.tree.paths:
             return True
         row = self.state.row(key)
         if row is not None and row.state != "skipped":
@@ -652,95 +267,6 @@ class Crawler:
         rewrite_html.rewrite(rewrite_html.parse(doc_text), collect)
         for key in sorted(found, key=lambda k: (self.scope.priority(k), found[k])):
             self.charge_page(key)
-
-    # ---- tree paths (tree.md §4, §4.5)
-
-    def local_path(self, key: str, kind: Kind) -> str:
-        """:func:`archiver.urls.local_path` of ``key`` in this tree (the default hash), remembered."""
-        memo = (key, kind)
-        path = self._local_paths.get(memo)
-        if path is None:
-            path = urls.local_path(key, kind=kind, home=self.home)
-            if len(self._local_paths) >= 100_000:
-                self._local_paths.clear()
-            self._local_paths[memo] = path
-        return path
-
-    def rel(self, from_path: str, to_path: str) -> str:
-        """:func:`archiver.urls.rel`, remembered (it depends only on ``from_path``'s folder)."""
-        folder, _, leaf = from_path.rpartition("/")
-        if leaf in ("", ".", ".."):  # not a file's path: nothing to remember it by
-            return urls.rel(from_path, to_path)
-        memo = (folder, to_path)
-        href = self._rels.get(memo)
-        if href is None:
-            href = urls.rel(from_path, to_path)
-            if len(self._rels) >= 100_000:
-                self._rels.clear()
-            self._rels[memo] = href
-        return href
-
-    def assign(self, key: str, kind: Kind) -> tuple[str, str | None]:
-        """The tree path of ``key``, assigned once and kept in the state. Returns ``(path, owner)``
-        where ``owner`` is the key that already holds the same file (tree.md §3.3) or None."""
-        known = self.paths.get(key)
-        if known is not None:
-            return known
-        row = self.state.row(key)
-        if row is not None and row.path:
-            owner = row.final_url if row.state == "merged" else None
-            self.paths[key] = (row.path, owner)
-            return row.path, owner
-        path = self.local_path(key, kind)
-        owner = self._owner(path)
-        if owner is not None and owner != key:
-            same = urls.local_path(key, kind=kind, home=self.home, hash_len=64) == urls.local_path(
-                owner, kind=kind, home=self.home, hash_len=64
-            )
-            if same:
-                self.paths[key] = (path, owner)
-                return path, owner
-            for length in range(8, 65, 2):  # a query-hash collision: lengthen the hash
-                path = urls.local_path(key, kind=kind, home=self.home, hash_len=length)
-                if self._owner(path) in (None, key):
-                    break
-        if kind == "asset":
-            path = self._resolve_clash(key, path)
-        self.claims[path] = key
-        self.paths[key] = (path, None)
-        return path, None
-
-    def _owner(self, path: str) -> str | None:
-        return self.claims.get(path) or self.state.owner(path)
-
-    def _flush_claims(self) -> None:
-        """Write the paths given out since the last flush (part of the next state transaction: a path
-        given out but never written down is simply given out again, the same way, after a crash)."""
-        if self.claims:
-            claims, self.claims = self.claims, {}
-            self.state.claim_many(claims)
-
-    def _clash_suffix(self, key: str) -> str:
-        return "__c-" + hashlib.sha256(key.encode()).hexdigest()[:6]
-
-    def _resolve_clash(self, key: str, path: str) -> str:
-        # the new file would sit where a folder is needed
-        self._flush_claims()
-        if self.state.has_path_under(path):
-            return _with_suffix(path, self._clash_suffix(key))
-        # an existing file sits where the new path needs a folder: that file moves to its __c- name
-        parts = path.split("/")
-        for i in range(3, len(parts)):
-            folder = "/".join(parts[:i])
-            other = self.state.owner(folder)
-            if other is not None:
-                moved = _with_suffix(folder, self._clash_suffix(other))
-                src = self.out / folder
-                if src.is_file():
-                    os.replace(src, self.out / moved)
-                self.state.move(other, folder, moved)
-                self.paths[other] = (moved, None)
-        return path
 
     # ---- the raw cache (what was fetched, as fetched, for the browser and the stages)
 
@@ -844,46 +370,14 @@ class Crawler:
     async def _write(
         self, path: str, data: bytes | None = None, source: Path | None = None, link_from: str | None = None
     ) -> None:
-        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically. Done in the event
-        loop: with no fsync a write is a page-cache copy and a rename, cheaper than a thread hop."""
-        self._write_now(path, data, source, link_from)
-
-    def _write_now(self, path: str, data: bytes | None, source: Path | None, link_from: str | None) -> None:
-        target = os.path.join(self._out_str, path)
-        folder = os.path.dirname(target)
-        if folder not in self._folders:  # folders this run made or met are never removed while it runs
-            os.makedirs(folder, exist_ok=True)
-            self._folders.add(folder)
-        # The temporary file lives in _archiver/tmp (same file system as the tree), not next to the
-        # target: a run killed mid-write leaves nothing inside the tree, and the next run empties tmp.
-        self._tmp_count += 1
-        tmp = os.path.join(self._tmp_str, f"write-{self._pid}-{self._tmp_count}.tmp")
-        try:
-            if link_from is not None and os.path.isfile(os.path.join(self._out_str, link_from)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                os.link(os.path.join(self._out_str, link_from), tmp)
-            elif source is not None:
-                os.replace(source, tmp)
-            else:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-                try:
-                    view = memoryview(data or b"")
-                    while view:
-                        view = view[os.write(fd, view) :]
-                finally:
-                    os.close(fd)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically."""
+        self.writer.write(path, data, source, link_from)
 
     async def _finish(
         self, key: str, *, record: Record | None = None, extra: list[Record] | None = None, **kwargs: Any
     ) -> None:
         with self.state.transaction():
-            self._flush_claims()
+            self.tree.flush()
             self.state.finish(key, record=record, extra_records=extra or [], **kwargs)
         if record is None or record.kind != "page":
             self.release_page(key)
@@ -924,7 +418,7 @@ class Crawler:
         if result.outcome not in ("ok", "redirected"):
             await self._fail(row, result)
             return
-        path, _owner = self.assign(key, "page")
+        path, _owner = self.tree.assign(key, "page")
         # a dedup key is its own dedup key (tests/test_urls_properties.py checks it)
         final = key if result.final_url == key else self._key(result.final_url)
         is_html = (result.media_type in _HTML_TYPES) or (
@@ -932,7 +426,7 @@ class Crawler:
             and result.read()[:512].lstrip().lower().startswith((b"<!doctype", b"<html"))
         )
         if final != key:
-            final_path = self.local_path(final, "page") if is_html else None
+            final_path = self.tree.local_path(final, "page") if is_html else None
             if final_path != path:
                 await self._page_redirect(row, result, path, final, is_html)
                 return
@@ -952,7 +446,7 @@ class Crawler:
         base = rewrite_html.base_url(doc, result.final_url)
         if self.options.max_pages is not None:
             self._charge_by_priority(text, base, row.depth)
-        linker = _Linker(self, path, base, row.depth, key)
+        linker = Linker(self, path, base, row.depth, key)
         out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap")
         data = out.html.encode("utf-8")
         sha = hashlib.sha256(data).hexdigest()
@@ -960,7 +454,7 @@ class Crawler:
         await self._write(path, data, link_from=first if first and first != path else None)
         self.bytes_written += len(data)
         chain = {self._key(u) for u in result.redirects}
-        same = {u for u in chain | {key} if self.local_path(u, "page") == path}
+        same = {u for u in chain | {key} if self.tree.local_path(u, "page") == path}
         record = Record(
             path=path,
             kind="page",
@@ -994,7 +488,7 @@ class Crawler:
     async def _page_not_html(self, row: Row, result: FetchResult, page_path: str) -> None:
         """A link that looked like a page answered with something else: store it as an asset and
         leave a redirect stub at the page path."""
-        asset_path, _ = self.assign(row.key, "asset")
+        asset_path, _ = self.tree.assign(row.key, "asset")
         record, new = await self._store_asset_bytes(row, result, asset_path)
         stub = await self._stub(page_path, asset_path, asset_path, row.key, result.status or 200)
         await self._finish(
@@ -1013,7 +507,7 @@ class Crawler:
 
     async def _stub(self, path: str, target_path: str | None, shown: str, key: str, status: int) -> Record:
         href = urls.rel(path, target_path) if target_path else shown
-        data = _stub_html(href, shown)
+        data = stub_html(href, shown)
         await self._write(path, data)
         self.bytes_written += len(data)
         return Record(
@@ -1038,7 +532,7 @@ class Crawler:
             note += " (to the site root: the page has probably moved away)"
         new: list[NewURL] = []
         if is_html and self.scope.page_in_scope(final) and self.fetcher_robots(final) is not False:
-            final_path, owner = self.assign(final, "page")
+            final_path, owner = self.tree.assign(final, "page")
             new.append(
                 NewURL(
                     final,
@@ -1057,7 +551,7 @@ class Crawler:
                 target.redirects = sorted({*target.redirects, row.key})
                 self.state.put_record(target)
         elif not is_html and self.scope.want_asset(final):
-            final_path, _ = self.assign(final, "asset")
+            final_path, _ = self.tree.assign(final, "asset")
             new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path))
             stub = await self._stub(path, final_path, final_path, row.key, chain_status)
         else:
@@ -1086,7 +580,7 @@ class Crawler:
         links: dict[str, bool] = {}
         if is_css:
             text = decode_css(result.read(), result.charset)
-            linker = _Linker(self, path, result.final_url, row.depth, row.key)
+            linker = Linker(self, path, result.final_url, row.depth, row.key)
             css = rewrite_stylesheet(
                 text, lambda ref, role: linker(ref, "stylesheet" if role == "import" else "embed")
             )
@@ -1096,7 +590,7 @@ class Crawler:
             await self._write(path, data)
             size, sha = len(data), hashlib.sha256(data).hexdigest()
         elif result.file is not None:
-            sha, size = _hash_file(result.file)
+            sha, size = hash_file(result.file)
             await self._write(path, source=result.file)
             self.spooled.pop(row.key, None)
             result.file = self.out / path
@@ -1126,7 +620,7 @@ class Crawler:
         if result.outcome not in ("ok", "redirected"):
             await self._fail(row, result)
             return
-        path, _ = self.assign(row.key, "asset")
+        path, _ = self.tree.assign(row.key, "asset")
         record, new = await self._store_asset_bytes(row, result, path)
         outcome = "redirected" if result.redirects else "ok"
         reason = f"redirected to {redact(result.final_url)}" if result.redirects else ""
@@ -1155,7 +649,7 @@ class Crawler:
             state.add_seed(key, folder, title)
         new = []
         for key in self.seed_keys:
-            path, owner = self.assign(key, "page")
+            path, owner = self.tree.assign(key, "page")
             new.append(
                 NewURL(
                     key,
@@ -1168,7 +662,7 @@ class Crawler:
                     final_url=owner,
                 )
             )
-        self._flush_claims()
+        self.tree.flush()
         state.add(new)
         for key in self.seed_keys:  # a seed given again is wanted again, even if a resume had skipped it
             row = state.row(key)
@@ -1200,18 +694,17 @@ class Crawler:
 
     async def run(self) -> CaptureReport:
         """Capture until the frontier is empty; returns the report."""
-        self._empty_tmp()
+        self.writer.empty_tmp()
         self._seed()
         header = self._header(incomplete=True)
         # not fsynced line by line: the state, not this log, is what a resume trusts, and the
         # manifest is rewritten from the state at the end
         self.manifest = ManifestWriter(self.out, header, durable=False)
-        progress: _Progress | None = None
+        progress: Progress | None = None
         show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
         try:
-            async with Fetcher(
-                self.policy, guard=self.guard, tmp_dir=self.tmp, backend=self.options.network_backend
-            ) as fetcher:
+            factory = self.options.transport or transport.live(self.options.network_backend)
+            async with factory(self.policy, self.guard, self.tmp) as fetcher:
                 self.fetcher = fetcher
                 if self.options.render:
                     from archiver.capture.render import Renderer
@@ -1225,7 +718,7 @@ class Crawler:
                     )
                     await self.renderer.start()
                 if show:
-                    progress = _Progress(self, sys.stderr)
+                    progress = Progress(self, sys.stderr)
                     progress.start()
                 try:
                     await self._loop()
@@ -1241,7 +734,7 @@ class Crawler:
         finally:
             self.finalize()
         report = self.report()
-        _write_report(self.reserved / REPORT_NAME, report)
+        write_report(self.reserved / REPORT_NAME, report)
         return report
 
     async def _loop(self) -> None:
@@ -1253,7 +746,7 @@ class Crawler:
             for kind, free in (("page", page_slots - running_pages), ("asset", asset_slots - running_assets)):
                 if free <= 0:
                     continue
-                for row in self.state.pending(kind, free, exclude=self.inflight):
+                for row in self.state.claim(kind, free, exclude=self.inflight):
                     task = asyncio.ensure_future(self._task(row))
                     task.set_name(kind)
                     self.inflight[row.key] = task
@@ -1278,13 +771,13 @@ class Crawler:
     def finalize(self) -> None:
         """Rewrite the manifest from the state: one record per path, sorted by path, with every
         merged URL listed and the smallest known depth and referrer; mark the crawl (in)complete."""
-        self._flush_claims()
+        self.tree.flush()
         if self.manifest is not None:
             self.manifest.close()
             self.manifest = None
         complete = self.state.count("pending") == 0
         if complete:
-            self._relink()
+            relink(self.state, self.out, self.scope.hygiene, self.writer)
         self.state.set("complete", "1" if complete else "0")
         rows: dict[str, Row] = {}
         merged: dict[str, list[str]] = {}
@@ -1305,100 +798,11 @@ class Crawler:
                     record.depth, record.referrer = top.depth, top.referrer
             records.append(self._public(record))
         write_records(self.out, self._header(incomplete=not complete), records)
-        self._empty_tmp(remove=True)
+        self.writer.empty_tmp(remove=True)
         self.state.close()
 
-    def _relink(self) -> None:
-        """Point every link at what the tree finally holds: a relative link to something that was not
-        stored (skipped, failed, refused …) becomes its absolute URL, so it still works from disk;
-        an absolute link to something stored after all (reached by a shorter path, retried on a later
-        run) becomes relative. Only documents with such links are rewritten (atomically), and their
-        records updated. Runs when the frontier is empty, so the result does not depend on the order
-        in which the crawl happened to meet things."""
-        state = self.state
-        stored: dict[str, str] = {}  # key → tree path of every stored file (stubs included)
-        merged: list[Row] = []
-        for r in state.rows():
-            if r.state == "done" and r.path:
-                stored[r.key] = r.path
-            elif r.state == "merged" and r.final_url:
-                merged.append(r)
-        for r in merged:
-            if r.final_url in stored:
-                stored[r.key] = stored[r.final_url]
-        moves = state.moves()  # a file moved by a §4.5 clash: links written before the move are stale
-        moved = set(moves.values())
-        dirty: set[str] = set()
-        for src, key, local in state.links():
-            if local != (key in stored) or (local and key in moved):
-                dirty.add(src)
-        if not dirty:
-            return
-        by_path = state.paths_map()
-        for src in sorted(dirty):
-            record = state.record(src)
-            if record is None or not (self.out / src).is_file():
-                continue
-            self._relink_one(src, record, stored, by_path, moves)
-
-    def _relink_one(
-        self,
-        src: str,
-        record: Record,
-        stored: dict[str, str],
-        by_path: dict[str, str],
-        moves: dict[str, str] | None = None,
-    ) -> None:
-        links: dict[str, bool] = {}
-
-        def change(ref: str, hint: Hint) -> str | None:
-            if hint == "absolute" or urls.ref_action(ref) == "keep":
-                return None
-            text = ref.strip()
-            _head, fragment = split_fragment(text)
-            if "://" in text or text.startswith("//"):
-                try:
-                    key = urls.dedup_key(urls.canonicalize(text), self.scope.hygiene)
-                except URLError:
-                    return None
-                if key in stored:
-                    links[key] = True
-                    return urls.rel(src, stored[key]) + ("" if "#" in key else fragment)
-                links[key] = False
-                return None
-            target = _resolve_href(src, text)
-            key = by_path.get(target) if target else None
-            if key is None and target and moves and target in moves:
-                key = moves[target]  # written before a clash moved the file
-                if key in stored:
-                    links[key] = True
-                    return urls.rel(src, stored[key]) + ("" if "#" in key else fragment)
-            if key is None:
-                return None
-            if key in stored:
-                links[key] = True
-                return None
-            links[key] = False
-            return key + ("" if "#" in key else fragment)
-
-        path = self.out / src
-        if record.media_type == "text/css":
-            text = path.read_text(encoding="utf-8")
-            new_text = rewrite_stylesheet(
-                text, lambda ref, role: change(ref, "stylesheet" if role == "import" else "embed")
-            ).text
-        else:
-            text = path.read_text(encoding="utf-8")
-            new_text = rewrite_html.rewrite(rewrite_html.parse(text), change, noscript="keep").html
-        if new_text != text:
-            data = new_text.encode("utf-8")
-            self._write_now(src, data, None, None)
-            record.size, record.sha256 = len(data), hashlib.sha256(data).hexdigest()
-            self.state.put_record(record)
-        self.state.set_links(src, links)
-
     def report(self) -> CaptureReport:
-        state = State(self.reserved / STATE_NAME)
+        state = self.open_state(self.reserved / STATE_NAME)
         try:
             items: list[Item] = []
             counts: dict[str, int] = {}
@@ -1427,33 +831,6 @@ class Crawler:
             run_pages=self.pages_done,
             run_assets=self.assets_done,
         )
-
-
-def _resolve_href(src: str, href: str) -> str | None:
-    """The tree path that relative ``href`` (as :func:`archiver.urls.rel` writes it) in the document
-    at tree path ``src`` names; None when it leaves the tree or has a query."""
-    href = href.split("#", 1)[0]
-    if "?" in href or href.startswith("/"):
-        return None
-    parts = src.split("/")[:-1]
-    for seg in href.split("/"):
-        if seg == "..":
-            if not parts:
-                return None
-            parts.pop()
-        elif seg not in ("", "."):
-            parts.append(unquote(seg))
-    return "/".join(parts) or None
-
-
-def _hash_file(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
 
 
 def _media_from_path(path: str) -> str:

@@ -276,6 +276,17 @@ class State:
                     break
         return out
 
+    def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+        """Claim up to ``limit`` pending rows of ``kind`` for work (formats/crawl-state.md §3). One
+        process owns this file, so a claim is the rows in flight (``exclude``) and needs no lease:
+        the rows :meth:`pending` gives."""
+        return self.pending(kind, limit, exclude)
+
+    def renew(self, keys: Iterable[str]) -> list[str]:
+        """Renew the claims on ``keys``; returns those that were lost (none here: nobody else can
+        take a row of this file)."""
+        return []
+
     def count(self, state: str | None = None, kind: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM urls WHERE 1=1"
         args: list[str] = []
@@ -324,9 +335,6 @@ class State:
             "SELECT 1 FROM paths WHERE path > ? AND path < ? LIMIT 1", (folder + "/", folder + "0")
         ).fetchone()
         return row is not None
-
-    def claim(self, key: str, path: str) -> None:
-        self.claim_many({path: key})
 
     def claim_many(self, claims: dict[str, str]) -> None:
         """Record tree paths given out (``path → key``)."""

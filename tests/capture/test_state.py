@@ -21,16 +21,18 @@ def _crawler(tmp_path: Path) -> Crawler:
 
 def test_same_file_urls_merge_into_one_path(tmp_path: Path) -> None:
     c = _crawler(tmp_path)
-    assert c.assign("https://ex.com/docs/", "page") == ("docs/index.html", None)
-    assert c.assign("https://ex.com/docs", "page") == ("docs/index.html", "https://ex.com/docs/")
-    assert c.assign("http://ex.com/docs/index.html", "page") == ("docs/index.html", "https://ex.com/docs/")
+    assert c.tree.assign("https://ex.com/docs/", "page") == ("docs/index.html", None)
+    assert c.tree.assign("https://ex.com/docs", "page") == ("docs/index.html", "https://ex.com/docs/")
+    assert c.tree.assign("http://ex.com/docs/index.html", "page") == ("docs/index.html", "https://ex.com/docs/")
 
 
 def test_query_hash_collision_gets_a_longer_hash(tmp_path: Path) -> None:
     c = _crawler(tmp_path)
     taken = urls.local_path("https://ex.com/s?q=1", kind="page", home=HOME)
-    c.state.claim("https://ex.com/s?q=other", taken)  # pretend another query hashed to the same 6 digits
-    path, owner = c.assign("https://ex.com/s?q=1", "page")
+    c.state.claim_many(
+        {taken: "https://ex.com/s?q=other"}
+    )  # pretend another query hashed to the same 6 digits
+    path, owner = c.tree.assign("https://ex.com/s?q=1", "page")
     assert owner is None and path == urls.local_path(
         "https://ex.com/s?q=1", kind="page", home=HOME, hash_len=8
     )
@@ -38,17 +40,17 @@ def test_query_hash_collision_gets_a_longer_hash(tmp_path: Path) -> None:
 
 def test_file_folder_clash_moves_the_file(tmp_path: Path) -> None:
     c = _crawler(tmp_path)
-    first, _ = c.assign("https://ex.com/avatar", "asset")
+    first, _ = c.tree.assign("https://ex.com/avatar", "asset")
     assert first == "_archiver/ex.com/avatar"
     (c.out / first).parent.mkdir(parents=True)
     (c.out / first).write_bytes(b"file")
-    second, _ = c.assign("https://ex.com/avatar/small.png", "asset")
+    second, _ = c.tree.assign("https://ex.com/avatar/small.png", "asset")
     assert second == "_archiver/ex.com/avatar/small.png"
-    moved, _ = c.assign("https://ex.com/avatar", "asset")
+    moved, _ = c.tree.assign("https://ex.com/avatar", "asset")
     assert moved.startswith("_archiver/ex.com/avatar__c-") and (c.out / moved).read_bytes() == b"file"
     # the other way round: the folder exists first, so the file takes the __c- name at once
-    c.assign("https://ex.com/a/b.png", "asset")
-    path, _ = c.assign("https://ex.com/a", "asset")
+    c.tree.assign("https://ex.com/a/b.png", "asset")
+    path, _ = c.tree.assign("https://ex.com/a", "asset")
     assert path.startswith("_archiver/ex.com/a__c-")
 
 
@@ -99,8 +101,8 @@ def test_a_non_empty_folder_without_a_capture_is_refused(tmp_path: Path) -> None
 
 def test_no_resume_discards_the_previous_capture_only(tmp_path: Path) -> None:
     c = Crawler([HOME], tmp_path / "tree", CaptureOptions(render=False))
-    path, _ = c.assign("https://ex.com/a.css", "asset")
-    c._flush_claims()
+    path, _ = c.tree.assign("https://ex.com/a.css", "asset")
+    c.tree.flush()
     (c.out / path).parent.mkdir(parents=True)
     (c.out / path).write_text("old")
     (c.out / "notes.txt").write_text("the user's own file")

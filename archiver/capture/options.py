@@ -1,0 +1,81 @@
+"""The options of one capture (:class:`CaptureOptions`), and what of them the manifest records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from archiver.capture.policy import redact
+
+if TYPE_CHECKING:
+    from archiver.capture.crawlstate import StateFactory
+    from archiver.capture.fetch import Resolver
+    from archiver.capture.transport import TransportFactory
+
+__all__ = ["CaptureOptions"]
+
+
+@dataclass
+class CaptureOptions:
+    """Everything that shapes a capture (see :func:`archiver.capture.capture` for the meanings)."""
+
+    render: bool = True
+    depth: int = 3
+    max_pages: int | None = None
+    subdomains: bool = False
+    scope_prefix: str | None = None
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    allow_domains: list[str] = field(default_factory=list)
+    prefer: list[str] = field(default_factory=list)
+    avoid: list[str] = field(default_factory=list)
+    assets_any_host: bool = False
+    skip_extensions: frozenset[str] | None = None
+    chromium: str | None = None
+    delay: float | None = None
+    timeout: float = 30.0
+    asset_cap: int = 25 << 20
+    resume: bool = True
+    refresh: bool = False
+    ignore_robots: bool = False
+    allow_private: bool = False
+    allow_hosts: list[str] = field(default_factory=list)
+    concurrency: int = 12
+    tabs: int = 3
+    retries: int = 3
+    backoff: float = 0.5
+    max_retry_after: float = 60.0
+    max_attempts: int = 5
+    settle: float = 1.5
+    progress: bool | None = None
+    resolver: Resolver | None = None
+    network_backend: Any = None
+    seed_info: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    #: Where responses come from (:mod:`.transport`): None is the live network through
+    #: :class:`archiver.capture.fetch.Fetcher`.
+    transport: TransportFactory | None = None
+    #: Where the crawl state lives (:mod:`.crawlstate`): None is the SQLite file
+    #: ``_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`).
+    state: StateFactory | None = None
+
+    def manifest_options(self) -> dict[str, Any]:
+        """The options recorded in the manifest header (informative; tree.md §8.1)."""
+        out: dict[str, Any] = {
+            "render": self.render,
+            "depth": self.depth,
+            "max_pages": self.max_pages,
+            "subdomains": self.subdomains,
+            "scope_prefix": self.scope_prefix,
+            "include": sorted(self.include),
+            "exclude": sorted(self.exclude),
+            "allow_domains": sorted(self.allow_domains),
+            "assets_any_host": self.assets_any_host,
+            "asset_cap": self.asset_cap,
+            "robots": not self.ignore_robots,
+        }
+        if self.skip_extensions is not None:
+            out["skip_extensions"] = sorted(self.skip_extensions)
+        folders = {redact(u): f for u, (f, _t) in sorted(self.seed_info.items()) if f}
+        if folders:
+            out["seed_folders"] = folders
+        return out

@@ -1,0 +1,140 @@
+"""The end of a crawl: point every link at what the tree finally holds (formats/tree.md §6).
+
+A relative link to something that was not stored (skipped, failed, refused …) becomes its absolute
+URL, so it still works from disk; an absolute link to something stored after all (reached by a
+shorter path, retried on a later run) becomes relative; a link written before a §4.5 clash moved its
+target follows the move. Runs when the frontier is empty, from the links the state recorded for every
+document, so the tree does not depend on the order in which the crawl met things.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+from archiver import urls
+from archiver.capture import rewrite_html
+from archiver.capture.crawlstate import CrawlState
+from archiver.capture.policy import Hint, split_fragment
+from archiver.capture.state import Row
+from archiver.capture.writer import TreeWriter
+from archiver.css_refs import rewrite_stylesheet
+from archiver.errors import URLError
+from archiver.tree import Record
+
+if TYPE_CHECKING:
+    from archiver.urls import Hygiene
+
+__all__ = ["relink", "resolve_href"]
+
+
+def relink(state: CrawlState, out: Path, hygiene: Hygiene, writer: TreeWriter) -> None:
+    """Point every link at what the tree finally holds: a relative link to something that was not
+    stored (skipped, failed, refused …) becomes its absolute URL, so it still works from disk;
+    an absolute link to something stored after all (reached by a shorter path, retried on a later
+    run) becomes relative. Only documents with such links are rewritten (atomically), and their
+    records updated. Runs when the frontier is empty, so the result does not depend on the order
+    in which the crawl happened to meet things."""
+    stored: dict[str, str] = {}  # key → tree path of every stored file (stubs included)
+    merged: list[Row] = []
+    for r in state.rows():
+        if r.state == "done" and r.path:
+            stored[r.key] = r.path
+        elif r.state == "merged" and r.final_url:
+            merged.append(r)
+    for r in merged:
+        if r.final_url in stored:
+            stored[r.key] = stored[r.final_url]
+    moves = state.moves()  # a file moved by a §4.5 clash: links written before the move are stale
+    moved = set(moves.values())
+    dirty: set[str] = set()
+    for src, key, local in state.links():
+        if local != (key in stored) or (local and key in moved):
+            dirty.add(src)
+    if not dirty:
+        return
+    by_path = state.paths_map()
+    for src in sorted(dirty):
+        record = state.record(src)
+        if record is None or not (out / src).is_file():
+            continue
+        _relink_one(state, out, hygiene, writer, src, record, stored, by_path, moves)
+
+
+def _relink_one(
+    state: CrawlState,
+    out: Path,
+    hygiene: Hygiene,
+    writer: TreeWriter,
+    src: str,
+    record: Record,
+    stored: dict[str, str],
+    by_path: dict[str, str],
+    moves: dict[str, str] | None = None,
+) -> None:
+    links: dict[str, bool] = {}
+
+    def change(ref: str, hint: Hint) -> str | None:
+        if hint == "absolute" or urls.ref_action(ref) == "keep":
+            return None
+        text = ref.strip()
+        _head, fragment = split_fragment(text)
+        if "://" in text or text.startswith("//"):
+            try:
+                key = urls.dedup_key(urls.canonicalize(text), hygiene)
+            except URLError:
+                return None
+            if key in stored:
+                links[key] = True
+                return urls.rel(src, stored[key]) + ("" if "#" in key else fragment)
+            links[key] = False
+            return None
+        target = resolve_href(src, text)
+        key = by_path.get(target) if target else None
+        if key is None and target and moves and target in moves:
+            key = moves[target]  # written before a clash moved the file
+            if key in stored:
+                links[key] = True
+                return urls.rel(src, stored[key]) + ("" if "#" in key else fragment)
+        if key is None:
+            return None
+        if key in stored:
+            links[key] = True
+            return None
+        links[key] = False
+        return key + ("" if "#" in key else fragment)
+
+    path = out / src
+    if record.media_type == "text/css":
+        text = path.read_text(encoding="utf-8")
+        new_text = rewrite_stylesheet(
+            text, lambda ref, role: change(ref, "stylesheet" if role == "import" else "embed")
+        ).text
+    else:
+        text = path.read_text(encoding="utf-8")
+        new_text = rewrite_html.rewrite(rewrite_html.parse(text), change, noscript="keep").html
+    if new_text != text:
+        data = new_text.encode("utf-8")
+        writer.write(src, data)
+        record.size, record.sha256 = len(data), hashlib.sha256(data).hexdigest()
+        state.put_record(record)
+    state.set_links(src, links)
+
+
+def resolve_href(src: str, href: str) -> str | None:
+    """The tree path that relative ``href`` (as :func:`archiver.urls.rel` writes it) in the document
+    at tree path ``src`` names; None when it leaves the tree or has a query."""
+    href = href.split("#", 1)[0]
+    if "?" in href or href.startswith("/"):
+        return None
+    parts = src.split("/")[:-1]
+    for seg in href.split("/"):
+        if seg == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif seg not in ("", "."):
+            parts.append(unquote(seg))
+    return "/".join(parts) or None

@@ -1,0 +1,199 @@
+"""What a capture did: the per-URL outcomes (:class:`Item`), the report (:class:`CaptureReport`) with
+its human summary (grouped by reason, with the flag that changes each), and its JSON file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archiver import urls
+from archiver.capture.policy import redact
+from archiver.errors import URLError
+
+__all__ = ["CaptureReport", "Item", "size_text", "write_report"]
+
+
+@dataclass
+class Item:
+    """The outcome of one URL, as the report lists it (secret query values redacted)."""
+
+    url: str
+    kind: str
+    outcome: str
+    reason: str = ""
+    status: int | None = None
+    path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+
+
+@dataclass
+class CaptureReport:
+    """What a capture did: counts by outcome, bytes written, time, and every URL's outcome."""
+
+    out: str
+    home: str
+    complete: bool
+    pages: int = 0
+    assets: int = 0
+    bytes: int = 0
+    requests: int = 0
+    elapsed: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+    items: list[Item] = field(default_factory=list)
+    #: What this run stored (a resumed run's totals above include earlier runs).
+    run_pages: int = 0
+    run_assets: int = 0
+
+    def outcome(self, url: str) -> Item | None:
+        """The item for ``url`` (any spelling that canonicalises to the same dedup key)."""
+        try:
+            key = redact(urls.dedup_key(urls.canonicalize(url)))
+        except URLError:
+            key = url
+        return next((i for i in self.items if i.url == key), None)
+
+    def problems(self) -> list[Item]:
+        return [i for i in self.items if i.outcome not in ("ok", "redirected", "merged")]
+
+    def why_no_page(self) -> str:
+        """Why nothing was stored, in a few words, from the first page that did not end ok (the
+        seeds come first): its outcome and the plainest form of its reason, so a host that is down
+        reads "connection refused", not "robots.txt unreachable"."""
+        item = next((i for i in self.problems() if i.kind == "page"), None)
+        if item is None:
+            return "no page was in scope"
+        reason = _plain_reason(item.reason) or item.outcome
+        status = f" [{item.status}]" if item.status else ""
+        return f"{item.url}{status}: {item.outcome}: {reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "out": self.out,
+            "home": self.home,
+            "complete": self.complete,
+            "pages": self.pages,
+            "assets": self.assets,
+            "bytes": self.bytes,
+            "requests": self.requests,
+            "elapsed": round(self.elapsed, 3),
+            "this_run": {"pages": self.run_pages, "assets": self.run_assets},
+            "counts": dict(sorted(self.counts.items())),
+            "items": [i.to_json() for i in self.items],
+        }
+
+    def summary(self, *, examples: int = 3) -> str:
+        """A few human lines: totals (and this run's share when it resumed an earlier one), outcome
+        counts, then the URLs that did not end ok grouped by outcome and reason, largest group
+        first, with the first ``examples`` URLs of each: a site with 1,600 out-of-scope links gives
+        one line for them, not 1,600 (the full list is in ``--json`` and the report file)."""
+        rate = self.run_pages / self.elapsed if self.elapsed else 0.0
+        resumed = (self.run_pages, self.run_assets) != (self.pages, self.assets)
+        this_run = f" (this run: {self.run_pages} pages, {self.run_assets} assets)" if resumed else ""
+        lines = [
+            f"captured {self.pages} pages and {self.assets} assets ({size_text(self.bytes)}) into {self.out}"
+            f"{this_run} in {self.elapsed:.1f} s ({rate:.1f} pages/s)"
+            + ("" if self.complete else "; INCOMPLETE: run again to resume"),
+        ]
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        if counts:
+            lines.append(f"outcomes: {counts}")
+        groups: dict[tuple[str, str], list[Item]] = {}
+        for item in self.problems():
+            groups.setdefault((item.outcome, _reason_class(item.reason)), []).append(item)
+        for (outcome, reason), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+            if len(members) == 1:
+                item = members[0]
+                status = f" [{item.status}]" if item.status else ""
+                lines.append(f"  {outcome:<11} {item.kind:<5} {item.url}{status}: {_with_flag(item.reason)}")
+                continue
+            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {_with_flag(reason)}")
+            for item in members[:examples]:
+                status = f" [{item.status}]" if item.status else ""
+                lines.append(f"      e.g. {item.kind:<5} {item.url}{status}")
+            if len(members) > examples:
+                lines.append(f"      … and {len(members) - examples} more")
+        return "\n".join(lines)
+
+
+def write_report(path: Path, report: CaptureReport) -> None:
+    """The report as JSON in the reserved folder (a private file: never served or packed), written
+    to a temporary name and renamed, so a reader never sees half of it."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # private too (tree.is_private)
+    try:
+        tmp.write_bytes(json.dumps(report.to_json(), ensure_ascii=False, indent=1).encode() + b"\n")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+#: The flag that changes a reason's outcome, named beside it in the summary (the stored reason stays
+#: as it is: resumed state matches on it).
+_FLAGS = (
+    ("beyond the depth limit", "--depth"),
+    ("beyond the page budget", "--max-pages"),
+    ("out of scope", "--scope, --include, --subdomains, --allow-domain"),
+    ("skip list", "--skip-ext"),
+    ("asset on another site", "--assets-any-host"),
+    ("disallowed by robots.txt", "--ignore-robots"),
+    ("larger than the size cap", "--asset-cap"),
+)
+
+
+def _with_flag(reason: str) -> str:
+    """``reason`` with the flag that would change it, when it names a setting and not yet a flag."""
+    if "--" in reason:
+        return reason
+    for start, flag in _FLAGS:
+        if reason.startswith(start):
+            return f"{reason} ({flag})"
+    return reason
+
+
+def _reason_class(reason: str) -> str:
+    """A reason with what varies per URL taken out (numbers, quoted values), so that URLs skipped
+    or failed for the same reason fall into one group of the summary."""
+    reason = re.sub(r"'[^']*'|\"[^\"]*\"", "…", reason)
+    return re.sub(r"\d+", "N", reason)
+
+
+_NETWORK_ERRNO = {
+    "111": "connection refused",
+    "110": "connection timed out",
+    "113": "no route to host",
+    "101": "network unreachable",
+    "-2": "host name does not resolve",
+    "-3": "host name does not resolve (temporary failure)",
+    "-5": "host name has no address",
+}
+_ROBOTS_DOWN = re.compile(r"^robots\.txt unreachable \((network error: .*)\)(: not fetched.*)?$")
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]")
+
+
+def _plain_reason(reason: str) -> str:
+    """A failure reason said plainly: when robots.txt was unreachable because the host itself did
+    not answer, the network error is the reason; a known errno becomes its words."""
+    down = _ROBOTS_DOWN.match(reason)
+    if down:
+        reason = down.group(1)
+    errno = _ERRNO.search(reason)
+    if reason.startswith("network error:") and errno and errno.group(1) in _NETWORK_ERRNO:
+        return f"{_NETWORK_ERRNO[errno.group(1)]} ({reason.removeprefix('network error: ')})"
+    return reason
+
+
+def size_text(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
