@@ -181,10 +181,19 @@ def _seconds(text: str) -> float:
 def _cmd_pack(args: argparse.Namespace) -> int:
     if args.format == "wacz":
         return _pack_wacz(args)
-    if len(args.path) != 1:
-        raise UsageError("--format gwtar and zim pack one input (several WARC files: --format wacz)",
-                         subject="pack")  # fmt: skip
-    src, out = Path(args.path[0]), Path(args.out)
+    paths = [Path(p) for p in args.path]
+    if len(paths) > 1:
+        if not all(p.is_dir() for p in paths):
+            raise UsageError("--format gwtar and zim pack one input, or the shard folders of one crawl"
+                             " (several WARC files: --format wacz)", subject="pack")  # fmt: skip
+        from archiver import safefs
+        from archiver.merge import merge
+
+        with safefs.temp_dir(Path(args.out)) as work:
+            merge(paths, work / "tree")
+            args.path = [str(work / "tree")]
+            return _cmd_pack(args)
+    src, out = paths[0], Path(args.out)
     if args.format == "gwtar":
         from archiver import gwtar
 
@@ -252,6 +261,33 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     else:
         extra = f", FEC {args.fec_redundancy:g} %" if args.add_fec_data else ""
         print(f"{doc['path']}: {doc['size']} bytes ({args.format}{extra}), main page {doc['main']}")
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from archiver.merge import merge
+
+    out = Path(args.out)
+    result = _writing(lambda: merge([Path(p) for p in args.shards], out), out)
+    doc = {
+        "path": str(result.path),
+        "shards": result.shards,
+        "pages": result.pages,
+        "assets": result.assets,
+        "files": result.files,
+        "duplicates": result.duplicates,
+        "relinked": result.relinked,
+        "complete": result.complete,
+    }
+    if args.json:
+        _print_json(doc)
+    else:
+        dup = f", {result.duplicates} stored twice (the last fetch kept)" if result.duplicates else ""
+        print(
+            f"{result.path}: merged {result.shards} shards: {result.pages} pages, {result.assets} assets"
+            f" ({result.files} files{dup}); {result.relinked} documents relinked"
+            + ("" if result.complete else "; INCOMPLETE: some shard has work pending")
+        )
     return 0
 
 
@@ -733,6 +769,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_pack)
+
+    p = command("merge", "merge the shard folders of one crawl's workers into one capture tree")
+    p.add_argument("shards", nargs="+", metavar="SHARD", help="capture folders of one crawl")
+    p.add_argument("-o", "--out", required=True, help="the merged tree (a new or empty folder)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_merge)
 
     p = command("verify", "check archives: offsets, sizes, hashes, tar structure, links, FEC data")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")

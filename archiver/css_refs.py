@@ -15,13 +15,15 @@ Whether a reference sits inside an ``@font-face`` block (a font) is reported by
 :func:`references_detailed`. An ``@namespace`` prelude names a namespace and is never fetched: it is
 not a reference. Comments are tokens of their own, so ``/* url(x.png) */`` is never seen as a
 reference; escapes (``url(we\\(ird\\).png)``) are decoded by the tokenizer. A rewritten token gets both
-its ``value`` and its ``representation`` set, since tinycss2's serializer writes the representation;
-untouched tokens serialise as they were read (quotes may be normalised to ``"``).
+its ``value`` and its ``representation`` set, and the output is the input with only the changed
+tokens' text replaced (:func:`_splice`: every other byte as it was, a string keeping its quote
+character), so rewriting a reference back and forth gives back the same bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -36,6 +38,7 @@ __all__ = [
     "Reference",
     "Role",
     "decode",
+    "may_reference",
     "references",
     "references_detailed",
     "rewrite_declarations",
@@ -49,6 +52,33 @@ Change = Callable[[str, Role], "str | None"]
 _IMAGE_SET = frozenset({"image-set", "-webkit-image-set"})
 _URL_FUNCTIONS = frozenset({"url", "src"})
 _SKIPPED = ("whitespace", "comment")
+#: An escape as CSS Syntax 3 §4.3.7 reads it: up to six hex digits and one optional whitespace
+#: (``\r\n`` counts as one: preprocessing makes it a newline), or any other character but a newline.
+_ESCAPE = r"\\(?:[0-9a-fA-F]{1,6}(?:\r\n|[ \t\n\r\f])?|[^\n\r\f0-9a-fA-F])"
+_ONE_ESCAPE = re.compile(_ESCAPE)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    body = match.group(0)[1:]
+    digits = body.rstrip(" \t\n\r\f")
+    if digits and all(c in "0123456789abcdefABCDEF" for c in digits):
+        code = int(digits, 16)
+        return "\ufffd" if code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF else chr(code)
+    return body[:1]
+
+
+def may_reference(css: str) -> bool:
+    """False only when ``css`` holds no reference at all (then nothing needs parsing): no function
+    or url token named ``url``, ``src``, ``image-set`` or ``-webkit-image-set`` and no ``@import``,
+    however escaped. A cheap scan (no tokenizing); true for any stylesheet that mentions one of
+    them, even in a comment or a string, after which the tokenizer decides."""
+    # Every escape replaced by what it stands for, left to right as the tokenizer reads them: a name
+    # spelled with escapes then appears as it is, and an escape elsewhere (in a string, a comment)
+    # only adds text, so nothing the tokenizer would read as one of the names can be missed.
+    if "\\" in css:
+        css = _ONE_ESCAPE.sub(_unescape, css)
+    low = css.lower()
+    return "url(" in low or "src(" in low or "image-set(" in low or "@import" in low
 
 
 @dataclass
@@ -91,12 +121,15 @@ class _Walker:
         self.change = change
         self.found: list[Reference] = []
         self.changed = False
+        #: (line, column, "string" | "url", new value) of every changed token, for :func:`_splice`
+        self.edits: list[tuple[int, int, str, str]] = []
 
     def _visit(self, token: Any, role: Role, font: bool, setter: Callable[[Any, str], None]) -> None:
         ref = token.value
         self.found.append(Reference(ref, role, font, token.source_line, token.source_column))
         new = self.change(ref, role)
         if new is not None and new != ref:
+            self.edits.append((token.source_line, token.source_column, token.type, new))
             setter(token, new)
             self.changed = True
 
@@ -163,14 +196,96 @@ class _Walker:
 
 
 def _run(css: str, change: Change) -> CSSResult:
+    if not may_reference(css):
+        return CSSResult(css, [])
     walker = _Walker(change)
     try:
         tokens = tinycss2.parse_component_value_list(css, skip_comments=False)
         walker.walk(tokens)
-        text = tinycss2.serialize(tokens) if walker.changed else css
+        text = (_splice(css, walker.edits) or tinycss2.serialize(tokens)) if walker.changed else css
     except RecursionError:  # absurdly nested blocks: the CSS as it was, with what was found so far
         text = css
     return CSSResult(text, [(r.url, r.role) for r in walker.found])
+
+
+_LINE_BREAK = re.compile(r"\r\n|[\r\n\f]")
+
+
+def _token_end(css: str, start: int, kind: str) -> int | None:
+    """Where the string or url token that starts at ``start`` of ``css`` ends (one past it), or None
+    when the text there is not such a token (then the caller serialises the tokens instead)."""
+    n = len(css)
+    if kind == "string":
+        quote = css[start] if start < n else ""
+        if quote not in ("'", '"'):
+            return None
+        i = start + 1
+        while i < n:
+            c = css[i]
+            if c == "\\":
+                i += 3 if css.startswith("\r\n", i + 1) else 2
+            elif c == quote:
+                return i + 1
+            elif c in "\n\r\f":
+                return None
+            else:
+                i += 1
+        return None
+    paren = css.find("(", start, start + 200)  # after the function name (``url``, maybe escaped)
+    if paren < 0:
+        return None
+    i = paren + 1
+    while i < n:
+        c = css[i]
+        if c == "\\":
+            i += 2
+        elif c == ")":
+            return i + 1
+        elif c in "\"'(":
+            return None
+        else:
+            i += 1
+    return None
+
+
+def _splice(css: str, edits: list[tuple[int, int, str, str]]) -> str | None:
+    """``css`` with only the changed tokens replaced, every other byte as it was (a string keeps its
+    quote character). tinycss2 counts lines after turning ``\r\n``, ``\r`` and ``\f`` into
+    newlines, and columns in code points from 1; the offsets are mapped back to ``css`` the same way.
+    None when a token is not where its position says (the caller then serialises the tokens)."""
+    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(css)]
+    spans: list[tuple[int, int, str]] = []
+    for line, column, kind, value in edits:
+        if not 1 <= line <= len(starts) or column < 1:
+            return None
+        start = starts[line - 1] + column - 1
+        end = _token_end(css, start, kind)
+        if end is None:
+            return None
+        if kind == "string":
+            quote = css[start]
+            body = serialize_string_value(value)
+            if quote == "'":
+                body = body.replace("'", "\\'")
+            spans.append((start, end, f"{quote}{body}{quote}"))
+        else:  # only the value between the parentheses: the name's spelling and spaces stay
+            inner = css.index("(", start) + 1
+            close = end - 1
+            while inner < close and css[inner] in " \t\n\r\f":
+                inner += 1
+            while close > inner and css[close - 1] in " \t\n\r\f" and css[close - 2] != "\\":
+                close -= 1
+            spans.append((inner, close, serialize_url(value)))
+    spans.sort()
+    out: list[str] = []
+    at = 0
+    for start, end, text in spans:
+        if start < at:  # overlapping edits: not what a well-formed token list gives
+            return None
+        out += [css[at:start], text]
+        at = end
+    out.append(css[at:])
+    return "".join(out)
 
 
 def rewrite_stylesheet(css: str, change: Change) -> CSSResult:
@@ -188,6 +303,8 @@ def rewrite_declarations(css: str, change: Change) -> CSSResult:
 def references_detailed(css: str) -> list[Reference]:
     """Every reference in ``css`` in order, as written, with its role and whether it is in an
     ``@font-face`` block. Absurdly nested input yields the references found before the limit."""
+    if not may_reference(css):
+        return []
     walker = _Walker(_keep)
     with contextlib.suppress(RecursionError):
         walker.walk(tinycss2.parse_component_value_list(css, skip_comments=False))

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import tinycss2
+import contextlib
 
+import pytest
+import tinycss2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from archiver import css_refs
 from archiver.css_refs import references, rewrite_declarations, rewrite_stylesheet
 from archiver.fixture import site_root
 
@@ -107,7 +113,7 @@ def test_nothing_changed_returns_the_text_byte_for_byte() -> None:
 def test_style_attribute_declarations() -> None:
     style = "background: url(&quot;x&quot;); background-image:url('/img/inline/tile.png'); height: 48px"
     out = rewrite_declarations(style.replace("&quot;", '"'), lambda ref, role: "T")
-    assert out.text == 'background: url("T"); background-image:url("T"); height: 48px'
+    assert out.text == "background: url(\"T\"); background-image:url('T'); height: 48px"  # quotes kept
     assert [r for r, _ in out.refs] == ["x", "/img/inline/tile.png"]
 
 
@@ -121,3 +127,107 @@ def test_absurd_nesting_is_returned_as_it_was_not_an_exception() -> None:
     result = rewrite_stylesheet(css, lambda ref, role: "changed")
     assert result.text == css
     assert rewrite_declarations("(" * 5000 + "url(y.png)", lambda ref, role: "z").text.startswith("(((")
+
+
+# ---- the cheap pre-check (may_reference): never False where the tokenizer finds a reference
+
+
+_PIECES = st.sampled_from(
+    [
+        "url(", "URL(", "u", "r", "l", "src(", "image-set(", "-webkit-image-set(", "@import", "@IMPORT",
+        "@", "i", "m", "p", "o", "t", "(", ")", '"a.png"', "'b.css'", "a.png", " ", "\n", "\r\n", "\t",
+        "/*", "*/", ";", "{", "}", "\\", "\\75", "\\75 ", "\\000075", "\\55\r\n", "\\72", "\\6c", "\\l",
+        "\\69", "\\6d", "\\0", "-", "_", "é", "€", "x", "0", "\\\n", "@\\69mport", "u\\rl(",
+    ]
+)  # fmt: skip
+
+
+def _full_references(css: str) -> list[tuple[str, str]]:
+    walker = css_refs._Walker(css_refs._keep)
+    with contextlib.suppress(RecursionError):
+        walker.walk(tinycss2.parse_component_value_list(css, skip_comments=False))
+    return [(r.url, r.role) for r in walker.found]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PIECES, max_size=24).map("".join))
+def test_may_reference_never_misses_a_reference(css: str) -> None:
+    if not css_refs.may_reference(css):
+        assert _full_references(css) == []
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=2048))
+def test_may_reference_on_random_bytes(data: bytes) -> None:
+    css = css_refs.decode(data)
+    if not css_refs.may_reference(css):
+        assert _full_references(css) == []
+
+
+@pytest.mark.parametrize(
+    "css",
+    [
+        "a{background:url(x.png)}", "a{background:U\\52L(x.png)}", "a{b:\\75\\72\\6c(x.png)}",
+        "a{b:\\75\r\nrl(x.png)}", "@import 'a.css';", "@\\69mport 'a.css';", "a{b:src('f.woff')}",
+        "a{b:image-set('a.png' 1x)}", "a{b:-webkit-image-set('a.png' 1x)}", "a{b:url(\"x\")}",
+    ],
+)  # fmt: skip
+def test_may_reference_sees_escaped_names(css: str) -> None:
+    assert _full_references(css), css
+    assert css_refs.may_reference(css)
+    assert css_refs.references(css) == _full_references(css)
+
+
+def test_may_reference_false_on_plain_css() -> None:
+    assert not css_refs.may_reference(
+        "a{color:red} @media (min-width: 3px) { b { margin: calc(1px + 2px) } }"
+    )
+    assert css_refs.rewrite_stylesheet("a{color:red}", lambda r, role: "z").text == "a{color:red}"
+
+
+# ---- rewriting touches only the changed tokens (every other byte as it was)
+
+
+def test_rewrite_changes_only_the_changed_tokens() -> None:
+    css = "/* é */ a{b:url('x.png');c:'q'}\r\n@import 'i.css';\fd{e:url(z.gif)}\rf{g:'k'}"
+    out = rewrite_stylesheet(css, lambda ref, role: {"x.png": "y.png", "z.gif": "w w.gif"}.get(ref)).text
+    assert out == "/* é */ a{b:url('y.png');c:'q'}\r\n@import 'i.css';\fd{e:url(w\\ w.gif)}\rf{g:'k'}"
+
+
+_NEWLINE = st.sampled_from(["\n", "\r\n", "\r", "\f", " "])
+_REF = st.text(alphabet="abcxyz/._-0123456789é", min_size=1, max_size=12)
+
+
+@st.composite
+def _stylesheets(draw: st.DrawFn) -> str:
+    parts = []
+    for _ in range(draw(st.integers(1, 8))):
+        ref = draw(_REF)
+        form = draw(
+            st.sampled_from(
+                ["url-bare", "url-spaced", "url-dq", "url-sq", "import-sq", "import-dq", "image-set"]
+            )
+        )
+        parts.append(
+            {
+                "url-bare": f"a{{b:url({ref})}}",
+                "url-spaced": f"a{{b:URL( {ref}\t)}}",
+                "url-dq": f'a{{b:url("{ref}")}}',
+                "url-sq": f"a{{b:url('{ref}')}}",
+                "import-sq": f"@import '{ref}';",
+                "import-dq": f'@import url("{ref}");',
+                "image-set": f"a{{b:image-set('{ref}' 1x, \"{ref}\" 2x)}}",
+            }[form]
+        )
+        parts.append(draw(st.sampled_from(["", "/* it's */", "p{content:'it\\'s'}", 'q{x:"y"}'])))
+        parts.append(draw(_NEWLINE))
+    return "".join(parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_stylesheets())
+def test_rewrite_there_and_back_gives_the_same_bytes(css: str) -> None:
+    there = rewrite_stylesheet(css, lambda ref, role: f"http://h.example/{ref}").text
+    assert [r for r, _ in references(there)] == [f"http://h.example/{r}" for r, _ in references(css)]
+    back = rewrite_stylesheet(there, lambda ref, role: ref.removeprefix("http://h.example/")).text
+    assert back == css

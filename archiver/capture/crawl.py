@@ -51,7 +51,7 @@ from archiver.capture.linker import BUDGET_REASON, Linker
 from archiver.capture.options import CaptureOptions
 from archiver.capture.policy import Hint, Scope, redact
 from archiver.capture.progress import Progress
-from archiver.capture.relink import relink
+from archiver.capture.relink import final_records, public, relink
 from archiver.capture.report import CaptureReport, Item, write_report
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.textcodec import decode_css, decode_html
@@ -384,7 +384,7 @@ class Crawler:
         manifest = self.manifest
         if manifest is not None:
             for line in [*(extra or []), *([record] if record else [])]:
-                manifest.add(self._public(line))
+                manifest.add(public(line))
 
     def _key(self, url: str) -> str:
         """:func:`archiver.urls.dedup_key` with this capture's hygiene, remembered."""
@@ -395,14 +395,6 @@ class Crawler:
                 self._keys.clear()
             self._keys[url] = key
         return key
-
-    def _public(self, record: Record) -> Record:
-        """The record as the manifest shows it: secret query values redacted."""
-        fields = {f: getattr(record, f) for f in record.__struct_fields__}
-        fields["urls"] = [redact(u) for u in record.urls]
-        fields["redirects"] = [redact(u) for u in record.redirects]
-        fields["referrer"] = redact(record.referrer) if record.referrer else None
-        return Record(**fields)
 
     async def _fail(self, row: Row, result: FetchResult) -> None:
         state = (
@@ -779,24 +771,7 @@ class Crawler:
         if complete:
             relink(self.state, self.out, self.scope.hygiene, self.writer)
         self.state.set("complete", "1" if complete else "0")
-        rows: dict[str, Row] = {}
-        merged: dict[str, list[str]] = {}
-        for r in self.state.rows():
-            rows[r.key] = r
-            if r.state == "merged" and r.final_url:
-                merged.setdefault(r.final_url, []).append(r.key)
-        records = []
-        for record in self.state.records():
-            if record.urls:
-                keys = set(record.urls)
-                for k in list(keys):
-                    keys.update(merged.get(k, []))
-                record.urls = [record.urls[0], *sorted(keys - {record.urls[0]})]
-                known = [rows[k] for k in record.urls if k in rows]
-                if known and not 300 <= (record.status or 200) < 400:
-                    top = min(known, key=lambda r: (r.depth, r.referrer or ""))
-                    record.depth, record.referrer = top.depth, top.referrer
-            records.append(self._public(record))
+        records = [public(record) for record in final_records(self.state)]
         write_records(self.out, self._header(incomplete=not complete), records)
         self.writer.empty_tmp(remove=True)
         self.state.close()

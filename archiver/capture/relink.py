@@ -10,6 +10,7 @@ document, so the tree does not depend on the order in which the crawl met things
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -17,7 +18,7 @@ from urllib.parse import unquote
 from archiver import urls
 from archiver.capture import rewrite_html
 from archiver.capture.crawlstate import CrawlState
-from archiver.capture.policy import Hint, split_fragment
+from archiver.capture.policy import Hint, redact, split_fragment
 from archiver.capture.state import Row
 from archiver.capture.writer import TreeWriter
 from archiver.css_refs import rewrite_stylesheet
@@ -27,7 +28,7 @@ from archiver.tree import Record
 if TYPE_CHECKING:
     from archiver.urls import Hygiene
 
-__all__ = ["relink", "resolve_href"]
+__all__ = ["final_records", "public", "relink", "resolve_href"]
 
 
 def relink(state: CrawlState, out: Path, hygiene: Hygiene, writer: TreeWriter) -> None:
@@ -138,3 +139,35 @@ def resolve_href(src: str, href: str) -> str | None:
         elif seg not in ("", "."):
             parts.append(unquote(seg))
     return "/".join(parts) or None
+
+
+def final_records(state: CrawlState) -> Iterator[Record]:
+    """The manifest records of the tree, from the state: one per path, sorted by path, each listing
+    every URL merged into it (tree.md §3.3) and the smallest known depth and referrer of its URLs
+    (a redirect stub keeps its own)."""
+    rows: dict[str, Row] = {}
+    merged: dict[str, list[str]] = {}
+    for r in state.rows():
+        rows[r.key] = r
+        if r.state == "merged" and r.final_url:
+            merged.setdefault(r.final_url, []).append(r.key)
+    for record in state.records():
+        if record.urls:
+            keys = set(record.urls)
+            for k in list(keys):
+                keys.update(merged.get(k, []))
+            record.urls = [record.urls[0], *sorted(keys - {record.urls[0]})]
+            known = [rows[k] for k in record.urls if k in rows]
+            if known and not 300 <= (record.status or 200) < 400:
+                top = min(known, key=lambda r: (r.depth, r.referrer or ""))
+                record.depth, record.referrer = top.depth, top.referrer
+        yield record
+
+
+def public(record: Record) -> Record:
+    """The record as the manifest shows it: secret query values redacted (tree.md §8.1)."""
+    fields = {f: getattr(record, f) for f in record.__struct_fields__}
+    fields["urls"] = [redact(u) for u in record.urls]
+    fields["redirects"] = [redact(u) for u in record.redirects]
+    fields["referrer"] = redact(record.referrer) if record.referrer else None
+    return Record(**fields)

@@ -56,16 +56,20 @@ Answer = Callable[[str, str, "str | None"], Awaitable["Reply | None"]]
 #: animation frames (the first runs before the frame that shows the new position is drawn, the
 #: second after it, when IntersectionObserver callbacks and scroll handlers have been queued) and one
 #: task (so those callbacks have run), bounded by ``ms`` milliseconds for a page whose frames never
-#: come. Then where the bottom of the viewport is, and how tall the document is.
+#: come; no wait when the step scrolled nothing (a page that fits the viewport). Then where the
+#: bottom of the viewport is, how tall the document is, and whether the step scrolled.
 _SCROLL_JS = """(ms) => new Promise((resolve) => {
   const el = document.scrollingElement || document.documentElement;
+  const from = window.scrollY;
   window.scrollBy(0, window.innerHeight);
+  const moved = window.scrollY !== from;
   let done = false;
   const finish = () => {
     if (done) return;
     done = true;
-    resolve([window.scrollY + window.innerHeight, el ? el.scrollHeight : 0]);
+    resolve([window.scrollY + window.innerHeight, el ? el.scrollHeight : 0, moved]);
   };
+  if (!moved) { finish(); return; }  // nothing scrolled (the page fits): nothing to wait for
   setTimeout(finish, ms);
   requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(finish, 0)));
 })"""
@@ -222,11 +226,11 @@ class Renderer:
                 for _ in range(self.scroll_steps):
                     try:
                         # waits for the page to have processed the step (_SCROLL_JS), even the last
-                        reached, height = await page.evaluate(_SCROLL_JS, wait_ms)
+                        reached, height, moved = await page.evaluate(_SCROLL_JS, wait_ms)
                     except Exception:
                         break
-                    scrolled = True
-                    if reached >= height:
+                    scrolled = scrolled or bool(moved)
+                    if reached >= height or not moved:
                         break
                     await asyncio.sleep(self.scroll_pause)
                 if scrolled:

@@ -121,7 +121,7 @@ def test_style_element_and_attribute() -> None:
     )
     assert '@import url("L/css/print.css") print;' in out.html
     assert "url(L../img/inline/banner.png)" in out.html
-    assert 'style="background-image:url(&quot;L/img/inline/tile.png&quot;); height: 48px"' in out.html
+    assert "style=\"background-image:url('L/img/inline/tile.png'); height: 48px\"" in out.html  # quotes kept
     assert "url(&quot;L../img/inline/tile.png&quot;) repeat-x" in out.html
 
 

@@ -1,0 +1,332 @@
+"""``archiver merge SHARD... -o TREE``: union capture shards into one canonical tree (formats/tree.md §11).
+
+Workers of one crawl each write their own folder (a *shard*: a capture tree with its
+``_archiver/crawl.sqlite``). Every URL's tree path is a pure function of the URL (tree.md §4), so the
+shards merge by union: each file is taken from the shard that stored it, the manifest records and the
+crawl state are united, and then the end-of-crawl relinking (:func:`archiver.capture.relink.relink`)
+runs once over the union, so a link that pointed at a URL no worker stored is absolute and a link to
+a URL another worker stored is relative, exactly as a single-process capture leaves them.
+
+Rules (tree.md §11):
+
+- every shard must be a capture of the same home with the same scope options (else exit 2);
+- a path stored by several shards: the same URL stored twice (a lease that expired, the URL fetched
+  again) keeps the record fetched last (then the smaller SHA-256); two different URLs at one path (a
+  §4.5 clash the shards resolved differently) refuse the merge (exit 1);
+- every file's bytes are checked against its record's SHA-256 as they are copied (a hard link when
+  the shard is on the same file system; the relinking replaces a file, never writes into it), so a
+  damaged shard is refused (exit 1) before anything appears at ``TREE``;
+- the result is built in a temporary folder beside ``TREE`` and renamed into place: an interrupted
+  merge leaves nothing at ``TREE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from archiver.capture.relink import final_records, public, relink
+from archiver.capture.state import FINAL_STATES, Row, State
+from archiver.capture.writer import TreeWriter
+from archiver.errors import FormatError, UsageError
+from archiver.tree import Header, Record, read_header, write_records
+from archiver.urls import DEFAULT_HYGIENE, RESERVED_DIR, STATE_NAME
+
+__all__ = ["MergeResult", "merge"]
+
+#: Header options that must agree between shards (the scope: what a URL's outcome depends on).
+SCOPE_OPTIONS = (
+    "render",
+    "depth",
+    "max_pages",
+    "subdomains",
+    "scope_prefix",
+    "include",
+    "exclude",
+    "allow_domains",
+    "assets_any_host",
+    "asset_cap",
+    "robots",
+    "skip_extensions",
+)
+#: Which of two rows of one key the merged state keeps: the most final (a stored file first).
+_RANK = {"done": 0, "merged": 1, "failed": 2, "unconfirmed": 3, "refused": 4, "skipped": 5, "pending": 6}
+_record_decoder = msgspec.json.Decoder(Record)
+_COLUMNS = (
+    "key, kind, state, depth, referrer, priority, seq, path, outcome, reason, status, attempts, "
+    "final_url, stylesheet"
+)
+
+
+@dataclass
+class MergeResult:
+    path: Path
+    shards: int
+    pages: int = 0
+    assets: int = 0
+    files: int = 0
+    duplicates: int = 0  # paths several shards stored (the same URL fetched again)
+    complete: bool = True
+    relinked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Shard:
+    root: Path
+    header: Header
+    db: sqlite3.Connection
+
+    def rows(self) -> list[Row]:
+        return [
+            Row(*v[:13], bool(v[13]))  # type: ignore[arg-type]
+            for v in self.db.execute(f"SELECT {_COLUMNS} FROM urls ORDER BY seq")
+        ]
+
+    def records(self) -> list[Record]:
+        return [_record_decoder.decode(b) for (b,) in self.db.execute("SELECT record FROM records")]
+
+    def table(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        return list(self.db.execute(sql, args))
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+
+def _open_shard(root: Path) -> _Shard:
+    if not root.is_dir():
+        raise UsageError("not a folder", subject=str(root))
+    db_path = root / RESERVED_DIR / STATE_NAME
+    header = read_header(root)
+    if header is None or not db_path.is_file():
+        raise UsageError(
+            "not a capture folder (no _archiver/manifest.jsonl and crawl state)", subject=str(root)
+        )
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    except sqlite3.Error as e:
+        raise FormatError(f"unreadable crawl state: {e}", subject=str(db_path)) from None
+    if version is None or int(version[0]) > 1:
+        db.close()
+        raise FormatError("crawl state of an unknown schema", subject=str(db_path))
+    return _Shard(root, header, db)
+
+
+def _scope(header: Header) -> dict[str, object]:
+    return {k: header.options.get(k) for k in SCOPE_OPTIONS}
+
+
+def _check_same_crawl(shards: list[_Shard]) -> None:
+    first = shards[0]
+    for other in shards[1:]:
+        if other.header.home != first.header.home:
+            raise UsageError(
+                f"a capture of {other.header.home}, not of {first.header.home}: not a shard of this crawl",
+                subject=str(other.root),
+            )
+        a, b = _scope(first.header), _scope(other.header)
+        differ = sorted(k for k in SCOPE_OPTIONS if a[k] != b[k])
+        if differ:
+            raise UsageError(
+                f"scope options differ from {first.root}'s ({', '.join(differ)}): not a shard of this crawl",
+                subject=str(other.root),
+            )
+
+
+def _copy_checked(src: Path, dst: Path, record: Record) -> None:
+    """Put ``src`` at ``dst`` (a hard link, else a copy), checking its bytes against ``record``."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with src.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError as e:
+        raise FormatError(f"{record.path}: cannot read: {e.strerror}", subject=str(src.parents[0])) from None
+    if size != record.size or digest.hexdigest() != record.sha256:
+        raise FormatError(
+            f"{record.path}: bytes differ from the manifest record (size {size}, expected {record.size})",
+            subject=str(src),
+        )
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _newer(a: Record, b: Record) -> bool:
+    """Is ``a`` the record to keep over ``b`` (same URL stored twice)?"""
+    return (a.fetched or "", b.sha256) > (b.fetched or "", a.sha256)
+
+
+def merge(shard_roots: list[Path], out: Path) -> MergeResult:
+    """Merge the capture shards ``shard_roots`` into a new tree at ``out`` (see the module docstring)."""
+    if not shard_roots:
+        raise UsageError("no shard folder given", subject="merge")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError("exists and is not an empty folder", subject=str(out))
+    resolved = [p.resolve() for p in shard_roots]
+    if len(set(resolved)) != len(resolved):
+        raise UsageError("a shard folder is given twice", subject="merge")
+    if any(out.resolve() == p or p in out.resolve().parents for p in resolved):
+        raise UsageError("the output folder is inside a shard", subject=str(out))
+    shards = [_open_shard(p) for p in shard_roots]
+    try:
+        _check_same_crawl(shards)
+        return _merge(shards, out)
+    finally:
+        for s in shards:
+            s.db.close()
+
+
+def _merge(shards: list[_Shard], out: Path) -> MergeResult:
+    result = MergeResult(out, len(shards))
+    # choose each path's record
+    chosen: dict[str, tuple[Record, _Shard]] = {}
+    for shard in shards:
+        for record in shard.records():
+            if ".." in record.path.split("/") or record.path.startswith("/"):
+                raise FormatError(
+                    f"unsafe path in a manifest record: {record.path!r}", subject=str(shard.root)
+                )
+            have = chosen.get(record.path)
+            if have is None:
+                chosen[record.path] = (record, shard)
+                continue
+            result.duplicates += 1
+            old = have[0]
+            if (old.urls[:1] or [None]) != (record.urls[:1] or [None]):
+                raise FormatError(
+                    f"shards disagree on {record.path}: it holds {old.urls[:1]} in {have[1].root}"
+                    f" and {record.urls[:1]} here",
+                    subject=str(shard.root),
+                )
+            if _newer(record, old):
+                chosen[record.path] = (record, shard)
+    # stage beside the output, rename at the end
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = out.parent / f".{out.name}.merge-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    (stage / RESERVED_DIR / "tmp").mkdir(parents=True)
+    try:
+        for path, (record, shard) in sorted(chosen.items()):
+            _copy_checked(shard.root / path, stage / path, record)
+            result.files += 1
+        state = State(stage / RESERVED_DIR / STATE_NAME)
+        try:
+            _merge_state(state, shards, chosen)
+            complete = state.count("pending") == 0 and all(s.meta("complete") == "1" for s in shards)
+            result.complete = complete
+            writer = TreeWriter(stage, stage / RESERVED_DIR / "tmp")
+            before = {r.path: r.sha256 for r in state.records()}
+            relink(state, stage, DEFAULT_HYGIENE, writer)
+            records = [public(r) for r in final_records(state)]
+            result.relinked = sum(1 for r in records if before.get(r.path) != r.sha256)
+            result.pages = sum(1 for r in records if r.kind == "page" and (r.status or 200) // 100 != 3)
+            result.assets = sum(1 for r in records if r.kind == "asset")
+            state.set("complete", "1" if complete else "0")
+            write_records(stage, _header(shards, complete), records)
+            writer.empty_tmp(remove=True)
+        finally:
+            state.close()
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(stage, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(stage)
+        raise
+    return result
+
+
+def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Record, _Shard]]) -> None:
+    """Write the union of the shards' crawl states into ``state``: per key the most final row (the
+    one of the shard whose file was kept, for stored files), the kept records, their documents'
+    links, every path, move, blob and seed."""
+    keeper: dict[str, _Shard] = {}  # key → the shard whose stored file of that key was kept
+    for record, shard in chosen.values():
+        for key in record.urls:
+            keeper.setdefault(key, shard)
+    rows: dict[str, tuple[Row, _Shard]] = {}
+    for shard in shards:
+        for row in shard.rows():
+            have = rows.get(row.key)
+            if have is None:
+                rows[row.key] = (row, shard)
+                continue
+            old = have[0]
+            better = (_RANK.get(row.state, 9), row.depth) < (_RANK.get(old.state, 9), old.depth)
+            if keeper.get(row.key) is shard and row.state == "done":
+                better = True
+            elif keeper.get(row.key) is have[1] and old.state == "done":
+                better = False
+            if better:
+                rows[row.key] = (row, shard)
+    db = state.db
+    with state.transaction():
+        seq = 0
+        for row, _shard in sorted(rows.values(), key=lambda rs: (rs[0].seq, rs[0].key)):
+            seq += 1
+            st = row.state if row.state in FINAL_STATES or row.state == "pending" else "pending"
+            db.execute(
+                f"INSERT INTO urls ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+                (row.key, row.kind, st, row.depth, row.referrer, row.priority, seq, row.path, row.outcome,
+                 row.reason, row.status, row.attempts, row.final_url, int(row.stylesheet)),
+            )  # fmt: skip
+        for record, _shard in chosen.values():
+            db.execute(
+                "INSERT INTO records (path, record) VALUES (?, ?)",
+                (record.path, msgspec.json.encode(record)),
+            )
+            for key in record.urls[:1]:
+                if key not in rows:  # a shard whose rows live elsewhere (a shared state): say it is stored
+                    seq += 1
+                    db.execute(
+                        "INSERT OR IGNORE INTO urls (key, kind, state, depth, priority, seq, path, outcome)"
+                        " VALUES (?, ?, 'done', ?, 1, ?, ?, 'ok')",
+                        (key, record.kind, record.depth or 0, seq, record.path),
+                    )
+        for path, (_record, shard) in chosen.items():
+            for src, key, local in shard.table("SELECT src, key, local FROM links WHERE src = ?", (path,)):
+                db.execute(
+                    "INSERT OR IGNORE INTO links (src, key, local) VALUES (?, ?, ?)", (src, key, local)
+                )
+        for shard in shards:
+            for path, key in shard.table("SELECT path, key FROM paths"):
+                db.execute("INSERT OR IGNORE INTO paths (path, key) VALUES (?, ?)", (path, key))
+            for path, key in shard.table("SELECT path, key FROM moves"):
+                db.execute("INSERT OR IGNORE INTO moves (path, key) VALUES (?, ?)", (path, key))
+            for sha, path in shard.table("SELECT sha256, path FROM blobs"):
+                if path in chosen:
+                    db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", (sha, path))
+            for url, folder, title in shard.table("SELECT url, folder, title FROM seeds ORDER BY seq"):
+                state.add_seed(str(url), folder, title)  # type: ignore[arg-type]
+        first = shards[0]
+        state.set("home", first.meta("home") or first.header.home)
+        state.set("created", min(s.meta("created") or s.header.created for s in shards))
+
+
+def _header(shards: list[_Shard], complete: bool) -> Header:
+    first = shards[0].header
+    seeds: list[str] = []
+    for s in shards:
+        seeds += [u for u in s.header.seeds if u not in seeds]
+    options = dict(first.options)
+    options.pop("incomplete", None)
+    if not complete:
+        options["incomplete"] = True
+    return Header(
+        home=first.home, created=min(s.header.created for s in shards), seeds=seeds, options=options
+    )
