@@ -23,7 +23,10 @@ def test_same_file_urls_merge_into_one_path(tmp_path: Path) -> None:
     c = _crawler(tmp_path)
     assert c.tree.assign("https://ex.com/docs/", "page") == ("docs/index.html", None)
     assert c.tree.assign("https://ex.com/docs", "page") == ("docs/index.html", "https://ex.com/docs/")
-    assert c.tree.assign("http://ex.com/docs/index.html", "page") == ("docs/index.html", "https://ex.com/docs/")
+    assert c.tree.assign("http://ex.com/docs/index.html", "page") == (
+        "docs/index.html",
+        "https://ex.com/docs/",
+    )
 
 
 def test_query_hash_collision_gets_a_longer_hash(tmp_path: Path) -> None:
