@@ -116,6 +116,7 @@ ROBOTS_AGENT = "archiver"
 SPOOL_LIMIT = 1 << 20
 _HAND_OVER_TURNS = 8  # httpx and httpcore need about three turns from a free host to the wire
 _ERROR_BODY_LIMIT = 1 << 20
+_REDIRECT_BODY_LIMIT = 64 << 10  # what of a redirect's body a recording capture keeps
 
 Outcome = Literal["ok", "redirected", "failed", "unconfirmed", "skipped", "refused"]
 #: ``resolver(host, port)`` → the addresses the host name resolves to (strings, IPv4 or IPv6).
@@ -980,7 +981,7 @@ class Fetcher:
         result = FetchResult(url, current, "ok", status, "", media, charset, kept)
         if status in _REDIRECT_STATUS:
             if exchange is not None:
-                await exchange.drain(response.aiter_raw(), _ERROR_BODY_LIMIT)
+                await exchange.drain(response.aiter_raw(), _REDIRECT_BODY_LIMIT)
             return result
         prefix = isinstance(cap, _Prefix)
         size_cap = cap.size if isinstance(cap, _Prefix) else cap

@@ -150,6 +150,7 @@ class Exchange:
         self.buffer = bytearray()
         self.spool: IO[bytes] | None = None
         self.complete = False
+        self.error: BaseException | None = None  # what stopped drain()
         self._body: Any = None
 
     def feed(self, raw: bytes) -> None:
@@ -182,11 +183,16 @@ class Exchange:
             yield piece
 
     async def drain(self, raw: AsyncIterator[bytes], limit: int) -> None:
-        """Keep up to ``limit`` bytes of a body nobody decodes (a redirect's)."""
-        async for chunk in raw:
-            self.feed(chunk[: max(0, limit - self.size)])
-            if self.size >= limit:
-                return
+        """Keep up to ``limit`` bytes of a body nobody decodes (a redirect's). A failure to read it
+        only marks the record: the fetch goes on as if the body had not been asked for."""
+        try:
+            async for chunk in raw:
+                self.feed(chunk[: max(0, limit - self.size)])
+                if self.size >= limit:
+                    return
+        except Exception as e:  # the connection broke or timed out: recorded as such
+            self.error = e
+            return
         self.complete = True
 
     async def end(self, error: BaseException | None = None) -> WarcRef | None:
@@ -201,7 +207,7 @@ class Exchange:
         try:
             if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 return None
-            truncated = None if self.complete else _truncation(error)
+            truncated = None if self.complete else _truncation(error or self.error)
             return await self.recorder.write(self, truncated)
         finally:
             self.discard()

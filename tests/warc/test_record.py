@@ -512,3 +512,57 @@ def test_cli_capture_warc_flags(server: tuple[str, dict[str, Any]], tmp_path: Pa
     )  # fmt: skip
     assert bad.returncode == 2 and "size" in bad.stderr and "Traceback" not in bad.stderr
     shutil.rmtree(out)
+
+
+BIG = """
+import sys
+from pathlib import Path
+from archiver.capture import capture
+capture([sys.argv[1]], Path(sys.argv[2]), render=False, delay=0, progress=False, warc=True,
+        asset_cap=200 << 20)
+print(Path('/proc/self/status').read_text().split('VmHWM:')[1].split()[0])
+"""
+
+
+def test_a_large_body_is_recorded_in_flat_memory(server: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    """A 96 MiB asset (gzip-coded, 2x incompressible) goes to the WARC as sent and to the tree decoded,
+    the process's peak RSS far below the body's size (spooled, compressed and written in steps)."""
+    url, routes = server
+    block = random.Random(7).randbytes(1 << 20)
+    size = 96 << 20
+    decoded = hashlib.sha256()
+    for _ in range(size // len(block)):
+        decoded.update(block)
+    sent = gzip.compress(block * (size // len(block)), compresslevel=1, mtime=0)
+
+    def big(h: BaseHTTPRequestHandler) -> None:
+        _serve(h, "application/octet-stream", "gzip", sent, chunked=True)
+
+    routes["/"] = lambda h: _serve(
+        h, "text/html", None, b"<title>big</title><img src=/big.bin>", chunked=False
+    )
+    routes["/big.bin"] = big
+    out = tmp_path / "tree"
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", BIG, url, out], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) < 160 * 1024  # KiB: the body is 96 MiB decoded, as much coded
+    (stored,) = [r for r in read_records(out) if r.urls[0] == url + "big.bin" and r.kind == "asset"]
+    assert stored.sha256 == decoded.hexdigest() and stored.size == size
+    found = False
+    for path in _warcs(out):
+        with path.open("rb") as f:
+            for rec in ArchiveIterator(f):
+                if (
+                    rec.rec_headers.get_header("WARC-Target-URI") == url + "big.bin"
+                    and rec.rec_type == "response"
+                ):
+                    payload = hashlib.sha256()
+                    while chunk := rec.raw_stream.read(1 << 20):
+                        payload.update(chunk)
+                    assert payload.hexdigest() == hashlib.sha256(sent).hexdigest()
+                    found = True
+    assert found
+    _check_clean(out)
