@@ -233,6 +233,8 @@ def test_encoded_bodies_are_recorded_as_sent_and_stored_decoded(
         assert head.get_header("Host") == base.split("://", 1)[1]
         assert "br" in (head.get_header("Accept-Encoding") or "")
         del block
+    robots, _ = responses[base + "/robots.txt"]  # robots.txt is fetched like anything else: recorded
+    assert robots.http_headers.get_statuscode() == "404"
     chunked, _ = responses[base + "/chunked.html"]
     assert chunked.http_headers.get_header("X-Archiver-Transfer-Encoding") == "chunked"
     # stored decoded in the tree
@@ -273,11 +275,24 @@ def _check_manifest_links(out: Path) -> None:
 
 def _hostile_routes() -> dict[str, Any]:
     def page(h: BaseHTTPRequestHandler) -> None:
+        port = h.server.server_address[1]
         body = (
             b"<!doctype html><title>Hostile</title><link rel=stylesheet href=/huge.css>"
             b"<a href=/liar.js>1</a> <a href=/bomb.js>2</a> <a href=/badgz.js>3</a> <a href=/ok.js>4</a>"
+            b"<a href=/moved-broken>5</a> <img src=http://localhost:%d/guarded.png>" % port
         )
+
         _serve(h, "text/html", None, body, chunked=False)
+
+    def moved_broken(h: BaseHTTPRequestHandler) -> None:  # a redirect whose body never arrives whole
+        h.send_response(301)
+        h.send_header("Location", "/ok.js")
+        h.send_header("Content-Length", "1000")
+        h.end_headers()
+        h.wfile.write(b"gone")
+        h.wfile.flush()
+        h.close_connection = True
+        h.connection.shutdown(socket.SHUT_RDWR)
 
     def liar(h: BaseHTTPRequestHandler) -> None:  # says 5000 bytes, sends 100, hangs up
         h.send_response(200)
@@ -304,6 +319,8 @@ def _hostile_routes() -> dict[str, Any]:
         "/bomb.js": lambda h: _serve(h, "text/javascript", "gzip", bomb, chunked=False),
         "/badgz.js": lambda h: _serve(h, "text/javascript", "gzip", b"this is not gzip" * 10, chunked=False),
         "/ok.js": lambda h: _serve(h, "text/javascript", None, b"var ok = 1;", chunked=True),
+        "/moved-broken": moved_broken,
+        "/guarded.png": lambda h: _serve(h, "image/png", None, PNG, chunked=False),
     }
 
 
@@ -311,7 +328,17 @@ def test_a_hostile_server_leaves_readable_warcs(server: tuple[str, dict[str, Any
     url, routes = server
     routes.update(_hostile_routes())
     out = tmp_path / "tree"
-    capture([url], out, render=False, delay=0, progress=False, warc=True, retries=0, asset_cap=1 << 20)
+    capture(
+        [url],
+        out,
+        render=False,
+        delay=0,
+        progress=False,
+        warc=True,
+        retries=0,
+        asset_cap=1 << 20,
+        assets_any_host=True,
+    )
     _check_clean(out)
     base = url.rstrip("/")
     seen: dict[str, Any] = {}
@@ -320,6 +347,9 @@ def test_a_hostile_server_leaves_readable_warcs(server: tuple[str, dict[str, Any
             if rec.rec_type == "response":
                 seen[rec.rec_headers.get_header("WARC-Target-URI")] = (rec, payload)
     assert base + "/huge.css" not in seen  # no response was ever read: nothing recorded
+    assert not any("guarded" in uri for uri in seen)  # the address guard refused it: never sent
+    moved, payload = seen[base + "/moved-broken"]  # the redirect is recorded, marked, and followed
+    assert payload == b"gone" and moved.rec_headers.get_header("WARC-Truncated") == "disconnect"
     liar, payload = seen[base + "/liar.js"]  # what was received, marked
     assert payload == b"/" * 100 and liar.rec_headers.get_header("WARC-Truncated") == "disconnect"
     bomb, payload = seen[base + "/bomb.js"]  # cut at the cap (decoded), the raw bytes read so far kept
@@ -331,6 +361,9 @@ def test_a_hostile_server_leaves_readable_warcs(server: tuple[str, dict[str, Any
     items = json.loads((out / "_archiver" / "report.json").read_text(encoding="utf-8"))["items"]
     outcome = {item["url"]: item["outcome"] for item in items}
     assert outcome[base + "/badgz.js"] == "failed" and outcome[base + "/ok.js"] == "ok"
+    assert outcome[base + "/moved-broken"] == "redirected"
+    port = int(base.rsplit(":", 1)[1])
+    assert outcome[f"http://localhost:{port}/guarded.png"] == "refused"
 
 
 def test_rotation_resume_and_revisits_across_files(
