@@ -275,10 +275,17 @@ class Recorder:
             raise RecordError(f"cannot use the WARC folder: {e.strerror}", subject=str(self.folder)) from None
         for name in names:
             self.seq = max(self.seq, int(_NAME.fullmatch(name).group(2)))  # type: ignore[union-attr]
-            for rec in recover(self.folder / name):
-                if rec.type == "response" and rec.payload_size and "warc-truncated" not in rec.headers:
-                    seen = _Seen(rec.uri, rec.date, rec.headers.get("warc-record-id", ""))
-                    self._remember(bytes.fromhex(rec.payload_sha256), seen)
+            try:
+                self._learn(name)
+            except OSError as e:
+                raise RecordError(f"cannot read an earlier WARC: {e.strerror}", subject=name) from None
+
+    def _learn(self, name: str) -> None:
+        """Repair ``name`` if its tail is torn, and learn its payload digests (for revisits)."""
+        for rec in recover(self.folder / name):
+            if rec.type == "response" and rec.payload_size and "warc-truncated" not in rec.headers:
+                seen = _Seen(rec.uri, rec.date, rec.headers.get("warc-record-id", ""))
+                self._remember(bytes.fromhex(rec.payload_sha256), seen)
 
     def close(self) -> None:
         """Close the current file (fsynced)."""

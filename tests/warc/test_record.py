@@ -599,3 +599,38 @@ def test_a_large_body_is_recorded_in_flat_memory(server: tuple[str, dict[str, An
                     found = True
     assert found
     _check_clean(out)
+
+
+def test_manifest_records_with_and_without_the_warc_link_decode() -> None:
+    """The ``warc`` field is optional: a manifest line written before it existed decodes (None), one
+    with it decodes to a WarcRef, a later reader's unknown fields inside it are ignored, and a record
+    without it is encoded without it."""
+    import msgspec
+
+    from archiver.tree import Record, WarcRef
+
+    old = b'{"path":"a.html","kind":"page","media_type":"text/html","size":1,"sha256":"00"}'
+    assert msgspec.json.decode(old, type=Record).warc is None
+    new = old[:-1] + b',"warc":{"file":"rec-1.warc.gz","offset":7,"id":"<urn:uuid:x>","length":9},"later":1}'
+    got = msgspec.json.decode(new, type=Record)
+    assert got.warc == WarcRef(file="rec-1.warc.gz", offset=7, id="<urn:uuid:x>")
+    assert b"warc" not in msgspec.json.encode(msgspec.json.decode(old, type=Record))
+
+
+def test_an_unreadable_earlier_warc_is_one_line_and_exit_4(
+    server: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    url, routes = server
+    routes.update(_encoded_routes())
+    out = tmp_path / "tree"
+    capture([url], out, render=False, delay=0, progress=False, warc=True)
+    (warc,) = _warcs(out)
+    blocker = warc.with_name(warc.name.replace("-00001.", "-00002."))
+    blocker.mkdir()  # a name of ours that cannot be read as a file
+    done = subprocess.run(
+        [sys.executable, "-m", "archiver", "capture", url, "-o", out, "--no-render", "--delay", "0",
+         "--warc"], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot read an earlier WARC" in lines[0] and blocker.name in lines[0], lines
