@@ -722,14 +722,7 @@ class Crawler:
             if self.options.warc:  # every exchange kept as WARC (formats/warc.md §7)
                 from archiver.warc.record import for_capture
 
-                recorder = for_capture(
-                    self.reserved,
-                    self.tmp,
-                    self.state.get("created") or _now(),
-                    self.options,
-                    self.policy,
-                    self.home,
-                )
+                recorder = for_capture(self)
             factory = self.options.transport or transport.live(self.options.network_backend, recorder)
             async with factory(self.policy, self.guard, self.tmp) as fetcher:
                 self.fetcher = fetcher

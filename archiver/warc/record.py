@@ -542,19 +542,23 @@ def warcinfo_fields(
     ]
 
 
-def for_capture(
-    reserved: Path, tmp_dir: Path, created: str, options: Any, policy: Any, home: str
-) -> Recorder:
-    """The recorder of a capture run into the tree whose reserved folder is ``reserved`` (its
-    :class:`archiver.capture.options.CaptureOptions` and fetch policy), opened."""
+def for_capture(crawler: Any) -> Recorder:
+    """The recorder of a capture run (an :class:`archiver.capture.crawl.Crawler`: its reserved and
+    temporary folders, creation time, options, fetch policy and home), opened."""
     from archiver.capture.policy import redact
 
+    policy = crawler.policy
+    options = crawler.options
     info = warcinfo_fields(
-        options.manifest_options(), robots=policy.obey_robots, user_agent=policy.user_agent, home=redact(home)
+        options.manifest_options(),
+        robots=policy.obey_robots,
+        user_agent=policy.user_agent,
+        home=redact(crawler.home),
     )
+    created = crawler.state.get("created") or warc_date(time.time())
     recorder = Recorder(
-        reserved / WARC_DIR,
-        tmp_dir=tmp_dir,
+        crawler.reserved / WARC_DIR,
+        tmp_dir=crawler.tmp,
         created=re.sub(r"\D", "", created)[:14].ljust(14, "0"),
         info=info,
         max_size=options.warc_max_size,
