@@ -634,3 +634,49 @@ def test_an_unreadable_earlier_warc_is_one_line_and_exit_4(
     assert done.returncode == 4, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot read an earlier WARC" in lines[0] and blocker.name in lines[0], lines
+
+
+def test_kill_9_in_the_middle_of_a_large_record(server: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    """A 64 MiB incompressible record is written in steps; kill -9 once part of it is in the file: the
+    file ends in a torn member, which the resumed run cuts, keeping every record before it."""
+    import os
+    import signal
+    import time
+
+    url, routes = server
+    sent = random.Random(9).randbytes(64 << 20)
+    routes["/"] = lambda h: _serve(
+        h, "text/html", None, b"<title>big</title><img src=/big.bin>", chunked=False
+    )
+    routes["/big.bin"] = lambda h: _serve(h, "application/octet-stream", None, sent, chunked=False)
+    out = tmp_path / "tree"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-c", BIG, url, str(out)], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        warcs = _warcs(out)
+        if warcs and warcs[0].stat().st_size > 20 << 20:  # well into the big record, not at its end
+            break
+        time.sleep(0.002)
+    assert proc.poll() is None, "the capture ended before the big record was half written"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (torn,) = _warcs(out)
+    findings: list[Any] = []
+    with torn.open("rb") as f:
+        before = [rec.headers.get("warc-record-id") for rec in read.iter_records(f, findings)]
+    assert findings and "truncated" in findings[-1].message  # a reader sees the torn record as torn
+    done = subprocess.run(
+        [sys.executable, "-c", BIG, url, str(out)], env=env, capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, second = _warcs(out)
+    findings = []
+    with first.open("rb") as f:
+        assert [rec.headers.get("warc-record-id") for rec in read.iter_records(f, findings)] == before
+    assert findings == []
+    _check_clean(out)
+    assert any(
+        rec.rec_headers.get_header("WARC-Target-URI") == url + "big.bin" for _o, rec, _p in _records(second)
+    )
