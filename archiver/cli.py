@@ -107,6 +107,8 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
         "tabs": args.tabs,
         "retries": args.retries,
         "settle": args.settle,
+        "warc": args.warc,
+        "warc_max_size": args.warc_max_size,
     }
 
 
@@ -151,6 +153,29 @@ def _count(least: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "k": 10**3,
+    "m": 10**6,
+    "g": 10**9,
+    "t": 10**12,
+    "ki": 1 << 10,
+    "mi": 1 << 20,
+    "gi": 1 << 30,
+}
+
+
+def _size(text: str) -> int:
+    """An argparse type: a size in bytes, ``1G``/``1GB`` (10⁹), ``500M``, ``64MiB`` (2²⁰ units), ``4096``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", text.lower())
+    if m is None or (m.group(2) or "") not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"expected a size such as 1G, 500M or 4096, got {text!r}")
+    value = int(float(m.group(1)) * _SIZE_UNITS[m.group(2) or ""])
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
 
 
 def _port(text: str) -> int:
@@ -741,6 +766,19 @@ def _parser() -> argparse.ArgumentParser:
         default=1.5,
         metavar="SECONDS",
         help="settle wait at most (1.5)",
+    )
+    g = p.add_argument_group("WARC (formats/warc.md 7)")
+    g.add_argument(
+        "--warc",
+        action="store_true",
+        help="also record every HTTP exchange (the browser's too) as WARC/1.1 in _archiver/warc/",
+    )
+    g.add_argument(
+        "--warc-max-size",
+        type=_size,
+        default=10**9,
+        metavar="SIZE",
+        help="start a new WARC file past this size (default 1G; 500M, 64MiB …)",
     )
     g = p.add_argument_group("resuming")
     g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")

@@ -31,6 +31,7 @@ __all__ = [
     "Header",
     "ManifestWriter",
     "Record",
+    "WarcRef",
     "hash_file",
     "infer_records",
     "is_private",
@@ -62,6 +63,15 @@ class Header(msgspec.Struct, kw_only=True):
     options: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class WarcRef(msgspec.Struct, kw_only=True):
+    """Where the WARC record of a stored file's response is (tree.md §8.1, warc.md §7): the file's
+    name in ``_archiver/warc/``, the offset of the record's gzip member, its ``WARC-Record-ID``."""
+
+    file: str
+    offset: int
+    id: str
+
+
 class Record(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One stored file (tree.md §8.1)."""
 
@@ -77,6 +87,7 @@ class Record(msgspec.Struct, kw_only=True, omit_defaults=True):
     depth: int | None = None
     referrer: str | None = None
     redirects: list[str] = msgspec.field(default_factory=list)
+    warc: WarcRef | None = None
 
 
 _header_decoder = msgspec.json.Decoder(Header)

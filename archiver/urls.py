@@ -72,12 +72,22 @@ RESERVED_DIR = "_archiver"
 STATE_NAME = "crawl.sqlite"
 #: The tree's private files and folders, directly inside RESERVED_DIR: the resume state with its side
 #: files (it keeps every URL unredacted), ``tmp`` (files being written, tree.md §9.2) and the
-#: capture's report (every URL's outcome, tree.md §9.3). They belong to the machine that wrote the
-#: tree: never served, never packed (serve.md §5.1). Any other name that starts with STATE_NAME or
-#: REPORT_NAME is private too (:func:`archiver.tree.is_private`). Re-exported by :mod:`archiver.tree`.
+#: capture's report (every URL's outcome, tree.md §9.3) and the WARC files of ``capture --warc``
+#: (``warc``: every exchange as received, URLs unredacted; formats/warc.md §7). They belong to the
+#: machine that wrote the tree: never served, never packed (serve.md §5.1). Any other name that
+#: starts with STATE_NAME or REPORT_NAME is private too (:func:`archiver.tree.is_private`).
+#: Re-exported by :mod:`archiver.tree`.
 REPORT_NAME = "report.json"
 PRIVATE_NAMES = frozenset(
-    {STATE_NAME, f"{STATE_NAME}-wal", f"{STATE_NAME}-shm", f"{STATE_NAME}-journal", "tmp", REPORT_NAME}
+    {
+        STATE_NAME,
+        f"{STATE_NAME}-wal",
+        f"{STATE_NAME}-shm",
+        f"{STATE_NAME}-journal",
+        "tmp",
+        REPORT_NAME,
+        "warc",
+    }
 )
 #: Names inside RESERVED_DIR that are metadata, never host folders (tree.md §4.4): the manifest and
 #: the private names, exactly as tree.md §4.4 lists them (so without ``-journal``: changing the set

@@ -59,6 +59,7 @@ PURE: dict[str, set[str]] = {
     "zim/zimsafe.py": ZIM, "zim/offline.py": ZIM,
     "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
+    "capture/codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
 }  # fmt: skip

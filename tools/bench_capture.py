@@ -1,7 +1,7 @@
 """Benchmark ``archiver capture`` against the reference tools on a generated site on 127.0.0.1.
 
     python tools/bench_capture.py [--pages 500] [--rendered-pages 40] [--tabs 3] [--single-file PATH]
-                                  [--repeat N]
+                                  [--repeat N] [--warc]
 
 1. Generates a site of ``--pages`` pages (each links to the next five pages and the home page, shares
    one stylesheet with a background image and a web font, and shows two of 50 images) and serves it
@@ -17,6 +17,10 @@
    ``--rendered-pages`` pages, given to both as a URL list, ``--tabs`` pages at a time for both
    (``--max-parallel-workers`` for single-file). Skipped, with the reason printed, when single-file is
    not installed (``npm install single-file-cli``), and altogether with ``--rendered-pages 0``.
+4. **Recording** (``--warc``): the same archiver captures again with ``--warc`` (every exchange
+   written as WARC, formats/warc.md §7), in the same turns as the plain ones (no-render) and right
+   after the plain rendered one: rows ``archiver_no_render_warc`` and ``archiver_render_warc``, and the
+   overhead of recording as a ratio (issue 16 asks for at most 10 %).
 
 Each tool runs as a child process; wall time and the child's peak RSS (``wait4``: the largest of the
 process and the children it waited for) are measured. Prints one table and the ratios; ``--json``
@@ -48,8 +52,9 @@ import sys
 from pathlib import Path
 from archiver.capture import capture
 seeds = sys.argv[3:]
-r = capture(seeds, Path(sys.argv[1]), render=sys.argv[2] == "render", depth=0 if len(seeds) > 1 else 10000,
-            delay=0, progress=False, tabs={tabs})
+r = capture(seeds, Path(sys.argv[1]), render=sys.argv[2].startswith("render"),
+            depth=0 if len(seeds) > 1 else 10000, delay=0, progress=False, tabs={tabs},
+            warc=sys.argv[2].endswith("+warc"))
 print(r.pages)
 """
 
@@ -140,7 +145,7 @@ def _keep_fastest(rows: dict[str, object], name: str, row: dict[str, object]) ->
 
 
 def bench(
-    pages: int, rendered_pages: int, tabs: int, single_file: str | None, repeat: int = 1
+    pages: int, rendered_pages: int, tabs: int, single_file: str | None, repeat: int = 1, warc: bool = False
 ) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     try:
@@ -163,6 +168,11 @@ def bench(
                 t, rss, _, cpu = _run(cmd, work)
                 _keep_fastest(rows, "archiver_no_render", _row(_count_html(ours), t, rss, cpu))
                 shutil.rmtree(ours, ignore_errors=True)
+                if warc:
+                    cmd = [sys.executable, "-c", script, str(ours), "no-render+warc", server.url]
+                    t, rss, _, cpu = _run(cmd, work)
+                    _keep_fastest(rows, "archiver_no_render_warc", _row(_count_html(ours), t, rss, cpu))
+                    shutil.rmtree(ours, ignore_errors=True)
                 if wget:
                     theirs = work / f"wget-{turn}"
                     cmd = [wget, "--mirror", "--convert-links", "--page-requisites", "--no-verbose"]
@@ -182,6 +192,14 @@ def bench(
                 [sys.executable, "-c", script, str(work / "ours-rendered"), "render", *urls], work
             )
             rows["archiver_render"] = _row(_count_html(work / "ours-rendered"), t, rss, cpu, digits=2)
+            if warc:
+                t, rss, _, cpu = _run(
+                    [sys.executable, "-c", script, str(work / "ours-rendered-warc"), "render+warc", *urls],
+                    work,
+                )
+                rows["archiver_render_warc"] = _row(
+                    _count_html(work / "ours-rendered-warc"), t, rss, cpu, digits=2
+                )
             if single_file:
                 out = work / "single-file"
                 out.mkdir()
@@ -227,21 +245,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tabs", type=int, default=3)
     parser.add_argument("--single-file", default=shutil.which("single-file"))
     parser.add_argument("--repeat", type=int, default=1, help="no-render runs of each tool (fastest kept)")
+    parser.add_argument("--warc", action="store_true", help="also time archiver with --warc (recording)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = bench(args.pages, args.rendered_pages, args.tabs, args.single_file, args.repeat)
+    rows = bench(args.pages, args.rendered_pages, args.tabs, args.single_file, args.repeat, args.warc)
     rows["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows["ratio_no_render_vs_wget"] = _ratio(rows, "archiver_no_render", "wget")
     rows["ratio_render_vs_single_file"] = _ratio(rows, "archiver_render", "single_file")
     rows["ratio_floor_vs_wget"] = _ratio(rows, "python_floor", "wget")
     rows["ratio_no_render_vs_floor"] = _ratio(rows, "archiver_no_render", "python_floor")
+    if args.warc:  # below 1: recording is slower; 0.91 means 10 % more time per page
+        rows["ratio_no_render_warc_vs_plain"] = _ratio(rows, "archiver_no_render_warc", "archiver_no_render")
+        rows["ratio_render_warc_vs_plain"] = _ratio(rows, "archiver_render_warc", "archiver_render")
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print(f"generated site: {args.pages} pages; rendered comparison on {args.rendered_pages} pages,", end=" ")
     print(f"{args.tabs} at a time; no-render: best of {rows['repeat']}; load average {rows['load_average']}")
-    for name in ("archiver_no_render", "wget", "python_floor", "archiver_render", "single_file"):
-        row = rows[name]
+    names = ["archiver_no_render", "wget", "python_floor", "archiver_render", "single_file"]
+    if args.warc:
+        names[1:1] = ["archiver_no_render_warc"]
+        names.insert(names.index("archiver_render") + 1, "archiver_render_warc")
+    for name in names:
+        row = rows.get(name, "skipped")
         if isinstance(row, dict):
             print(
                 f"  {name:<20} {row['pages']:>5} pages {row['seconds']:>8.2f} s"
@@ -255,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  python floor vs wget: {rows['ratio_floor_vs_wget']}")
     print(f"  no-render vs python floor: {rows['ratio_no_render_vs_floor']}")
     print(f"  rendered vs single-file: {rows['ratio_render_vs_single_file']}")
+    if args.warc:
+        print(f"  no-render --warc vs without: {rows['ratio_no_render_warc_vs_plain']}")
+        print(f"  rendered --warc vs without: {rows['ratio_render_warc_vs_plain']}")
     return 0
 
 

@@ -5,6 +5,8 @@ Needs the npm package ``replaywebpage`` unpacked (``npm pack replaywebpage@2.4.6
 replaywebpage-2.4.6.tgz`` gives ``package/`` with ui.js and sw.js). Not run in CI.
 
     python tools/replay_wacz.py package/ X.wacz http://127.0.0.1:PORT/ --title "Expected title"
+    python tools/replay_wacz.py package/ X.wacz http://127.0.0.1:PORT/demo/js-generated.html \
+        --text JS-GENERATED-MARKER     # the page's scripts ran in the replay
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def main() -> int:
     ap.add_argument("wacz")
     ap.add_argument("url", help="the archived URL to replay")
     ap.add_argument("--title", help="exit 1 unless the replayed page shows this title")
+    ap.add_argument("--text", help="exit 1 unless the replayed page's text comes to contain this")
     ap.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the title (20)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -47,19 +50,25 @@ def main() -> int:
             page = browser.new_page()
             page.goto(server.url + "index.html")
             title = None
+            text = ""
             for _ in range(int(args.wait * 4)):
                 page.wait_for_timeout(250)
                 for frame in page.frames:
                     if "mp_/" in frame.url:
                         try:
                             title = frame.title() or None
+                            text = frame.inner_text("body") if args.text else ""
                         except Exception:  # the frame navigated meanwhile
-                            title = None
-                if title and (args.title is None or title == args.title):
+                            title, text = None, ""
+                if title and (args.title is None or title == args.title) and (args.text or "") in text:
                     break
             browser.close()
-    print(f"replayed {args.url}: title {title!r}")
-    return 0 if title and (args.title is None or title == args.title) else 1
+    found = args.text is None or args.text in text
+    print(
+        f"replayed {args.url}: title {title!r}"
+        + (f", text {'has' if found else 'lacks'} {args.text!r}" if args.text else "")
+    )
+    return 0 if title and (args.title is None or title == args.title) and found else 1
 
 
 if __name__ == "__main__":

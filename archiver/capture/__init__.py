@@ -72,6 +72,8 @@ def capture(
     resolver: Resolver | None = None,
     network_backend: Any = None,
     seed_info: dict[str, tuple[str | None, str | None]] | None = None,
+    warc: bool = False,
+    warc_max_size: int = 1_000_000_000,
 ) -> CaptureReport:
     """Capture ``seeds`` into the canonical tree ``out`` and return the report.
 
@@ -98,7 +100,9 @@ def capture(
     An existing ``out`` holding a capture is resumed: failures are retried, finished work is not
     repeated (``refresh`` fetches everything again; ``resume=False`` deletes the previous capture's
     files and state and starts afresh, leaving files it did not write). A folder that is not empty
-    and holds no capture is refused. ``as_json`` is accepted for the command line's sake (see
+    and holds no capture is refused. ``warc`` records every HTTP exchange (the browser's included)
+    as WARC/1.1 in ``out/_archiver/warc/``, a new file past ``warc_max_size`` bytes and on every
+    run (formats/warc.md §7). ``as_json`` is accepted for the command line's sake (see
     :func:`capture_main`); ``progress`` forces the TTY progress line on or off. Raises
     :class:`archiver.errors.ArchiverError` subclasses only for fatal problems (bad arguments, no
     Chromium, an unwritable folder); every per-URL problem is an outcome in the report.
@@ -136,6 +140,8 @@ def capture(
         resolver=resolver,
         network_backend=network_backend,
         seed_info=dict(seed_info or {}),
+        warc=warc,
+        warc_max_size=warc_max_size,
     )
     return run_capture(list(seeds), Path(out), options)
 

@@ -60,7 +60,7 @@ from archiver.capture.treepaths import TreePaths
 from archiver.capture.writer import TreeWriter, hash_file, stub_html
 from archiver.css_refs import rewrite_stylesheet
 from archiver.errors import CaptureError, URLError, UsageError
-from archiver.tree import Header, ManifestWriter, Record, write_records
+from archiver.tree import Header, ManifestWriter, Record, WarcRef, write_records
 from archiver.urls import RESERVED_DIR
 
 if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only by a rendering run
@@ -213,6 +213,9 @@ class Crawler:
                 (self.reserved / name).unlink()
         if self.tmp.is_dir():
             self.writer.empty_tmp(remove=True)
+        from archiver.warc.record import WARC_DIR, discard
+
+        discard(self.reserved / WARC_DIR)
         for folder in sorted((p for p in self.out.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
             with contextlib.suppress(OSError):
                 folder.rmdir()  # only empty ones go
@@ -460,6 +463,7 @@ class Crawler:
             depth=row.depth,
             referrer=row.referrer,
             redirects=sorted({k for k, p in self.state.redirected_to(final) if p != path}),
+            warc=result.warc,
         )
         outcome = "redirected" if result.redirects else "ok"
         new = sorted(linker.new.values(), key=lambda n: (n.priority, n.key))
@@ -482,7 +486,7 @@ class Crawler:
         leave a redirect stub at the page path."""
         asset_path, _ = self.tree.assign(row.key, "asset")
         record, new = await self._store_asset_bytes(row, result, asset_path)
-        stub = await self._stub(page_path, asset_path, asset_path, row.key, result.status or 200)
+        stub = await self._stub(page_path, asset_path, asset_path, row.key, result.status or 200, result.warc)
         await self._finish(
             row.key,
             state="done",
@@ -497,7 +501,15 @@ class Crawler:
         )
         self.assets_done += 1
 
-    async def _stub(self, path: str, target_path: str | None, shown: str, key: str, status: int) -> Record:
+    async def _stub(
+        self,
+        path: str,
+        target_path: str | None,
+        shown: str,
+        key: str,
+        status: int,
+        warc: WarcRef | None = None,
+    ) -> Record:
         href = urls.rel(path, target_path) if target_path else shown
         data = stub_html(href, shown)
         await self._write(path, data)
@@ -512,12 +524,14 @@ class Crawler:
             title="Moved",
             status=status,
             fetched=_now(),
+            warc=warc,
         )
 
     async def _page_redirect(
         self, row: Row, result: FetchResult, path: str, final: str, is_html: bool
     ) -> None:
         chain_status = 301
+        hop = result.redirect_warcs[0] if result.redirect_warcs else None  # this URL's own 3xx
         moved_to_root = final.split("://", 1)[-1].partition("/")[2] == "" and path != "index.html"
         note = f"redirected to {redact(final)}"
         if moved_to_root:
@@ -537,7 +551,7 @@ class Crawler:
                     final_url=owner,
                 )
             )
-            stub = await self._stub(path, final_path, final_path, row.key, chain_status)
+            stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
             target = self.state.record(final_path)
             if target is not None and row.key not in target.redirects:
                 target.redirects = sorted({*target.redirects, row.key})
@@ -545,9 +559,9 @@ class Crawler:
         elif not is_html and self.scope.want_asset(final):
             final_path, _ = self.tree.assign(final, "asset")
             new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path))
-            stub = await self._stub(path, final_path, final_path, row.key, chain_status)
+            stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
         else:
-            stub = await self._stub(path, None, result.final_url, row.key, chain_status)
+            stub = await self._stub(path, None, result.final_url, row.key, chain_status, hop)
             note += " (outside the capture: the stub links to the live URL)"
         await self._finish(
             row.key,
@@ -603,6 +617,7 @@ class Crawler:
             fetched=_now(),
             depth=row.depth,
             referrer=row.referrer,
+            warc=result.warc,
         )
         self._asset_links[row.key] = (path, links)
         return record, new
@@ -694,8 +709,13 @@ class Crawler:
         self.manifest = ManifestWriter(self.out, header, durable=False)
         progress: Progress | None = None
         show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
+        recorder = None
         try:
-            factory = self.options.transport or transport.live(self.options.network_backend)
+            if self.options.warc:  # every exchange kept as WARC (formats/warc.md §7)
+                from archiver.warc.record import for_capture
+
+                recorder = for_capture(self)
+            factory = self.options.transport or transport.live(self.options.network_backend, recorder)
             async with factory(self.policy, self.guard, self.tmp) as fetcher:
                 self.fetcher = fetcher
                 if self.options.render:
@@ -724,6 +744,8 @@ class Crawler:
                     if self.renderer is not None:
                         await self.renderer.close()
         finally:
+            if recorder is not None:
+                recorder.close()
             self.finalize()
         report = self.report()
         write_report(self.reserved / REPORT_NAME, report)

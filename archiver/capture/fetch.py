@@ -43,6 +43,11 @@ Address guard
     and the ``--allow-host`` value that would allow it. The resolver is injectable, so tests need
     no real DNS and no packet leaves loopback.
 
+Recording
+    With a ``recorder`` (``capture --warc``, :mod:`archiver.warc.record`) every response whose head
+    arrived is handed to it: the body is read as received (``aiter_raw``), kept for the WARC and
+    decoded by :mod:`.codings` for the caller; ``FetchResult.warc`` says where its record is.
+
 Outcomes (:class:`FetchResult.outcome`)
     ``ok`` (2xx), ``redirected`` (2xx after redirects; the chain is kept), ``failed`` (4xx, 5xx after
     retries, network errors, redirect loops and overlong chains), ``unconfirmed`` (401, 403, 408, 429
@@ -68,15 +73,20 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpcore
 import httpx
 
 from archiver import __version__, urls
 from archiver.capture import robots as robots_mod
+from archiver.capture.codings import CodingError, supported
 from archiver.capture.policy import redact
 from archiver.errors import CaptureError, URLError
+
+if TYPE_CHECKING:  # the WARC recorder is imported only by a recording capture
+    from archiver.tree import WarcRef
+    from archiver.warc.record import Exchange, Recorder
 
 __all__ = [
     "USER_AGENT",
@@ -106,6 +116,7 @@ ROBOTS_AGENT = "archiver"
 SPOOL_LIMIT = 1 << 20
 _HAND_OVER_TURNS = 8  # httpx and httpcore need about three turns from a free host to the wire
 _ERROR_BODY_LIMIT = 1 << 20
+_REDIRECT_BODY_LIMIT = 64 << 10  # what of a redirect's body a recording capture keeps
 
 Outcome = Literal["ok", "redirected", "failed", "unconfirmed", "skipped", "refused"]
 #: ``resolver(host, port)`` → the addresses the host name resolves to (strings, IPv4 or IPv6).
@@ -581,6 +592,9 @@ class FetchResult:
     file: Path | None = None
     redirects: list[str] = field(default_factory=list)
     size: int = 0
+    #: With a recorder: the WARC record of this response, and those of the ``redirects`` hops.
+    warc: WarcRef | None = None
+    redirect_warcs: list[WarcRef | None] = field(default_factory=list)
 
     def read(self) -> bytes:
         """The body, from memory or from its temporary file."""
@@ -658,10 +672,12 @@ class Fetcher:
         guard: AddressGuard | None = None,
         tmp_dir: Path | None = None,
         backend: httpcore.AsyncNetworkBackend | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.policy = policy or FetchPolicy()
         self.guard = guard or AddressGuard()
         self.tmp_dir = tmp_dir
+        self.recorder = recorder  # every exchange recorded as WARC (archiver.warc.record)
         p = self.policy
         limits = httpx.Limits(max_connections=max(p.concurrency, 1) * 2, max_keepalive_connections=32)
         self._backend = _GuardedBackend(self.guard, backend)
@@ -810,6 +826,7 @@ class Fetcher:
         accept: str = "*/*",
     ) -> FetchResult:
         chain: list[str] = []
+        hops: list[WarcRef | None] = []
         current = url
         seen = {url}
         while True:
@@ -823,6 +840,7 @@ class Fetcher:
                 accept,
             )
             result.redirects = chain
+            result.redirect_warcs = hops
             if result.status not in _REDIRECT_STATUS or result.outcome != "ok":
                 if chain and result.outcome == "ok":
                     result.outcome = "redirected"
@@ -836,6 +854,7 @@ class Fetcher:
             except URLError as e:
                 return FetchResult(url, current, "failed", result.status, f"bad redirect: {e}")
             chain.append(current)
+            hops.append(result.warc)
             if target in seen:
                 return FetchResult(
                     url,
@@ -932,40 +951,72 @@ class Fetcher:
         headers = {"Accept": accept}
         if referrer:
             headers["Referer"] = referrer
+        if self.recorder is not None:  # the body is decoded here: ask only for what can be
+            headers["Accept-Encoding"] = ", ".join(sorted(supported() - {"x-gzip"}))
         self.requests += 1
         async with asyncio.timeout(self.policy.total_timeout):
             async with self.client.stream("GET", current, headers=headers) as response:
-                kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
-                media, charset = _media(response.headers)
-                status = response.status_code
-                result = FetchResult(url, current, "ok", status, "", media, charset, kept)
-                if status in _REDIRECT_STATUS:
-                    return result
-                prefix = isinstance(cap, _Prefix)
-                size_cap = cap.size if isinstance(cap, _Prefix) else cap
-                limit = (
-                    size_cap if 200 <= status < 300 else min(size_cap or _ERROR_BODY_LIMIT, _ERROR_BODY_LIMIT)
-                )
-                length = response.headers.get("content-length")
-                if not prefix and limit is not None and length and length.isdigit() and int(length) > limit:
-                    if 200 <= status < 300:
-                        raise _Skip(
-                            "skipped", f"larger than the size cap ({int(length)} > {limit} bytes)", status
-                        )
-                    return result
-                await self._read_body(response, result, limit, keep_prefix=prefix)
+                exchange = self.recorder.begin(response) if self.recorder is not None else None
+                try:
+                    result = await self._response(url, current, response, cap, exchange)
+                except BaseException as e:
+                    if exchange is not None:
+                        await exchange.end(e)
+                    raise
+                if exchange is not None:
+                    result.warc = await exchange.end()
                 return result
 
+    async def _response(
+        self,
+        url: str,
+        current: str,
+        response: httpx.Response,
+        cap: int | _Prefix | None,
+        exchange: Exchange | None,
+    ) -> FetchResult:
+        kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+        media, charset = _media(response.headers)
+        status = response.status_code
+        result = FetchResult(url, current, "ok", status, "", media, charset, kept)
+        if status in _REDIRECT_STATUS:
+            if exchange is not None:
+                await exchange.drain(response.aiter_raw(), _REDIRECT_BODY_LIMIT)
+            return result
+        prefix = isinstance(cap, _Prefix)
+        size_cap = cap.size if isinstance(cap, _Prefix) else cap
+        limit = size_cap if 200 <= status < 300 else min(size_cap or _ERROR_BODY_LIMIT, _ERROR_BODY_LIMIT)
+        length = response.headers.get("content-length")
+        if not prefix and limit is not None and length and length.isdigit() and int(length) > limit:
+            if 200 <= status < 300:
+                raise _Skip("skipped", f"larger than the size cap ({int(length)} > {limit} bytes)", status)
+            return result
+        try:
+            await self._read_body(response, result, limit, keep_prefix=prefix, exchange=exchange)
+        except (CodingError, httpx.DecodingError) as e:
+            raise _Skip(
+                "failed", f"the body does not decode as its Content-Encoding says: {e}", status
+            ) from None
+        return result
+
     async def _read_body(
-        self, response: httpx.Response, result: FetchResult, limit: int | None, *, keep_prefix: bool = False
+        self,
+        response: httpx.Response,
+        result: FetchResult,
+        limit: int | None,
+        *,
+        keep_prefix: bool = False,
+        exchange: Exchange | None = None,
     ) -> None:
         """Read the body into memory (or a spool file past :data:`SPOOL_LIMIT`). Past ``limit`` a 2xx
-        body is skipped, another one cut; with ``keep_prefix`` the first ``limit`` bytes are kept."""
+        body is skipped, another one cut; with ``keep_prefix`` the first ``limit`` bytes are kept.
+        With an ``exchange`` the body is read as received and decoded by it (for the WARC)."""
         buffer = bytearray()
         spool: Any = None
         size = 0
+        chunks = response.aiter_bytes() if exchange is None else exchange.body(response.aiter_raw())
         try:
-            async for chunk in response.aiter_bytes():
+            async for chunk in chunks:
                 size += len(chunk)
                 over = limit is not None and size > limit
                 if over and not keep_prefix:

@@ -54,6 +54,10 @@ class CaptureOptions:
     #: Where responses come from (:mod:`.transport`): None is the live network through
     #: :class:`archiver.capture.fetch.Fetcher`.
     transport: TransportFactory | None = None
+    #: Record every exchange as WARC/1.1 in ``_archiver/warc/`` (formats/warc.md §7), files rotated
+    #: past ``warc_max_size`` bytes.
+    warc: bool = False
+    warc_max_size: int = 1_000_000_000
     #: Where the crawl state lives (:mod:`.crawlstate`): None is the SQLite file
     #: ``_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`).
     state: StateFactory | None = None
@@ -73,6 +77,8 @@ class CaptureOptions:
             "asset_cap": self.asset_cap,
             "robots": not self.ignore_robots,
         }
+        if self.warc:
+            out["warc"] = True
         if self.skip_extensions is not None:
             out["skip_extensions"] = sorted(self.skip_extensions)
         folders = {redact(u): f for u, (f, _t) in sorted(self.seed_info.items()) if f}

@@ -63,13 +63,14 @@ class Transport(Protocol):
 TransportFactory = Callable[["FetchPolicy", "AddressGuard", Path], Transport]
 
 
-def live(backend: Any = None) -> TransportFactory:
+def live(backend: Any = None, recorder: Any = None) -> TransportFactory:
     """The live network: a :class:`~archiver.capture.fetch.Fetcher` with the crawl's rules (and an
-    httpcore network ``backend`` when a test gives one)."""
+    httpcore network ``backend`` when a test gives one; a ``recorder``,
+    :class:`archiver.warc.record.Recorder`, when every exchange is to be kept as WARC)."""
 
     def factory(policy: FetchPolicy, guard: AddressGuard, tmp_dir: Path) -> Transport:
         from archiver.capture.fetch import Fetcher
 
-        return Fetcher(policy, guard=guard, tmp_dir=tmp_dir, backend=backend)
+        return Fetcher(policy, guard=guard, tmp_dir=tmp_dir, backend=backend, recorder=recorder)
 
     return factory

@@ -40,8 +40,9 @@ _KIWIX_PORT: Final = 8081
 #: A tree's private files (archiver.tree.is_private, formats/serve.md §5.1) as a regular expression
 #: on the decoded request path after a tree mount's ``/<name>/``, for nginx (PCRE) and Caddy (Go
 #: RE2), matched case-insensitively: the capture's state with every file named after it, and the
-#: ``tmp`` folder with everything in it. Repeated slashes are allowed, whatever the server merges.
-_PRIVATE_TAIL: Final = f"/+{re.escape(RESERVED_DIR)}/+({re.escape(STATE_NAME)}|tmp(/|$))"
+#: ``tmp`` and ``warc`` folders with everything in them. Repeated slashes are allowed, whatever the
+#: server merges.
+_PRIVATE_TAIL: Final = f"/+{re.escape(RESERVED_DIR)}/+({re.escape(STATE_NAME)}|tmp(/|$)|warc(/|$))"
 
 
 def print_config(

@@ -62,6 +62,7 @@ def test_flags_map_to_options() -> None:
         *("--delay", "0.25", "--concurrency", "4", "--timeout", "7", "--retries", "0", "--ignore-robots"),
         *("--allow-private", "--allow-host", "intranet", "--tabs", "2", "--settle", "0", "--refresh"),
         *("--no-render", "--depth", "0", "--max-pages", "9", "--subdomains", "--no-resume"),
+        *("--warc", "--warc-max-size", "2G"),
     )
     assert options == {
         "render": False,
@@ -89,6 +90,8 @@ def test_flags_map_to_options() -> None:
         "tabs": 2,
         "retries": 0,
         "settle": 0.0,
+        "warc": True,
+        "warc_max_size": 2 * 10**9,
     }
     assert _options("--skip-ext", "")["skip_extensions"] == frozenset()
 

@@ -107,6 +107,7 @@ def test_one_definition_of_the_private_names() -> None:
         "crawl.sqlite-shm",
         "tmp",
         "report.json",
+        "warc",
     }
     assert reserved - {tree.MANIFEST_NAME} <= tree.PRIVATE_NAMES
     assert {f"_archiver/{n}" for n in tree.PRIVATE_NAMES} == layout.EXCLUDED - {layout.INDEX_PATH}

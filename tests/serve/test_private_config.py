@@ -35,6 +35,9 @@ PRIVATE_TARGETS = [
     "/t//_archiver/tmp//x",
     "/t/docs/../_archiver/crawl.sqlite",
     "/t/_archiver/crawl.sqlite?download=1",
+    "/t/_archiver/warc/rec-20261201000000-00001.warc.gz",  # capture --warc: URLs unredacted
+    "/t/_archiver/WARC/rec-20261201000000-00001.warc.gz",
+    "/t/_archiver/warc/",
 ]
 PUBLIC_TARGETS = {
     "/t/": b"<title>Home</title>",
@@ -42,6 +45,7 @@ PUBLIC_TARGETS = {
     "/t/_archiver/manifest.jsonl": b'"format":"archiver-tree"',
     "/t/_archiver/ex.com/tmp/a.css": b"body{}",  # a host's own tmp folder is public
     "/t/_archiver/tmpfile.txt": b"public",
+    "/t/_archiver/warcs.txt": b"public too",
 }
 
 
@@ -55,6 +59,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         b'"created":"2026-11-30T00:00:00Z"}\n',
         "_archiver/ex.com/tmp/a.css": b"body{}",
         "_archiver/tmpfile.txt": b"public",
+        "_archiver/warcs.txt": b"public too",
+        "_archiver/warc/rec-20261201000000-00001.warc.gz": SECRET + b" warc",
         "_archiver/crawl.sqlite": SECRET + b" state",
         "_archiver/crawl.sqlite-wal": SECRET + b" wal",
         "_archiver/crawl.sqlite-shm": SECRET + b" shm",
@@ -96,12 +102,12 @@ def test_printed_configs_deny_private_paths_of_every_tree_mount(tree: Path, tmp_
     other = tmp_path / "b (2)"
     shutil.copytree(tree, other)
     text = print_config("nginx", [tree, other])
-    assert r'location ~* "^/t/+_archiver/+(crawl\\.sqlite|tmp(/|$))" {' in text
-    assert r'location ~* "^/b\\ \\(2\\)/+_archiver/+(crawl\\.sqlite|tmp(/|$))" {' in text
+    assert r'location ~* "^/t/+_archiver/+(crawl\\.sqlite|tmp(/|$)|warc(/|$))" {' in text
+    assert r'location ~* "^/b\\ \\(2\\)/+_archiver/+(crawl\\.sqlite|tmp(/|$)|warc(/|$))" {' in text
     assert text.index("+_archiver/+(crawl") < text.index(r"location ~* \.gwtar\.html$")
     caddy = print_config("caddy", [tree, other])
     # each tree twice: on the bare host and on its own origin (formats/serve.md §5.2)
-    assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$))") == 4
+    assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$)|warc(/|$))") == 4
     assert caddy.count("respond @private 404") == 4
 
 

@@ -1,0 +1,567 @@
+"""Recording a capture's HTTP exchanges as WARC/1.1 (formats/warc.md §7): ``archiver capture --warc``.
+
+The capture's one network path (:class:`archiver.capture.fetch.Fetcher`) hands each response it
+receives to :meth:`Recorder.begin` and feeds the body through the :class:`Exchange` as it arrives,
+content-coded as it came over the wire; the exchange decodes it for the crawler
+(:mod:`archiver.capture.codings`), hashes it and keeps it (memory, then a spool file past
+:data:`SPOOL_LIMIT`). When the response ends, :meth:`Exchange.end` writes its ``response`` record (or
+a ``revisit`` when the payload was already recorded in this capture) and the ``request`` record,
+each one gzip member, both in one ``write``; it returns where the response record is
+(:class:`archiver.tree.WarcRef`) for the manifest.
+
+Files are ``_archiver/warc/rec-<created>-<seq>.warc.gz``, rotated past ``max_size``; every run
+starts a new file. :meth:`Recorder.open` first reads the files of earlier runs: a torn last gzip
+member (a ``kill -9`` mid-write) is cut off, back to the last complete record, and the payload
+digests found there make later identical payloads revisits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+import uuid
+import zlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from archiver import __version__
+from archiver.capture.codings import Decoder
+from archiver.errors import CaptureError
+from archiver.tree import WarcRef
+from archiver.warc import read
+
+__all__ = [
+    "DEFAULT_MAX_SIZE",
+    "PROFILE_IDENTICAL",
+    "WARC_DIR",
+    "Exchange",
+    "RecordError",
+    "Recorder",
+    "discard",
+    "for_capture",
+    "http_heads",
+    "recover",
+    "warc_date",
+    "warcinfo_fields",
+]
+
+WARC_DIR = "warc"  # inside the tree's reserved folder
+DEFAULT_MAX_SIZE = 1_000_000_000
+SPOOL_LIMIT = 1 << 20
+DEDUP_LIMIT = 200_000  # payload digests remembered for revisits (the oldest are forgotten first)
+PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+_NAME = re.compile(r"rec-(\d{14})-(\d{5,})\.warc\.gz")
+_LEVEL = 6
+_STEP = 1 << 20
+_WRITE_STEP = 4 << 20
+
+
+class RecordError(CaptureError):
+    """A WARC record could not be written (disk full, I/O error): the fetch it belongs to fails."""
+
+
+def warc_date(when: float) -> str:
+    """A WARC 1.1 date: UTC, microseconds (``2026-12-01T09:50:00.123456Z``)."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def _fields(fields: Iterable[tuple[str, str]]) -> bytes:
+    return "".join(f"{name}: {value}\r\n" for name, value in fields).encode("utf-8")
+
+
+def _head(fields: list[tuple[str, str]], length: int) -> bytes:
+    return b"WARC/1.1\r\n" + _fields([*fields, ("Content-Length", str(length))]) + b"\r\n"
+
+
+def http_heads(response: Any) -> tuple[bytes, bytes, str | None]:
+    """The request as sent and the response head as received, from an httpx response: request line
+    and headers; status line and headers in their received case and order, ``Transfer-Encoding:
+    chunked`` written as ``X-Archiver-Transfer-Encoding`` (the stored body has no chunk framing);
+    and the server's IP address when known."""
+    request = response.request
+    target = request.url.raw_path.decode("ascii", "replace")
+    req = [f"{request.method} {target} HTTP/1.1\r\n".encode()]
+    req += [name + b": " + value + b"\r\n" for name, value in request.headers.raw]
+    reason = response.extensions.get("reason_phrase", b"")
+    version = (response.http_version or "HTTP/1.1").encode("ascii", "replace")
+    head = [version + b" " + str(response.status_code).encode() + b" " + bytes(reason) + b"\r\n"]
+    for name, value in response.headers.raw:
+        if name.lower() == b"transfer-encoding":
+            name = b"X-Archiver-Transfer-Encoding"
+        head.append(name + b": " + value + b"\r\n")
+    ip: str | None = None
+    stream = response.extensions.get("network_stream")
+    with contextlib.suppress(Exception):  # a test backend may not know its peer
+        peer = stream.get_extra_info("server_addr") if stream is not None else None
+        if isinstance(peer, tuple) and peer:
+            ip = str(peer[0])
+    return b"".join(req) + b"\r\n", b"".join(head) + b"\r\n", ip
+
+
+def _truncation(error: BaseException | None) -> str:
+    names = {c.__name__ for c in type(error).__mro__} if error is not None else set()
+    if names & {"TimeoutException", "TimeoutError"}:
+        return "time"
+    if names & {"TransportError", "OSError"}:
+        return "disconnect"
+    return "length"
+
+
+@dataclass
+class _Seen:
+    uri: str
+    date: str
+    record_id: str
+
+
+class Exchange:
+    """One response being received (see the module docstring). Made by :meth:`Recorder.begin`."""
+
+    def __init__(
+        self, recorder: Recorder, uri: str, request: bytes, head: bytes, ip: str | None, coding: str | None
+    ) -> None:
+        self.recorder = recorder
+        self.uri = uri
+        self.date = warc_date(time.time())
+        self.request = request
+        self.head = head
+        self.ip = ip
+        self.decoder = Decoder(coding)
+        self.payload = hashlib.sha256()
+        self.block = hashlib.sha256(head)
+        self.size = 0
+        self.buffer = bytearray()
+        self.spool: IO[bytes] | None = None
+        self.complete = False
+        self.error: BaseException | None = None  # what stopped drain()
+        self._body: Any = None
+
+    def feed(self, raw: bytes) -> None:
+        """Keep ``raw`` body bytes, as received."""
+        self.payload.update(raw)
+        self.block.update(raw)
+        self.size += len(raw)
+        if self.spool is not None:
+            self.spool.write(raw)
+            return
+        self.buffer += raw
+        if len(self.buffer) > SPOOL_LIMIT:
+            self.spool = self.recorder.spool_file()
+            self.spool.write(self.buffer)
+            self.buffer = bytearray()
+
+    def body(self, raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """The decoded body of the raw stream ``raw``, every raw byte kept on the way; raises
+        :class:`archiver.capture.codings.CodingError` for data its Content-Encoding cannot undo."""
+        self._body = self._decoded(raw)
+        return self._body
+
+    async def _decoded(self, raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for chunk in raw:
+            self.feed(chunk)
+            for piece in self.decoder.feed(chunk):
+                yield piece
+        self.complete = True
+        for piece in self.decoder.flush():
+            yield piece
+
+    async def drain(self, raw: AsyncIterator[bytes], limit: int) -> None:
+        """Keep up to ``limit`` bytes of a body nobody decodes (a redirect's). A failure to read it
+        only marks the record: the fetch goes on as if the body had not been asked for."""
+        try:
+            async for chunk in raw:
+                self.feed(chunk[: max(0, limit - self.size)])
+                if self.size >= limit:
+                    return
+        except Exception as e:  # the connection broke or timed out: recorded as such
+            self.error = e
+            return
+        self.complete = True
+
+    async def end(self, error: BaseException | None = None) -> WarcRef | None:
+        """Write the records of this exchange; where the response (or revisit) record is. A body
+        not read to its end is recorded as received, with ``WARC-Truncated``: ``time`` after a read
+        timeout, ``disconnect`` when the connection failed, else ``length`` (cut by a size cap, not
+        read, or not decodable). Nothing is written when the fetch was cancelled (the run is
+        ending, or its total timeout struck)."""
+        if self._body is not None:
+            with contextlib.suppress(Exception):
+                await self._body.aclose()
+        try:
+            if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                return None
+            truncated = None if self.complete else _truncation(error or self.error)
+            return await self.recorder.write(self, truncated)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.spool.name)
+            self.spool = None
+        self.buffer = bytearray()
+
+    def payload_chunks(self) -> Iterable[bytes]:
+        if self.spool is None:
+            yield bytes(self.buffer)
+            return
+        self.spool.flush()
+        with open(self.spool.name, "rb") as f:
+            while chunk := f.read(_STEP):
+                yield chunk
+
+
+class Recorder:
+    """Writes the WARC files of one capture run into ``folder`` (see the module docstring).
+
+    ``info`` are the warcinfo fields after ``software`` and ``format`` (robots policy, options …);
+    ``created`` (14 digits) names the files; ``tmp_dir`` holds spooled bodies."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        tmp_dir: Path,
+        created: str,
+        info: list[tuple[str, str]],
+        max_size: int = DEFAULT_MAX_SIZE,
+        dedup_limit: int = DEDUP_LIMIT,
+    ) -> None:
+        self.folder = folder
+        self.tmp_dir = tmp_dir
+        self.created = created
+        self.info = info
+        self.max_size = max_size
+        self.dedup_limit = dedup_limit
+        self.seen: OrderedDict[bytes, _Seen] = OrderedDict()
+        self.seq = 0
+        self.fd: int | None = None
+        self.name = ""
+        self.size = 0
+        self.warcinfo_id = ""
+        self.lock = asyncio.Lock()  # one exchange written at a time, in arrival order
+        # held while bytes go to the file, also by a worker thread: a cancelled writer releases
+        # ``lock``, never this, so two records never interleave and close() waits for the file
+        self.io = threading.Lock()
+        self.records = 0
+
+    # ---- start and end
+
+    def open(self) -> None:
+        """Repair and read the files of earlier runs (torn tails cut, payload digests learnt)."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            names = sorted(p.name for p in self.folder.iterdir() if _NAME.fullmatch(p.name))
+        except OSError as e:
+            raise RecordError(f"cannot use the WARC folder: {e.strerror}", subject=str(self.folder)) from None
+        for name in names:
+            self.seq = max(self.seq, int(_NAME.fullmatch(name).group(2)))  # type: ignore[union-attr]
+            try:
+                self._learn(name)
+            except OSError as e:
+                raise RecordError(f"cannot read an earlier WARC: {e.strerror}", subject=name) from None
+
+    def _learn(self, name: str) -> None:
+        """Repair ``name`` if its tail is torn, and learn its payload digests (for revisits)."""
+        for rec in recover(self.folder / name):
+            if rec.type == "response" and rec.payload_size and "warc-truncated" not in rec.headers:
+                seen = _Seen(rec.uri, rec.date, rec.headers.get("warc-record-id", ""))
+                self._remember(bytes.fromhex(rec.payload_sha256), seen)
+
+    def close(self) -> None:
+        """Close the current file (fsynced)."""
+        with self.io:
+            self._close()
+
+    def _close(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def spool_file(self) -> IO[bytes]:
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="warc-", suffix=".part", delete=False)
+
+    def begin(self, response: Any) -> Exchange:
+        """An exchange for the httpx ``response`` whose head just arrived."""
+        request, head, ip = http_heads(response)
+        coding = response.headers.get("content-encoding")
+        return Exchange(self, str(response.request.url), request, head, ip, coding)
+
+    # ---- writing
+
+    def _remember(self, digest: bytes, seen: _Seen) -> None:
+        self.seen[digest] = seen
+        self.seen.move_to_end(digest)
+        while len(self.seen) > self.dedup_limit:
+            self.seen.popitem(last=False)
+
+    def _new_file(self) -> None:
+        self._close()
+        self.seq += 1
+        self.name = f"rec-{self.created}-{self.seq:05d}.warc.gz"
+        path = self.folder / self.name
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self.size = 0
+        dir_fd = os.open(self.folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # the new name survives a power cut once records are in it
+        finally:
+            os.close(dir_fd)
+        self.warcinfo_id = _record_id()
+        block = _fields(
+            [
+                ("software", f"archiver/{__version__}"),
+                ("format", "WARC File Format 1.1"),
+                ("conformsTo", CONFORMS_TO),
+                *self.info,
+            ]
+        )
+        head = _head(
+            [
+                ("WARC-Type", "warcinfo"),
+                ("WARC-Record-ID", self.warcinfo_id),
+                ("WARC-Date", warc_date(time.time())),
+                ("WARC-Filename", self.name),
+                ("Content-Type", "application/warc-fields"),
+                ("WARC-Block-Digest", "sha256:" + hashlib.sha256(block).hexdigest()),
+            ],
+            len(block),
+        )
+        self._append([[head, block, b"\r\n\r\n"]])
+
+    def _append(self, records: list[Iterable[bytes]]) -> None:
+        """Write ``records`` (each the parts of one record) as one gzip member each: in one
+        ``write`` when they are small, else in steps (a kill mid-way leaves a torn tail that the
+        next run cuts; an error cuts the file back at once)."""
+        assert self.fd is not None
+        start = self.size
+        try:
+            out: list[bytes] = []
+            pending = 0
+            for parts in records:
+                c = zlib.compressobj(_LEVEL, zlib.DEFLATED, 31)
+                for part in parts:
+                    piece = c.compress(part)
+                    if piece:
+                        out.append(piece)
+                        pending += len(piece)
+                    if pending >= _WRITE_STEP:
+                        self._write_all(b"".join(out))
+                        out, pending = [], 0
+                out.append(c.flush())
+            self._write_all(b"".join(out))
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, start)  # never leave half a record behind
+            self.size = start
+            raise RecordError(f"cannot write the WARC: {e.strerror}", subject=self.name) from None
+
+    def _write_all(self, data: bytes) -> None:
+        assert self.fd is not None
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        self.size += len(data)
+
+    async def write(self, ex: Exchange, truncated: str | None) -> WarcRef:
+        async with self.lock:
+            if ex.size > SPOOL_LIMIT:
+                return await asyncio.to_thread(self._write_exchange, ex, truncated)
+            return self._write_exchange(ex, truncated)
+
+    def _write_exchange(self, ex: Exchange, truncated: str | None) -> WarcRef:
+        with self.io:
+            if self.fd is None or self.size >= self.max_size:
+                try:
+                    self._new_file()
+                except OSError as e:
+                    raise RecordError(
+                        f"cannot create a WARC file: {e.strerror}", subject=str(self.folder)
+                    ) from None
+            return self._records(ex, truncated)
+
+    def _records(self, ex: Exchange, truncated: str | None) -> WarcRef:
+        response_id, request_id = _record_id(), _record_id()
+        digest = ex.payload.digest()
+        payload_digest = "sha256:" + digest.hex()
+        seen = self.seen.get(digest) if truncated is None and ex.size else None
+        fields = [
+            ("WARC-Type", "revisit" if seen else "response"),
+            ("WARC-Record-ID", response_id),
+            ("WARC-Date", ex.date),
+            ("WARC-Target-URI", ex.uri),
+        ]
+        if ex.ip:
+            fields.append(("WARC-IP-Address", ex.ip))
+        fields += [
+            ("WARC-Concurrent-To", request_id),
+            ("WARC-Warcinfo-ID", self.warcinfo_id),
+            ("Content-Type", "application/http;msgtype=response"),
+            ("WARC-Payload-Digest", payload_digest),
+        ]
+        if seen is not None:
+            block_digest = "sha256:" + hashlib.sha256(ex.head).hexdigest()
+            fields += [
+                ("WARC-Profile", PROFILE_IDENTICAL),
+                ("WARC-Refers-To", seen.record_id),
+                ("WARC-Refers-To-Target-URI", seen.uri),
+                ("WARC-Refers-To-Date", seen.date),
+                ("WARC-Truncated", "length"),
+                ("WARC-Block-Digest", block_digest),
+            ]
+            response: Iterable[bytes] = [_head(fields, len(ex.head)), ex.head, b"\r\n\r\n"]
+        else:
+            if truncated:
+                fields.append(("WARC-Truncated", truncated))
+            fields.append(("WARC-Block-Digest", "sha256:" + ex.block.hexdigest()))
+            head = _head(fields, len(ex.head) + ex.size)
+            response = itertools.chain([head, ex.head], ex.payload_chunks(), [b"\r\n\r\n"])
+        request = [
+            _head(
+                [
+                    ("WARC-Type", "request"),
+                    ("WARC-Record-ID", request_id),
+                    ("WARC-Date", ex.date),
+                    ("WARC-Target-URI", ex.uri),
+                    ("WARC-Concurrent-To", response_id),
+                    ("WARC-Warcinfo-ID", self.warcinfo_id),
+                    ("Content-Type", "application/http;msgtype=request"),
+                    ("WARC-Block-Digest", "sha256:" + hashlib.sha256(ex.request).hexdigest()),
+                ],
+                len(ex.request),
+            ),
+            ex.request,
+            b"\r\n\r\n",
+        ]
+        offset = self.size
+        self._append([response, request])
+        self.records += 2
+        if seen is None and truncated is None and ex.size:
+            self._remember(digest, _Seen(ex.uri, ex.date, response_id))
+        return WarcRef(file=self.name, offset=offset, id=response_id)
+
+
+# ---- recovery
+
+
+def recover(path: Path) -> Iterator[read.Record]:
+    """The complete records of a WARC file an earlier run wrote, one at a time; once they have all
+    been read, a torn tail (the file ends inside its last gzip member: the writer was killed) is cut
+    off, and a file left with no record is removed. Damage that is not a torn tail is left as it is
+    (``archiver verify`` reports it); the records before it count."""
+    findings: list[read.Finding] = []
+    end = 0
+    ours = True
+    unknown: read.Record | None = None  # a record whose member's end the reader could not tell
+    with path.open("rb") as f:
+        for rec in read.iter_records(f, findings):
+            if unknown is not None:
+                ours = False  # records sharing a member: not written by us, never cut
+            if rec.length is None:
+                unknown = rec
+            else:
+                end = rec.offset + rec.length
+            yield rec
+    problems = [f.offset for f in findings if not f.warning]
+    if unknown is not None:  # the last record: its member ends where the damaged one starts
+        if problems and problems[0] > unknown.offset:
+            end = problems[0]
+        else:
+            ours = False
+    if ours and problems and _torn_after(path, end):
+        with path.open("rb+") as f:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+        if end == 0:
+            path.unlink()
+
+
+def _torn_after(path: Path, end: int) -> bool:
+    """Whether the bytes of ``path`` from ``end`` on are the start of one gzip member that the file
+    cuts short (what a killed writer leaves), not a complete member or other damage."""
+    with path.open("rb") as f:
+        f.seek(end)
+        d = zlib.decompressobj(31)
+        while chunk := f.read(_STEP):
+            try:
+                d.decompress(chunk, _STEP)
+                while d.unconsumed_tail and not d.eof:
+                    d.decompress(d.unconsumed_tail, _STEP)
+            except zlib.error:
+                return False
+            if d.eof:
+                return False
+    return not d.eof
+
+
+def discard(folder: Path) -> None:
+    """Remove the WARC files a capture wrote in ``folder`` (``capture --no-resume``)."""
+    if not folder.is_dir():
+        return
+    for p in folder.iterdir():
+        if _NAME.fullmatch(p.name):
+            p.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def warcinfo_fields(
+    options: dict[str, Any], *, robots: bool, user_agent: str, home: str
+) -> list[tuple[str, str]]:
+    """The warcinfo fields of a capture after ``software``/``format``/``conformsTo``."""
+    return [
+        ("isPartOf", home),
+        ("robots", "obey" if robots else "ignore"),
+        ("http-header-user-agent", user_agent),
+        ("archiver-options", json.dumps(options, sort_keys=True, ensure_ascii=False, separators=(",", ":"))),
+    ]
+
+
+def for_capture(crawler: Any) -> Recorder:
+    """The recorder of a capture run (an :class:`archiver.capture.crawl.Crawler`: its reserved and
+    temporary folders, creation time, options, fetch policy and home), opened."""
+    from archiver.capture.policy import redact
+
+    policy = crawler.policy
+    options = crawler.options
+    info = warcinfo_fields(
+        options.manifest_options(),
+        robots=policy.obey_robots,
+        user_agent=policy.user_agent,
+        home=redact(crawler.home),
+    )
+    created = crawler.state.get("created") or warc_date(time.time())
+    recorder = Recorder(
+        crawler.reserved / WARC_DIR,
+        tmp_dir=crawler.tmp,
+        created=re.sub(r"\D", "", created)[:14].ljust(14, "0"),
+        info=info,
+        max_size=options.warc_max_size,
+    )
+    recorder.open()
+    return recorder
