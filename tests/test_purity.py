@@ -61,6 +61,7 @@ PURE: dict[str, set[str]] = {
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
+    "warc/replay_rules.py": WARC | {"collections.abc", "archiver", "archiver.errors", "brotli"},
 }  # fmt: skip
 
 
