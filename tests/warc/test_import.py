@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 import subprocess
 import zipfile
 from collections.abc import Iterator
@@ -16,32 +15,20 @@ from pathlib import Path
 import pytest
 
 from archiver import urls
-from archiver.capture import fetch
 from archiver.fixture import FixtureServer
 from archiver.tree import read_records
 from tests.warc import corpus, import_corpus
+from tests.warc.conftest import no_network
 from tests.warc.import_corpus import BASE, BG, CSS, PNG
 from tests.warc.test_warc import run
 
 
 @pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+def offline() -> Iterator[list[object]]:
     """No socket may connect anywhere and the live fetcher may not even be built; every attempt is
     recorded (and fails)."""
-    tried: list[object] = []
-
-    def connect(self: socket.socket, address: object) -> None:
-        tried.append(address)
-        raise OSError("the import must not connect")
-
-    def no_fetcher(*args: object, **kwargs: object) -> None:
-        tried.append("Fetcher")
-        raise AssertionError("the live Fetcher was built")
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", connect)
-    monkeypatch.setattr(fetch.Fetcher, "__init__", no_fetcher)
-    yield tried
+    with no_network() as tried:
+        yield tried
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +17,12 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from warcio.capture_http import capture_http
 
-from archiver.capture import browser, capture, fetch
+from archiver.capture import capture
 from archiver.fixture import JS_MARKER, JS_PAGE, FixtureServer
 from archiver.tree import read_records
 from tests.capture.test_capture_site import PAGES
 from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share
+from tests.warc.conftest import no_network
 from tests.warc.test_warc import run
 
 pytestmark = pytest.mark.browser
@@ -53,25 +53,6 @@ def record_site(folder: Path) -> tuple[Path, int, int]:
         return warc, server.port, len(targets)
 
 
-@contextlib.contextmanager
-def no_network() -> Iterator[list[object]]:
-    tried: list[object] = []
-
-    def connect(self: socket.socket, address: object) -> None:
-        tried.append(address)
-        raise OSError("the import must not connect")
-
-    def no_fetcher(*args: object, **kwargs: object) -> None:
-        tried.append("Fetcher")
-        raise AssertionError("the live Fetcher was built")
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket.socket, "connect", connect)
-        mp.setattr(socket.socket, "connect_ex", connect)
-        mp.setattr(fetch.Fetcher, "__init__", no_fetcher)
-        yield tried
-
-
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Imported]:
     import json
@@ -95,21 +76,6 @@ def test_rendered_import_is_whole(imported: Imported) -> None:
     assert JS_MARKER in js and 'data-state="ready"' in js  # built by the page's script, from the records
     assert 'data-module="ready"' in js  # the module chain fetched data/notes.json from the records
     assert any(p.endswith("img/js/built.png") for p in stored)
-
-
-@pytest.fixture(scope="module")
-def contexts() -> Iterator[tuple[Any, Any]]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = browser.launch(pw)
-        try:
-            yield (
-                b.new_context(viewport={"width": 1280, "height": 800}),
-                b.new_context(viewport={"width": 1280, "height": 800}),
-            )
-        finally:
-            b.close()
 
 
 @pytest.mark.parametrize("page_path", PAGES)
