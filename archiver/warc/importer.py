@@ -102,7 +102,7 @@ def imported_tree(
     from archiver.capture import capture
 
     options.setdefault("depth", PACK_DEPTH)
-    with open_archive(files, out) as archive:
+    with safefs.interruptible(), open_archive(files, out) as archive:  # SIGTERM cleans up as Ctrl-C
         tree = archive.db_path.parent / "tree"
         report = capture(
             _seeds(archive, seeds or []),

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +24,7 @@ from archiver.tree import read_records
 from tests.warc import corpus, import_corpus
 from tests.warc.conftest import no_network
 from tests.warc.import_corpus import BASE, BG, CSS, PNG
-from tests.warc.test_warc import run
+from tests.warc.test_warc import ROOT, run
 
 
 @pytest.fixture
@@ -243,3 +247,81 @@ def test_wacz_pages_are_the_seeds(site: list[Path], tmp_path: Path) -> None:
     }
     wanted = {urls.dedup_key(urls.canonicalize(p)) for p in pages if "private" not in p}
     assert stored >= wanted and len(wanted) == 7
+
+
+def _big_warc(path: Path, size: int) -> Path:
+    """A page linking one ``size``-byte asset, in a plain WARC (no digests: they are optional)."""
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n\r\n"
+    page = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n" + b'<!doctype html><img src="/big.png">'
+
+    def head(uri: str, length: int) -> bytes:
+        return (
+            f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:0-{len(uri)}>\r\n"
+            f"WARC-Date: {corpus.DATE}\r\nWARC-Target-URI: {uri}\r\n"
+            f"Content-Type: application/http;msgtype=response\r\nContent-Length: {length}\r\n\r\n"
+        ).encode()
+
+    chunk = bytes(range(256)) * 4096
+    with path.open("wb") as f:
+        f.write(head("http://big.test/", len(page)) + page + b"\r\n\r\n")
+        f.write(head("http://big.test/big.png", len(http) + size) + http)
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+        f.write(b"\r\n\r\n")
+    return path
+
+
+def test_import_memory_stays_flat_on_a_large_record(tmp_path: Path) -> None:
+    """A 128 MiB asset goes from its record to the tree through a spool file, never whole in memory."""
+    warc = _big_warc(tmp_path / "big.warc", 128 << 20)
+    code = (
+        "import sys; from pathlib import Path; from archiver.cli import main\n"
+        "rc = main(['capture', '--from-warc', sys.argv[1], '-o', sys.argv[2], '--no-render',"
+        " '--asset-cap', str(200 << 20), '--json'])\n"
+        "assert rc == 0, rc\n"
+        "print(Path('/proc/self/status').read_text().split('VmHWM:')[1].split()[0], file=sys.stderr)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code, warc, tmp_path / "tree"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    peak = int(out.stderr.strip().splitlines()[-1])
+    print(f"import of a 128 MiB record: peak RSS {peak} KiB")
+    assert peak < 120 * 1024
+    sizes = {r.size for r in read_records(tmp_path / "tree") if "http://big.test/big.png" in r.urls}
+    assert 128 << 20 in sizes
+
+
+def test_sigterm_during_pack_of_a_warc_leaves_nothing(tmp_path: Path) -> None:
+    """pack of a WARC killed (SIGTERM) while it imports: exit 130, nothing left beside the output."""
+    warc = _big_warc(tmp_path / "big.warc", 256 << 20)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [
+        sys.executable,
+        "-m",
+        "archiver",
+        "pack",
+        warc,
+        "--format",
+        "zim",
+        "-o",
+        out_dir / "x.zim",
+        "--no-render",
+    ]
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    for _ in range(6000):  # bounded wait (60 s) for the private folder to appear
+        if any(out_dir.iterdir()) or proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == "archiver: interrupted"
+    assert list(out_dir.iterdir()) == []
