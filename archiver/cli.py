@@ -193,6 +193,10 @@ def _seconds(text: str) -> float:
 def _cmd_pack(args: argparse.Namespace) -> int:
     if args.format == "wacz":
         return _pack_wacz(args)
+    if args.format == "gwtar" and (args.metadata or args.allow_incomplete):
+        raise UsageError("ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack")
+    if args.format == "zim" and args.single_page:
+        raise UsageError("--single-page applies to --format gwtar", subject="pack")
     paths = [Path(p) for p in args.path]
     if all(p.is_file() and _is_warc(p) for p in paths):
         from archiver.warc.importer import imported_tree
@@ -214,10 +218,6 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
     if args.format == "gwtar":
         from archiver import gwtar
 
-        if args.metadata or args.allow_incomplete:
-            raise UsageError(
-                "ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack"
-            )
         fec = args.fec_redundancy / 100 if args.add_fec_data else None
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
             result = _writing(
@@ -239,8 +239,6 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
     else:
         from archiver import zim
 
-        if args.single_page:
-            raise UsageError("--single-page applies to --format gwtar", subject="pack")
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
             result_zim = _writing(
                 lambda: zim.pack(
