@@ -21,6 +21,7 @@ BG = b"\x89PNG\r\n\x1a\nBG" + bytes(64)
 CSS = b"body { background: url(/bg.png) }\n"
 LINKS = [
     "a.html",
+    "d.html",
     "b.html",
     "c.html",
     "redir",
@@ -107,6 +108,14 @@ def site_warcs(folder: Path) -> list[Path]:
         for name in ("WARC-Refers-To-Target-URI", "WARC-Refers-To-Date"):
             revisit.rec_headers.remove_header(name)
         w.write_record(revisit)
+        # a revisit whose original is nowhere: passed over for the older capture
+        _response(w, "d.html", html("D", "D-OLDER-BUT-THERE"), date=D1)
+        lost = w.create_revisit_record(
+            f"{BASE}/d.html", "sha1:" + "Q" * 32, "", "", warc_headers_dict={"WARC-Date": D2}
+        )
+        for name in ("WARC-Refers-To-Target-URI", "WARC-Refers-To-Date"):
+            lost.rec_headers.remove_header(name)
+        w.write_record(lost)
         _response(
             w, "redir", b"", status="302 Found", headers=[("Location", "/a.html"), ("Content-Length", "0")]
         )

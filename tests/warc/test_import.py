@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import signal
@@ -58,6 +59,7 @@ def test_import_follows_every_rule(site: list[Path], tmp_path: Path, offline: li
     assert "A-NEW" in text[f"{BASE}/a.html"]  # the newest of three captures (one with ?utm_source)
     assert "B-ORIGINAL" in text[f"{BASE}/b.html"]  # revisit by Refers-To-Target-URI and -Date
     assert "C-BODY" in text[f"{BASE}/c.html"]  # revisit by payload digest, original at another URL
+    assert "D-OLDER-BUT-THERE" in text[f"{BASE}/d.html"]  # a revisit of nothing: the older capture
     assert "CHUNKED-BODY-IN-PIECES" in text[f"{BASE}/chunked.html"]  # de-chunked (WARC/1.0 file)
     assert "OLD-FORMAT" in text[f"{BASE}/old.html"]
     assert "café LATIN" in text[f"{BASE}/latin.html"]  # ISO-8859-1 recorded, UTF-8 in the tree
@@ -246,7 +248,7 @@ def test_wacz_pages_are_the_seeds(site: list[Path], tmp_path: Path) -> None:
         i["url"] for i in report["items"] if i["kind"] == "page" and i["outcome"] in ("ok", "redirected")
     }
     wanted = {urls.dedup_key(urls.canonicalize(p)) for p in pages if "private" not in p}
-    assert stored >= wanted and len(wanted) == 7
+    assert stored >= wanted and len(wanted) == 8
 
 
 def _big_warc(path: Path, size: int) -> Path:
@@ -325,3 +327,49 @@ def test_sigterm_during_pack_of_a_warc_leaves_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert err.strip() == "archiver: interrupted"
     assert list(out_dir.iterdir()) == []
+
+
+def test_a_compressed_bomb_is_skipped_at_the_size_cap(tmp_path: Path, offline: list[object]) -> None:
+    """256 MiB of zeros in a 256 KiB gzip body: decoded in steps, dropped once past --asset-cap."""
+    bomb = gzip.compress(bytes(256 << 20), compresslevel=1, mtime=0)
+    page = b'<!doctype html><img src="/bomb.png">'
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    path = tmp_path / "bomb.warc.gz"
+    with path.open("wb") as f:
+        w = WARCWriter(f, gzip=True, warc_version="1.1")
+        for uri, body, fields in (
+            ("http://bomb.test/", page, [("Content-Type", "text/html")]),
+            (
+                "http://bomb.test/bomb.png",
+                bomb,
+                [("Content-Type", "image/png"), ("Content-Encoding", "gzip")],
+            ),
+        ):
+            h = StatusAndHeaders("200 OK", fields, protocol="HTTP/1.1")
+            w.write_record(w.create_warc_record(uri, "response", payload=io.BytesIO(body), http_headers=h))
+    code, report, err = _import(tmp_path / "t", path, extra=("--asset-cap", str(1 << 20)))
+    assert code == 0, err
+    items = {i["url"]: i for i in report["items"]}
+    assert items["http://bomb.test/bomb.png"]["outcome"] == "skipped"
+    assert "size cap" in items["http://bomb.test/bomb.png"]["reason"]
+
+
+def test_a_wacz_with_deflated_warcs_still_imports(
+    site: list[Path], tmp_path: Path, offline: list[object]
+) -> None:
+    wacz = tmp_path / "good.wacz"
+    assert run("pack", *site, "--format", "wacz", "-o", wacz).returncode == 0
+    deflated = corpus.rewrite_zip(wacz, tmp_path / "deflated.wacz", deflate_archive=True)
+    with zipfile.ZipFile(deflated) as z:
+        assert all(
+            i.compress_type == zipfile.ZIP_DEFLATED for i in z.infolist() if i.filename.startswith("archive/")
+        )
+    code, _a, err = _import(tmp_path / "a", wacz)
+    assert code == 0, err
+    code, _b, err = _import(tmp_path / "b", deflated)
+    assert code == 0, err
+    assert {r.path: r.sha256 for r in read_records(tmp_path / "a")} == {
+        r.path: r.sha256 for r in read_records(tmp_path / "b")
+    }
