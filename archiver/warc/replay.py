@@ -20,7 +20,7 @@ import os
 import sqlite3
 import tempfile
 from collections.abc import Iterator
-from dataclasses import astuple, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -82,7 +82,7 @@ class Archive:
                     if first and entry.status == 200 and entry.html:
                         self.first_page = entry.uri
                     seq += 1
-                    rows.append((seq, *astuple(entry)))
+                    rows.append((seq, *(getattr(entry, c) for c in _COLUMNS)))
                     if len(rows) >= 10_000:
                         self._insert(rows)
             self._insert(rows)
