@@ -69,6 +69,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_capture(args: argparse.Namespace) -> int:
     from archiver.capture import capture_main
 
+    if args.from_warc:
+        from archiver.warc.importer import import_main
+
+        return import_main(
+            [Path(p) for p in args.from_warc],
+            args.urls,
+            Path(args.out),
+            as_json=args.json,
+            seeds_file=Path(args.seeds) if args.seeds else None,
+            bookmarks=Path(args.bookmarks) if args.bookmarks else None,
+            **capture_options(args),
+        )
     return capture_main(
         args.urls,
         Path(args.out),
@@ -206,26 +218,39 @@ def _seconds(text: str) -> float:
 def _cmd_pack(args: argparse.Namespace) -> int:
     if args.format == "wacz":
         return _pack_wacz(args)
+    if args.format == "gwtar" and (args.metadata or args.allow_incomplete):
+        raise UsageError("ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack")
+    if args.format == "zim" and args.single_page:
+        raise UsageError("--single-page applies to --format gwtar", subject="pack")
     paths = [Path(p) for p in args.path]
-    if len(paths) > 1:
-        if not all(p.is_dir() for p in paths):
-            raise UsageError("--format gwtar and zim pack one input, or the shard folders of one crawl"
-                             " (several WARC files: --format wacz)", subject="pack")  # fmt: skip
+    if all(p.is_file() and _is_warc(p) for p in paths):
+        from archiver.warc.importer import imported_tree
+
+        with imported_tree(paths, Path(args.out), render=not args.no_render, chromium=args.chromium,
+                           progress=False if args.json else None) as tree:  # fmt: skip
+            return _pack_one(args, tree)
+    if args.no_render or args.chromium:
+        raise UsageError("--no-render and --chromium apply to WARC and WACZ input", subject="pack")
+    if len(paths) > 1 and all(p.is_dir() for p in paths):  # the shard folders of one crawl
         from archiver import safefs
         from archiver.merge import merge
 
         with safefs.temp_dir(Path(args.out)) as work:
             merge(paths, work / "tree")
-            args.path = [str(work / "tree")]
-            return _cmd_pack(args)
-    src, out = paths[0], Path(args.out)
+            return _pack_one(args, work / "tree")
+    if len(paths) != 1:
+        raise UsageError("--format gwtar and zim pack one tree, gwtar, ZIM or HTML file, the shard folders"
+                         " of one crawl, or WARC and WACZ files (several WARC files to a WACZ: --format wacz)",
+                         subject="pack")  # fmt: skip
+    return _pack_one(args, paths[0])
+
+
+def _pack_one(args: argparse.Namespace, src: Path) -> int:
+    """``pack`` of one tree, gwtar, ZIM or HTML file to gwtar or ZIM."""
+    out = Path(args.out)
     if args.format == "gwtar":
         from archiver import gwtar
 
-        if args.metadata or args.allow_incomplete:
-            raise UsageError(
-                "ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack"
-            )
         fec = args.fec_redundancy / 100 if args.add_fec_data else None
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
             result = _writing(
@@ -247,8 +272,6 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     else:
         from archiver import zim
 
-        if args.single_page:
-            raise UsageError("--single-page applies to --format gwtar", subject="pack")
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
             result_zim = _writing(
                 lambda: zim.pack(
@@ -319,7 +342,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 def _pack_wacz(args: argparse.Namespace) -> int:
     from archiver import warc
 
-    if args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main:
+    if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
+            or args.no_render or args.chromium):  # fmt: skip
         raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
     out = Path(args.out)
     result = _writing(lambda: warc.pack([Path(p) for p in args.path], out), out)
@@ -780,6 +804,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="start a new WARC file past this size (default 1G; 500M, 64MiB …)",
     )
+    g = p.add_argument_group("import (formats/warc.md 8)")
+    g.add_argument(
+        "--from-warc",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="build the tree from the records of these WARC or WACZ files, never the network; "
+        "seeds: the URLs given, else the WACZ pages, else the first WARC's first HTML page",
+    )
     g = p.add_argument_group("resuming")
     g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")
     g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
@@ -789,7 +823,10 @@ def _parser() -> argparse.ArgumentParser:
         "pack", "pack a tree, gwtar, ZIM or SingleFile page into a ZIM or gwtar file; WARCs into a WACZ"
     )
     p.add_argument(
-        "path", nargs="+", help="a tree folder, .gwtar.html, .zim, or SingleFile .html; wacz: WARC files"
+        "path",
+        nargs="+",
+        help="a tree folder, .gwtar.html, .zim, or SingleFile .html; WARC or WACZ files (imported "
+        "first: formats/warc.md 8); wacz: WARC files",
     )
     p.add_argument("--format", choices=["gwtar", "zim", "wacz"], required=True)
     p.add_argument("-o", "--out", required=True, help="the output file")
@@ -798,6 +835,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
     p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
     p.add_argument("--allow-incomplete", action="store_true", help="zim: pack an unfinished capture")
+    p.add_argument("--no-render", action="store_true", help="WARC/WACZ input: import without Chromium")
+    p.add_argument("--chromium", metavar="PATH", help="WARC/WACZ input: the Chromium that renders")
     p.add_argument(
         "--metadata",
         action="append",

@@ -62,6 +62,7 @@ PURE: dict[str, set[str]] = {
     "capture/codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
+    "warc/replay_rules.py": WARC | {"collections.abc", "archiver", "archiver.errors", "brotli"},
 }  # fmt: skip
 
 

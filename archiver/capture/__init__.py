@@ -31,6 +31,7 @@ from archiver.capture.crawl import run_capture
 from archiver.capture.fetch import Resolver
 from archiver.capture.options import CaptureOptions
 from archiver.capture.report import CaptureReport, Item
+from archiver.capture.transport import TransportFactory
 from archiver.errors import ArchiverError, CaptureError
 
 __all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main"]
@@ -74,6 +75,7 @@ def capture(
     seed_info: dict[str, tuple[str | None, str | None]] | None = None,
     warc: bool = False,
     warc_max_size: int = 1_000_000_000,
+    transport: TransportFactory | None = None,
 ) -> CaptureReport:
     """Capture ``seeds`` into the canonical tree ``out`` and return the report.
 
@@ -96,6 +98,8 @@ def capture(
     Safety: hosts that resolve to non-public addresses are refused, except the seeds' own hosts and
     ``allow_hosts`` (all of them with ``allow_private``); ``resolver`` replaces DNS and
     ``network_backend`` (an httpcore backend) the sockets, for tests that must not leave loopback.
+    ``transport`` replaces the live network altogether (:mod:`.transport`; the WARC import,
+    :mod:`archiver.warc.importer`, answers from records).
 
     An existing ``out`` holding a capture is resumed: failures are retried, finished work is not
     repeated (``refresh`` fetches everything again; ``resume=False`` deletes the previous capture's
@@ -142,6 +146,7 @@ def capture(
         seed_info=dict(seed_info or {}),
         warc=warc,
         warc_max_size=warc_max_size,
+        transport=transport,
     )
     return run_capture(list(seeds), Path(out), options)
 

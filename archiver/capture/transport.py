@@ -3,8 +3,9 @@
 The crawler asks one object for every response it needs, its own fetches and every request of the
 browser while it renders: a :class:`Transport`. The first implementation is the live network,
 :class:`archiver.capture.fetch.Fetcher` (address guard, politeness, robots.txt, retries, size caps);
-a second one answers from the records of WARC or WACZ files instead (no network at all). The crawler
-sees no difference: the same scope, rewriting, rendering and report code runs on top of either.
+a second one, :class:`archiver.warc.replay.ReplayTransport`, answers from the records of WARC or
+WACZ files instead (no network at all; formats/warc.md §8). The crawler sees no difference: the
+same scope, rewriting, rendering and report code runs on top of either.
 
 What a transport promises:
 

@@ -397,3 +397,36 @@ class _Payload:
             rec.http_type = rec.http_headers.get("content-type", "")
         if rec.mime in ("text/html", "application/xhtml+xml"):
             rec.head = bytes(self.head)
+
+
+def record_at(f: IO[bytes], offset: int) -> tuple[dict[str, str], Iterator[bytes]]:
+    """The record that starts at the current position of ``f`` (plain, or a gzip member there):
+    its header fields (names lower-cased) and an iterator over its block, at most :data:`CHUNK`
+    bytes a piece. ``offset`` is only named in errors. Raises :class:`ValueError` with a finding's
+    text when the record is damaged (the import index read it whole once; the file may have
+    changed since)."""
+    s = _Stream(f)
+    rec = Record(offset=offset)
+    try:
+        version = s.line(1024)
+        if not version.startswith(b"WARC/"):
+            raise _Fatal(offset, "not a WARC record here")
+        _read_fields(s, offset, rec)
+    except _Fatal as e:
+        raise ValueError(str(Finding(e.offset, e.message))) from None
+    text = rec.headers.get("content-length", "")
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise ValueError(str(Finding(offset, "Content-Length is not a number of bytes")))
+
+    def block(left: int) -> Iterator[bytes]:
+        while left:
+            try:
+                chunk = s.take_some(min(left, CHUNK))
+            except _Fatal as e:
+                raise ValueError(str(Finding(e.offset, e.message))) from None
+            if not chunk:
+                raise ValueError(str(Finding(offset, "truncated: the file ends inside the block")))
+            left -= len(chunk)
+            yield chunk
+
+    return rec.headers, block(int(text))

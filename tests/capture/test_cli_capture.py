@@ -27,6 +27,7 @@ NOT_FLAGS = {
     "seed_info": "filled from --bookmarks",
     "backoff": "retry schedule, not a user setting",
     "max_retry_after": "retry schedule, not a user setting",
+    "transport": "--from-warc FILE... (the records of those files answer, formats/warc.md 8)",
 }
 
 
