@@ -239,9 +239,9 @@ def _cmd_pack(args: argparse.Namespace) -> int:
             merge(paths, work / "tree")
             return _pack_one(args, work / "tree")
     if len(paths) != 1:
-        raise UsageError("--format gwtar and zim pack one tree, gwtar, ZIM or HTML file, the shard folders"
-                         " of one crawl, or WARC and WACZ files (several WARC files to a WACZ: --format wacz)",
-                         subject="pack")  # fmt: skip
+        raise UsageError("--format gwtar and zim pack one tree, gwtar, ZIM or HTML file, the shard"
+                         " folders of one crawl, or WARC and WACZ files (several WARC files to a WACZ:"
+                         " --format wacz)", subject="pack")  # fmt: skip
     return _pack_one(args, paths[0])
 
 

@@ -484,7 +484,7 @@ class Crawler:
     async def _page_not_html(self, row: Row, result: FetchResult, page_path: str) -> None:
         """A link that looked like a page answered with something else: store it as an asset and
         leave a redirect stub at the page path."""
-        asset_path, _ = self.tree.assign(row.key, "asset")
+        asset_path = self.tree.second(row.key, "asset")
         record, new = await self._store_asset_bytes(row, result, asset_path)
         stub = await self._stub(page_path, asset_path, asset_path, row.key, result.status or 200, result.warc)
         await self._finish(

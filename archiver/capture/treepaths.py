@@ -80,14 +80,36 @@ class TreePaths:
             owner = row.final_url if row.state == "merged" else None
             self.paths[key] = (row.path, owner)
             return row.path, owner
+        path, owner = self._fresh(key, kind)
+        if owner is not None:
+            self.paths[key] = (path, owner)
+            return path, owner
+        self.claims[path] = key
+        self.paths[key] = (path, None)
+        return path, None
+
+    def second(self, key: str, kind: Kind) -> str:
+        """A second path for ``key``, of ``kind``, besides the one it has: a page link that answered
+        with an asset keeps a redirect stub at its page path (still the key's own path) and its bytes
+        at this one (tree.md §9.1)."""
+        own = self.paths.get(key)
+        path, _owner = self._fresh(key, kind, merge=False)
+        self.claims[path] = key
+        if own is not None:  # written last, so the key's row keeps its own path
+            self.claims.pop(own[0], None)
+            self.claims[own[0]] = key
+        return path
+
+    def _fresh(self, key: str, kind: Kind, *, merge: bool = True) -> tuple[str, str | None]:
+        """The path ``key`` gets when it has none yet, and the key already holding the same file
+        (tree.md §3.3) when ``merge`` allows sharing it."""
         path = self.local_path(key, kind)
         owner = self.owner(path)
         if owner is not None and owner != key:
             same = urls.local_path(key, kind=kind, home=self.home, hash_len=64) == urls.local_path(
                 owner, kind=kind, home=self.home, hash_len=64
             )
-            if same:
-                self.paths[key] = (path, owner)
+            if same and merge:
                 return path, owner
             for length in range(8, 65, 2):  # a query-hash collision: lengthen the hash
                 path = urls.local_path(key, kind=kind, home=self.home, hash_len=length)
@@ -95,8 +117,6 @@ class TreePaths:
                     break
         if kind == "asset":
             path = self._resolve_clash(key, path)
-        self.claims[path] = key
-        self.paths[key] = (path, None)
         return path, None
 
     def owner(self, path: str) -> str | None:
