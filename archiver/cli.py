@@ -72,9 +72,12 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     if args.from_warc:
         from archiver.warc.importer import import_main
 
+        # ``--from-warc A.warc URL`` reads as files and a seed: a URL never names a WARC file
+        files = [p for p in args.from_warc if "://" not in p]
+        seeds = [p for p in args.from_warc if "://" in p] + list(args.urls)
         return import_main(
-            [Path(p) for p in args.from_warc],
-            args.urls,
+            [Path(p) for p in files],
+            seeds,
             Path(args.out),
             as_json=args.json,
             seeds_file=Path(args.seeds) if args.seeds else None,

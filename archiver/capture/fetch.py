@@ -592,6 +592,9 @@ class FetchResult:
     file: Path | None = None
     redirects: list[str] = field(default_factory=list)
     size: int = 0
+    #: When the response was captured (RFC 3339, to the second) if not now: a replayed record's
+    #: WARC-Date (formats/warc.md §8.4); the manifest's ``fetched``.
+    fetched: str | None = None
     #: With a recorder: the WARC record of this response, and those of the ``redirects`` hops.
     warc: WarcRef | None = None
     redirect_warcs: list[WarcRef | None] = field(default_factory=list)

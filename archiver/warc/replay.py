@@ -305,10 +305,12 @@ class ReplayTransport:
                     reason = "a revisit record whose original is not in the archive"
                     continue
                 source = found
-            return self._answer(url, current, source, cap, prefix)
+            return self._answer(url, current, source, cap, prefix, captured=entry.date)
         return FetchResult(url, current, "failed", None, reason)
 
-    def _answer(self, url: str, current: str, e: Entry, cap: int | None, prefix: bool) -> FetchResult:
+    def _answer(
+        self, url: str, current: str, e: Entry, cap: int | None, prefix: bool, *, captured: str = ""
+    ) -> FetchResult:
         self.requests += 1
         warc_headers, block = self.archive.record(e)
         if e.type == "resource":
@@ -329,6 +331,8 @@ class ReplayTransport:
         media, charset = rules.media_of(fields_.get("content-type"))
         kept = {k: v for k, v in fields_.items() if k in _KEPT_HEADERS}
         result = FetchResult(url, current, "ok", status, "", media, charset, kept)
+        if captured:  # the WARC-Date of the record that answered (a revisit's own), to the second
+            result.fetched = captured[:19] + "Z"
         if status in _REDIRECT:
             return result
         failure = rules.failure_of(status)
