@@ -23,7 +23,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.capture import capture
-from archiver.fixture import JS_PAGE, FixtureServer, site_root
+from archiver.fixture import JS_MARKER, JS_PAGE, FixtureServer, site_root
 from archiver.tree import read_records
 from archiver.warc import read
 from tests.warc.test_record import _check_manifest_links, _warcs
@@ -142,6 +142,16 @@ def test_the_wacz_of_a_recorded_capture_validates(recorded: Recorded, tmp_path: 
         timeout=300,
     )
     assert verified.returncode == 0 and "OK" in verified.stdout, verified.stdout + verified.stderr
+    # ReplayWeb.page (npm, unpacked by tools/bootstrap) in Chromium, all from 127.0.0.1: the page whose
+    # content a module script builds shows that content, fetch() answer included, from our records
+    package = ROOT / "node_modules" / "replaywebpage-2.4.6"
+    assert (package / "ui.js").is_file(), "run `bash tools/bootstrap test` (it unpacks ReplayWeb.page)"
+    replay = subprocess.run(
+        [sys.executable, str(ROOT / "tools/replay_wacz.py"), str(package), str(wacz),
+         f"{recorded.origin}/{JS_PAGE}", "--text", JS_MARKER, "--wait", "60"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stdout + replay.stderr[-2000:]
 
 
 RENDERED = """
