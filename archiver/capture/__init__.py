@@ -8,7 +8,7 @@ The stages, one module each (data flows down):
 - :mod:`.crawlstate` — the crawl state's interface (formats/crawl-state.md); :mod:`.state` its
   SQLite implementation, the resume state ``_archiver/crawl.sqlite``;
 - :mod:`.transport` — where responses come from; :mod:`.fetch` the live network, the one network
-  path: politeness, robots.txt, retries, size caps, address guard;
+  path: politeness, robots.txt, retries, size caps; :mod:`.guard` its address guard;
 - :mod:`.linker`, :mod:`.treepaths`, :mod:`.writer`, :mod:`.relink` — a document's references, tree
   paths and their clash rules, atomic writes, the end-of-crawl relinking;
 - :mod:`.render` — Chromium via Playwright, every request routed through the fetcher;

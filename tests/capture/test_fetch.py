@@ -373,9 +373,9 @@ def test_transport_still_uses_our_pool() -> None:
         async with Fetcher(FetchPolicy()) as f:
             return f.client._transport._pool._network_backend  # type: ignore[attr-defined]
 
-    from archiver.capture.fetch import _GuardedBackend
+    from archiver.capture.guard import GuardedBackend
 
-    assert isinstance(run(go()), _GuardedBackend)
+    assert isinstance(run(go()), GuardedBackend)
 
 
 # ---- the asyncio network stream under httpcore: plain HTTP is every test above; TLS here
@@ -426,13 +426,13 @@ async def _tls_server(tmp_path: Path) -> asyncio.Server:
 def test_tls_through_the_guarded_asyncio_stream(tmp_path: Path) -> None:
     """HTTPS over the fetcher's own network stream: the handshake (SNI, certificate checked against
     the name), two requests on one kept-alive connection; an untrusted certificate is a failure."""
-    from archiver.capture.fetch import _GuardedBackend
+    from archiver.capture.guard import GuardedBackend
 
     async def go() -> tuple[list[bytes], list[object], FetchResult]:
         server = await _tls_server(tmp_path)
         port = server.sockets[0].getsockname()[1]
         trusting = ssl.create_default_context(cadata=_TEST_CERT)
-        backend = _GuardedBackend(AddressGuard(frozenset({"localhost"}), resolver=_localhost))
+        backend = GuardedBackend(AddressGuard(frozenset({"localhost"}), resolver=_localhost))
         bodies, tls = [], []
         async with httpcore.AsyncConnectionPool(ssl_context=trusting, network_backend=backend) as pool:
             for _ in range(2):
