@@ -68,7 +68,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpcore
 import httpx
@@ -77,6 +77,9 @@ from archiver import __version__, urls
 from archiver.capture import robots as robots_mod
 from archiver.capture.policy import redact
 from archiver.errors import CaptureError, URLError
+
+if TYPE_CHECKING:
+    from archiver.capture.politeness import HostPoliteness
 
 __all__ = [
     "USER_AGENT",
@@ -658,8 +661,11 @@ class Fetcher:
         guard: AddressGuard | None = None,
         tmp_dir: Path | None = None,
         backend: httpcore.AsyncNetworkBackend | None = None,
+        politeness: HostPoliteness | None = None,
     ) -> None:
         self.policy = policy or FetchPolicy()
+        #: crawl-wide host clocks and robots.txt (:mod:`.politeness`), on top of this process's own
+        self.politeness = politeness
         self.guard = guard or AddressGuard()
         self.tmp_dir = tmp_dir
         p = self.policy
@@ -704,12 +710,18 @@ class Fetcher:
             wait = host.next_time - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            async with self._global:
-                try:
-                    yield host
-                finally:
-                    gap = max(self.policy.delay, host.crawl_delay)
-                    host.next_time = max(host.next_time, time.monotonic() + gap)
+            shared = self.politeness
+            holder = await shared.acquire(netloc) if shared is not None else None
+            try:
+                async with self._global:
+                    try:
+                        yield host
+                    finally:
+                        gap = max(self.policy.delay, host.crawl_delay)
+                        host.next_time = max(host.next_time, time.monotonic() + gap)
+            finally:
+                if shared is not None:
+                    shared.release(netloc, holder, host.next_time - time.monotonic())
 
     def robots_allows(self, url: str) -> bool | None:
         """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None (not
@@ -739,7 +751,11 @@ class Fetcher:
         if host.robots is not None:
             return host.robots
         if host.robots_task is None:
-            host.robots_task = asyncio.ensure_future(self._read_robots(url.split("://", 1)[0], netloc))
+            read = functools.partial(self._read_robots, url.split("://", 1)[0], netloc)
+            shared = self.politeness
+            host.robots_task = asyncio.ensure_future(
+                shared.robots(netloc, read) if shared is not None else read()
+            )
         rules = await asyncio.shield(host.robots_task)
         host.robots = rules
         host.crawl_delay = rules.crawl_delay or 0.0
