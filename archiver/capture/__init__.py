@@ -194,7 +194,9 @@ def capture_main(
         print(json.dumps(report.to_json(), ensure_ascii=False), file=out_stream)
     else:
         print(report.summary(), file=out_stream)
-    if report.pages == 0:  # nothing to pack or serve: a failed capture, whatever the outcomes say
+    # nothing to pack or serve: a failed capture, whatever the outcomes say (a worker of a shared
+    # crawl may store no page of its own while the others do: its shard is not a failure)
+    if report.pages == 0 and options.get("state") is None:
         print(f"archiver: {out}: no page stored: {report.why_no_page()}", file=err_stream)
         return CaptureError.exit_code
     return 0

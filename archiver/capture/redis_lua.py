@@ -67,6 +67,7 @@ local function add_item(it, out)
     if st == 'skipped' or st == 'merged' then f[#f + 1] = 'outcome'; f[#f + 1] = st end
     if reason and reason ~= '' then f[#f + 1] = 'reason'; f[#f + 1] = reason end
     redis.call('HSET', u, unpack(f))
+    if st == 'merged' and fin then redis.call('SADD', P .. 'al:' .. fin, key) end
     count(st, kind, 1)
     if st == 'pending' then
       redis.call('ZADD', P .. 'q:' .. kind, score(prio, depth, seq), key)
@@ -112,6 +113,7 @@ local function reap(now, max_attempts, backoff)
     local attempts = redis.call('HINCRBY', u, 'attempts', 1)
     local kind = redis.call('HGET', u, 'kind')
     redis.call('HINCRBY', P .. 'stats', 'expired', 1)
+    redis.call('SADD', P .. 'reaped', key)
     if attempts >= max_attempts then
       redis.call('HSET', u, 'state', 'failed', 'outcome', 'failed',
                  'reason', 'its lease expired ' .. attempts .. ' times (the workers holding it stopped)')
@@ -128,8 +130,10 @@ local function promote(now)
   local due = redis.call('ZRANGEBYSCORE', P .. 'retry', '-inf', now, 'LIMIT', 0, 100)
   for _, key in ipairs(due) do
     redis.call('ZREM', P .. 'retry', key)
-    local r = redis.call('HMGET', P .. 'u:' .. key, 'kind', 'priority', 'depth', 'seq')
-    redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), key)
+    local r = redis.call('HMGET', P .. 'u:' .. key, 'kind', 'priority', 'depth', 'seq', 'state')
+    if r[5] == 'pending' then
+      redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), key)
+    end
   end
 end
 """

@@ -567,7 +567,26 @@ class RedisState:
         return RedisPoliteness(self)
 
     def shard(self) -> CrawlState:
-        return cast("CrawlState", _Shard(self.local))
+        return cast("CrawlState", _Shard(self.local, self))
+
+    def _aliases(self, keys: list[str], known: set[str]) -> Iterator[Row]:
+        """The merged rows of the crawl whose file is one of ``keys``' (not in ``known``)."""
+        try:
+            for start in range(0, len(keys), 500):
+                batch = keys[start : start + 500]
+                pipe = self.r.pipeline(transaction=False)
+                for key in batch:
+                    pipe.smembers(self.prefix + "al:" + key)
+                found = sorted({a for names in self._try(pipe.execute) for a in names} - known)
+                pipe = self.r.pipeline(transaction=False)
+                for key in found:
+                    pipe.hgetall(self.prefix + "u:" + key)
+                for key, fields in zip(found, self._try(pipe.execute), strict=True):
+                    if fields and fields.get("state") == "merged":
+                        known.add(key)
+                        yield _row(key, fields)
+        except _Down:
+            return
 
     # ---- the shard: paths, records, links, blobs, moves (all local)
 
@@ -615,13 +634,24 @@ class RedisState:
 
 class _Shard:
     """The local SQLite seen alone: the rows this shard finished or decided (not the ones it only
-    heard of, still pending here whatever another worker did with them)."""
+    heard of, still pending here whatever another worker did with them), and the crawl's merged
+    aliases of the keys it stored (tree.md §3.3: whoever met them, they name this shard's files)."""
 
-    def __init__(self, local: State) -> None:
+    def __init__(self, local: State, state: RedisState) -> None:
         self._local = local
+        self._state = state
 
     def rows(self) -> Iterator[Row]:
-        return (r for r in self._local.rows() if r.state != "pending")
+        seen: set[str] = set()
+        stored: list[str] = []
+        for r in self._local.rows():
+            if r.state != "pending":
+                seen.add(r.key)
+                if r.state == "done":
+                    stored.append(r.key)
+                yield r
+        named = {u for record in self._local.records() for u in record.urls}  # a redirect's target too
+        yield from self._state._aliases(sorted(named.union(stored)), seen)
 
     def count(self, state: str | None = None, kind: str | None = None) -> int:
         return sum(
