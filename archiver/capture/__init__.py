@@ -213,7 +213,7 @@ def status_main(
     """``archiver capture --state redis://… --crawl NAME --status``: the whole crawl's progress
     (done, queued, leased, failed, per worker), as text or one JSON object; exit 0, or the error's
     code with one line on stderr."""
-    from archiver.capture.state_redis import crawl_status, status_text
+    from archiver.capture.redis_status import crawl_status, status_text
 
     try:
         doc = crawl_status(state, crawl)

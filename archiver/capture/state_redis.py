@@ -7,7 +7,8 @@ script is listed there):
 - the **frontier** (seen keys, the rows and their outcomes, the frontier ordered by priority, depth
   and discovery, leases with a deadline and a fencing token, attempts, the retry schedule, the
   crawl's seeds and scope options) is in Redis under ``archiver:{NAME}:``; every operation that
-  changes it is one Lua script (:mod:`.redis_lua`), so it is atomic;
+  changes it is one Lua script (:mod:`.redis_lua`), so it is atomic; host clocks and robots.txt
+  are :mod:`.redis_politeness`, ``--status`` is :mod:`.redis_status`, the client :mod:`.redis_conn`;
 - the **shard** (tree paths, manifest records, links, blobs, moves, meta) is the worker's own
   ``DIR/_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`), which also mirrors the
   rows this worker saw, so a shard reads like a single-process capture's state.
@@ -24,88 +25,36 @@ for longer than its lease stops claiming and says so on stderr; after three leas
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
 import os
-import re
 import secrets
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from archiver import urls
 from archiver.capture import redis_lua
-from archiver.capture.robots import Robots, _Rule
+from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
+from archiver.capture.redis_politeness import RedisPoliteness
 from archiver.capture.state import NewURL, Row, State
-from archiver.errors import CaptureError, EnvironmentProblem, UsageError
+from archiver.errors import CaptureError, UsageError
 from archiver.tree import Record
 
 if TYPE_CHECKING:
     from archiver.capture.crawlstate import CrawlState, StateFactory
     from archiver.capture.options import CaptureOptions
 
-__all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "crawl_status", "redis_state", "status_text"]
+__all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "redis_state"]
 
 CONFIG_VERSION = 1
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
 _RETRY_BACKOFF_MS = 1000  # an expired lease's row waits 1 s · 2^(attempts-1) (at most 60 s)
 _SCRIPTS = ("ADD", "CLAIM", "RENEW", "FINISH", "MARK", "REQUEUE", "PROBE", "HOST_ACQUIRE", "HOST_RELEASE")
-
-
-class _Down(Exception):
-    """Redis did not answer (the caller falls back or keeps the write for later)."""
-
-
-def _redis() -> Any:
-    try:
-        import redis
-    except ImportError:
-        raise EnvironmentProblem(
-            "the redis Python package is not installed (pip install 'redis[hiredis]')", subject="--state"
-        ) from None
-    return redis
-
-
-def check_target(url: str, crawl: str | None) -> None:
-    """``--state`` must be ``redis://HOST:PORT/DB`` (or ``rediss://``) and ``--crawl`` a plain name."""
-    if not url.startswith(("redis://", "rediss://")):
-        raise UsageError("takes redis://HOST:PORT/DB", subject=f"--state {url}")
-    if crawl is None:
-        raise UsageError("--state redis:// needs --crawl NAME (the crawl the workers share)", subject=url)
-    if not _NAME.fullmatch(crawl):
-        raise UsageError(
-            "a crawl name is 1 to 64 letters, digits, '.', '_' or '-'", subject=f"--crawl {crawl}"
-        )
-
-
-def connect(url: str) -> Any:
-    """A client of ``url`` that fails fast (no retries of its own: this module decides)."""
-    redis = _redis()
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    try:
-        return redis.Redis.from_url(
-            url,
-            socket_timeout=2.0,
-            socket_connect_timeout=1.0,
-            retry=Retry(NoBackoff(), 0),
-            decode_responses=True,
-        )
-    except ValueError as e:
-        raise UsageError(f"not a Redis URL: {e}", subject=f"--state {url}") from None
-
-
-def _down_errors() -> tuple[type[BaseException], ...]:
-    redis = _redis()
-    return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
 def crawl_config(seed_keys: Iterable[str], options: CaptureOptions) -> dict[str, Any]:
@@ -218,7 +167,7 @@ class RedisState:
         self.r = client
         self.url = url
         self.crawl = crawl
-        self.prefix = f"archiver:{{{crawl}}}:"
+        self.prefix = prefix(crawl)
         self.worker = worker
         self.lease = lease
         self.renew_every = max(lease / 4, 0.25)
@@ -227,7 +176,7 @@ class RedisState:
         self.lock_ms = int(lock_seconds * 1000)
         self.stderr = stderr
         self.refused = 0  # finishes Redis refused (the lease had been lost)
-        self._errors = _down_errors()
+        self._errors = down_errors()
         self._scripts = {name: client.register_script(getattr(redis_lua, name)) for name in _SCRIPTS}
         self._tokens: dict[str, int] = {}
         self._depth = 0
@@ -249,10 +198,10 @@ class RedisState:
         )
 
     def _try(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn(...)`` against Redis, or :class:`_Down` (at most one attempt per 0.5 s while down)."""
+        """``fn(...)`` against Redis, or :class:`Down` (at most one attempt per 0.5 s while down)."""
         now = time.monotonic()
         if self._down_since is not None and now < self._retry_at:
-            raise _Down
+            raise Down
         try:
             result = fn(*args, **kwargs)
         except self._errors:
@@ -265,7 +214,7 @@ class RedisState:
                     f"no answer from Redis for more than the {self.lease:g} s lease: claiming stopped"
                     " (the URLs this worker holds go back to the others)"
                 )
-            raise _Down from None
+            raise Down from None
         if self._down_since is not None:
             if self._said:
                 self._say("Redis answers again: claiming resumed")
@@ -279,12 +228,12 @@ class RedisState:
         """Queue a write; sent now unless a transaction is open (then when it commits)."""
         self._backlog.append((name, args, done))
         if self._depth == 0:
-            with contextlib.suppress(_Down):
+            with contextlib.suppress(Down):
                 return self._drain()
         return None
 
     def _drain(self) -> Any:
-        """Send the writes waiting, in order; the last one's result. Raises :class:`_Down`."""
+        """Send the writes waiting, in order; the last one's result. Raises :class:`Down`."""
         result = None
         while self._backlog:
             name, args, done = self._backlog[0]
@@ -315,7 +264,7 @@ class RedisState:
 
     def get(self, key: str) -> str | None:
         if key in ("home", "created"):
-            with contextlib.suppress(_Down):
+            with contextlib.suppress(Down):
                 value = self._try(self.r.hget, self.prefix + "meta", key)
                 if value is not None:
                     return str(value)
@@ -324,7 +273,7 @@ class RedisState:
     def set(self, key: str, value: str) -> None:
         self.local.set(key, value)
         if key in ("home", "created"):
-            with contextlib.suppress(_Down):
+            with contextlib.suppress(Down):
                 self._try(self.r.hsetnx, self.prefix + "meta", key, value)
 
     def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
@@ -345,7 +294,7 @@ class RedisState:
     def row(self, key: str) -> Row | None:
         try:
             fields = self._try(self.r.hgetall, self.prefix + "u:" + key)
-        except _Down:
+        except Down:
             return self.local.row(key)
         if not fields:
             return None
@@ -371,13 +320,16 @@ class RedisState:
         return out
 
     def add(self, items: Iterable[NewURL]) -> list[str]:
+        """§2 ``add``; returns the keys new to the crawl when sent at once (none when it is part of
+        an open unit: it is sent when that commits)."""
         items = list(items)
+        inner = self._depth > 0
         with self.transaction():
             self.local.add(items)
             send = self._to_send(items)
             if send:
                 self._op("ADD", [json.dumps(send)])
-        return list(self._last or [])
+        return [] if inner or not send else list(self._last or [])
 
     def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
         try:
@@ -391,7 +343,7 @@ class RedisState:
                 self.max_attempts,
                 _RETRY_BACKOFF_MS,
             )
-        except _Down:
+        except Down:
             return []
         rows = []
         for key, token, flat in found:
@@ -411,7 +363,7 @@ class RedisState:
         try:
             self._drain()
             lost = self._script("RENEW", self.worker, int(self.lease * 1000), *itertools.chain(*pairs))
-        except _Down:
+        except Down:
             return []
         return [str(k) for k in lost]
 
@@ -419,7 +371,7 @@ class RedisState:
         try:
             self._drain()
             queued, leased, scheduled, due = self._script("PROBE", self.max_attempts, _RETRY_BACKOFF_MS)
-        except _Down:
+        except Down:
             assert self._down_since is not None
             gone = time.monotonic() - self._down_since
             if gone > self.give_up:
@@ -443,7 +395,7 @@ class RedisState:
     def count(self, state: str | None = None, kind: str | None = None) -> int:
         try:
             counts = self._try(self.r.hgetall, self.prefix + "counts")
-        except _Down:
+        except Down:
             return self.local.count(state, kind)
         total = 0
         for field, n in counts.items():
@@ -467,19 +419,19 @@ class RedisState:
                     if fields:
                         yield _row(key, fields)
                 start += len(keys)
-        except _Down:
+        except Down:
             yield from self.local.rows()
 
     def requeue(self, states: Iterable[str], max_attempts: int) -> int:
         try:
             return int(self._script("REQUEUE", "requeue", max_attempts, *states))
-        except _Down:
+        except Down:
             return 0
 
     def refresh(self) -> int:
         try:
             return int(self._script("REQUEUE", "refresh", 0, "done", "failed", "unconfirmed"))
-        except _Down:
+        except Down:
             return 0
 
     def mark(
@@ -494,7 +446,7 @@ class RedisState:
         try:
             keys = sorted(self._try(self.r.smembers, self.prefix + "rd:" + key))
             return [(k, self._try(self.r.hget, self.prefix + "u:" + k, "path")) for k in keys]
-        except _Down:
+        except Down:
             return self.local.redirected_to(key)
 
     def _finished(self, result: Any) -> None:
@@ -558,7 +510,7 @@ class RedisState:
             self._depth -= 1
         if outer:
             self._last = None
-            with contextlib.suppress(_Down):
+            with contextlib.suppress(Down):
                 self._last = self._drain()
 
     # ---- working with other workers
@@ -585,7 +537,7 @@ class RedisState:
                     if fields and fields.get("state") == "merged":
                         known.add(key)
                         yield _row(key, fields)
-        except _Down:
+        except Down:
             return
 
     # ---- the shard: paths, records, links, blobs, moves (all local)
@@ -627,7 +579,7 @@ class RedisState:
         return self.local.records()
 
     def close(self) -> None:
-        with contextlib.suppress(_Down):
+        with contextlib.suppress(Down):
             self._drain()
         self.local.close()
 
@@ -663,143 +615,3 @@ class _Shard:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._local, name)
-
-
-# ---- crawl-wide politeness (formats/crawl-state.md §6.4)
-
-
-def robots_json(rules: Robots) -> str:
-    return json.dumps(asdict(rules))
-
-
-def robots_from_json(text: str) -> Robots:
-    doc = json.loads(text)
-    doc["rules"] = tuple(_Rule(r["allow"], r["path"]) for r in doc["rules"])
-    doc["sitemaps"] = tuple(doc["sitemaps"])
-    return Robots(**doc)
-
-
-class RedisPoliteness:
-    """Each host's clock (next allowed time + an in-flight lock with expiry, Redis time) and its
-    robots.txt (fetched by one worker, cached in Redis), shared by every worker of the crawl."""
-
-    def __init__(self, state: RedisState) -> None:
-        self.s = state
-        self._n = itertools.count()
-
-    async def acquire(self, host: str) -> object:
-        holder = f"{self.s.worker}#{next(self._n)}"
-        while True:
-            try:
-                wait = int(self.s._script("HOST_ACQUIRE", host, holder, self.s.lock_ms))
-            except _Down:
-                return None  # no crawl-wide clock: this process's own rules still hold
-            if wait <= 0:
-                return holder
-            await asyncio.sleep(wait / 1000)
-
-    def release(self, host: str, holder: object, gap: float) -> None:
-        if holder is None:
-            return
-        with contextlib.suppress(_Down):
-            self.s._script("HOST_RELEASE", host, holder, max(0, int(gap * 1000)))
-
-    async def robots(self, host: str, read: Callable[[], Awaitable[Robots]]) -> Robots:
-        key = self.s.prefix + "robots:" + host
-        while True:
-            try:
-                cached = self.s._try(self.s.r.get, key)
-                if cached:
-                    return robots_from_json(cached)
-                mine = self.s._try(self.s.r.set, key + ":lock", self.s.worker, nx=True, px=self.s.lock_ms)
-            except _Down:
-                return await read()
-            if mine:
-                rules = await read()
-                ttl = 600 if rules.unreachable else 86400  # RFC 9309 §2.4: cache at most 24 h
-                with contextlib.suppress(_Down):
-                    self.s._try(self.s.r.set, key, robots_json(rules), ex=ttl)
-                    self.s._try(self.s.r.delete, key + ":lock")
-                return rules
-            await asyncio.sleep(0.05)  # another worker is reading it
-
-
-# ---- status (``archiver capture --state redis://… --crawl NAME --status``)
-
-
-def crawl_status(url: str, crawl: str | None) -> dict[str, Any]:
-    """The whole crawl's progress: row counts by state, queued/leased/scheduled, and per worker."""
-    check_target(url, crawl)
-    r = connect(url)
-    p = f"archiver:{{{crawl}}}:"
-    try:
-        config = r.get(p + "config")
-        if config is None:
-            raise UsageError(f"no crawl of this name on {url}", subject=f"--crawl {crawl}")
-        counts = r.hgetall(p + "counts")
-        queued = r.zcard(p + "q:page") + r.zcard(p + "q:asset")
-        leased, scheduled = r.zcard(p + "leases"), r.zcard(p + "retry")
-        workers = r.hgetall(p + "workers")
-        alive = r.hgetall(p + "alive")
-        holders = [v.split(" ", 1)[0] for v in r.hvals(p + "owner")]
-        seconds, micros = r.time()
-        done_by = {w: r.hgetall(p + "wc:" + w) for w in workers}
-        expired = int(r.hget(p + "stats", "expired") or 0)
-    except _down_errors() as e:
-        raise CaptureError(f"cannot reach Redis: {e}", subject=url) from None
-    now = int(seconds) * 1000 + int(micros) // 1000
-    states: dict[str, int] = {}
-    kinds: dict[str, dict[str, int]] = {}
-    for field, n in counts.items():
-        s, _, k = field.partition(":")
-        states[s] = states.get(s, 0) + int(n)
-        kinds.setdefault(k, {})[s] = kinds.get(k, {}).get(s, 0) + int(n)
-    per_worker = []
-    for w in sorted(workers):
-        info = json.loads(workers[w])
-        finished = {s: int(n) for s, n in done_by[w].items()}
-        per_worker.append(
-            {
-                "worker": w,
-                "out": info.get("out"),
-                "done": finished.get("done", 0),
-                "failed": finished.get("failed", 0),
-                "finished": sum(finished.values()),
-                "leased": holders.count(w),
-                "seen_ago": round((now - int(alive[w])) / 1000, 1) if w in alive else None,
-            }
-        )
-    pending = states.get("pending", 0)
-    return {
-        "crawl": crawl,
-        "state": url,
-        "seeds": json.loads(config).get("seeds", []),
-        "complete": pending == 0,
-        "done": states.get("done", 0),
-        "queued": queued + scheduled,
-        "leased": leased,
-        "failed": states.get("failed", 0),
-        "unconfirmed": states.get("unconfirmed", 0),
-        "scheduled": scheduled,
-        "expired_leases": expired,
-        "states": dict(sorted(states.items())),
-        "kinds": {k: dict(sorted(v.items())) for k, v in sorted(kinds.items())},
-        "workers": per_worker,
-    }
-
-
-def status_text(doc: dict[str, Any]) -> str:
-    head = "complete" if doc["complete"] else "under way"
-    lines = [
-        f"crawl {doc['crawl']} on {doc['state']}: {head}",
-        f"  done {doc['done']} · queued {doc['queued']} · leased {doc['leased']} · failed {doc['failed']}"
-        f" · unconfirmed {doc['unconfirmed']} · expired leases {doc['expired_leases']}",
-        "  rows by state: " + ", ".join(f"{s} {n}" for s, n in doc["states"].items()),
-    ]
-    for w in doc["workers"]:
-        seen = "never" if w["seen_ago"] is None else f"{w['seen_ago']:g} s ago"
-        lines.append(
-            f"  worker {w['worker']}: done {w['done']}, failed {w['failed']}, leased {w['leased']},"
-            f" last seen {seen}, folder {w['out']}"
-        )
-    return "\n".join(lines)

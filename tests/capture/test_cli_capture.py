@@ -62,6 +62,7 @@ def test_flags_map_to_options() -> None:
         *("--delay", "0.25", "--concurrency", "4", "--timeout", "7", "--retries", "0", "--ignore-robots"),
         *("--allow-private", "--allow-host", "intranet", "--tabs", "2", "--settle", "0", "--refresh"),
         *("--no-render", "--depth", "0", "--max-pages", "9", "--subdomains", "--no-resume"),
+        *("--state", "redis://127.0.0.1:6379/2", "--crawl", "big", "--lease", "12"),
     )
     assert options == {
         "render": False,
@@ -89,6 +90,9 @@ def test_flags_map_to_options() -> None:
         "tabs": 2,
         "retries": 0,
         "settle": 0.0,
+        "state": "redis://127.0.0.1:6379/2",
+        "crawl": "big",
+        "lease": 12.0,
     }
     assert _options("--skip-ext", "")["skip_extensions"] == frozenset()
 

@@ -23,6 +23,7 @@ import pytest
 
 from archiver.capture import capture
 from archiver.fixture import FixtureConfig, FixtureServer
+from tests.capture.conftest import Captured
 from tests.capture.redis_server import RedisServer, redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,10 +59,10 @@ def single(site: TimedServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _worker(
-    site: FixtureServer, out: Path, redis: RedisServer, crawl: str, *extra: str
+    site: FixtureServer, out: Path, redis: RedisServer, crawl: str, *extra: str, render: bool = False
 ) -> subprocess.Popen[str]:
     args = [sys.executable, "-m", "archiver", "capture", site.url, "-o", str(out), "--state", redis.url]
-    args += ["--crawl", crawl, "--no-render", "--depth", "10", "--json", *extra]
+    args += ["--crawl", crawl, "--depth", "10", "--json", *extra, *([] if render else ["--no-render"])]
     return subprocess.Popen(
         args, env=ENV, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -368,3 +369,75 @@ def test_status_of_an_unknown_crawl_and_without_redis_python_is_one_line(tmp_pat
     assert done.stderr == (
         "archiver: --state: the redis Python package is not installed (pip install 'redis[hiredis]')\n"
     )
+
+
+@pytest.mark.browser
+def test_three_rendering_workers_store_what_one_rendering_process_stores(
+    rendered: Captured, tmp_path: Path
+) -> None:
+    with redis_server(tmp_path / "redis") as redis:
+        shards = [tmp_path / f"shard{i}" for i in range(3)]
+        procs = [
+            _worker(rendered.server, s, redis, "rendered", "--delay", "0", "--tabs", "1", render=True)
+            for s in shards
+        ]
+        results = _finish(procs, timeout=280)
+        assert [code for code, _ in results] == [0, 0, 0], results
+        reaped = redis.client().smembers("archiver:{rendered}:reaped")
+        status = _status(redis, "rendered")
+    assert status["complete"] is True and status["done"] == _done_rows(rendered.out)
+    _union_checks(shards, rendered.out, reaped)
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "line"),
+    [
+        (["--state", "redis://127.0.0.1:9/0"], 2, "needs --crawl NAME"),
+        (["--crawl", "x"], 2, "archiver: --crawl x: --crawl needs --state redis://HOST:PORT/DB"),
+        (["--state", "sqlite:///x", "--crawl", "x"], 2, "archiver: --state sqlite:///x: takes redis://"),
+        (["--state", "redis://127.0.0.1:9/0", "--crawl", "a{b}"], 2, "a crawl name is 1 to 64 letters"),
+        (["--state", "redis://127.0.0.1:9/0", "--crawl", "x", "--max-pages", "3"], 2, "--max-pages is not"),
+        (
+            ["--state", "redis://127.0.0.1:9/0", "--crawl", "x"],
+            4,
+            "archiver: redis://127.0.0.1:9/0: cannot reach",
+        ),
+    ],
+)
+def test_shared_state_usage_errors_are_one_line(
+    argv: list[str], code: int, line: str, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "archiver",
+            "capture",
+            "http://127.0.0.1:9/",
+            "-o",
+            str(tmp_path / "t"),
+            *argv,
+        ],
+        env=ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == code
+    assert len(done.stderr.splitlines()) == 1 and line in done.stderr, done.stderr
+
+
+def test_status_without_a_state_and_capture_without_out_are_usage_errors() -> None:
+    for argv in (["--status"], ["http://127.0.0.1:9/"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "archiver", "capture", *argv],
+            env=ENV,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
