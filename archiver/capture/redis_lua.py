@@ -171,20 +171,27 @@ return out
 """
 )
 
-#: ARGV: prefix, worker, lease_ms, key1, token1, key2, token2 … → the keys whose claim was lost.
+#: ARGV: prefix, worker, lease_ms, n, key1, token1 … keyn, tokenn, then host, holder pairs → the
+#: keys whose claim was lost. The host locks this worker holds are extended by a lease too (a worker
+#: that dies holding one frees its host within a lease).
 RENEW = (
     _COMMON
     + r"""
 local now = now_ms()
 local worker, lease = ARGV[2], tonumber(ARGV[3])
+local last = 4 + 2 * tonumber(ARGV[4])
 local lost = {}
-for i = 4, #ARGV, 2 do
+for i = 5, last, 2 do
   local key = ARGV[i]
   if redis.call('HGET', P .. 'owner', key) == worker .. ' ' .. ARGV[i + 1] then
     redis.call('ZADD', P .. 'leases', 'XX', now + lease, key)
   else
     lost[#lost + 1] = key
   end
+end
+for i = last + 1, #ARGV, 2 do
+  local lock = P .. 'host:' .. ARGV[i] .. ':lock'
+  if redis.call('GET', lock) == ARGV[i + 1] then redis.call('PEXPIRE', lock, lease) end
 end
 redis.call('HSET', P .. 'alive', worker, now)
 return lost

@@ -48,12 +48,15 @@ class RedisPoliteness:
             except Down:
                 return None  # no crawl-wide clock: this process's own rules still hold
             if wait <= 0:
+                self.s.held[host] = holder  # renewed with the claims while the request runs
                 return holder
             await asyncio.sleep(wait / 1000)
 
     def release(self, host: str, holder: object, gap: float) -> None:
         if holder is None:
             return
+        if self.s.held.get(host) == holder:
+            del self.s.held[host]
         with contextlib.suppress(Down):
             self.s._script("HOST_RELEASE", host, holder, max(0, int(gap * 1000)))
 
@@ -64,7 +67,9 @@ class RedisPoliteness:
                 cached = self.s._try(self.s.r.get, key)
                 if cached:
                     return robots_from_json(cached)
-                mine = self.s._try(self.s.r.set, key + ":lock", self.s.worker, nx=True, px=self.s.lock_ms)
+                mine = self.s._try(
+                    self.s.r.set, key + ":lock", self.s.worker, nx=True, px=self.s.robots_lock_ms
+                )
             except Down:
                 return await read()
             if mine:

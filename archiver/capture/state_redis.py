@@ -26,6 +26,7 @@ for longer than its lease stops claiming and says so on stderr; after three leas
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -173,7 +174,11 @@ class RedisState:
         self.renew_every = max(lease / 4, 0.25)
         self.give_up = 3 * lease
         self.max_attempts = max_attempts
-        self.lock_ms = int(lock_seconds * 1000)
+        #: a host lock lives a lease at most (renewed with the claims while its request runs), so a
+        #: worker that dies holding one frees the host soon; robots.txt's read lock is not renewed
+        self.lock_ms = int(min(lock_seconds, lease) * 1000)
+        self.robots_lock_ms = int(lock_seconds * 2000)
+        self.held: dict[str, str] = {}  # host → the holder of its lock (RedisPoliteness)
         self.stderr = stderr
         self.refused = 0  # finishes Redis refused (the lease had been lost)
         self._errors = down_errors()
@@ -271,10 +276,34 @@ class RedisState:
         return self.local.get(key)
 
     def set(self, key: str, value: str) -> None:
+        if key == "complete" and value == "1":
+            self._settle_shard()
         self.local.set(key, value)
         if key in ("home", "created"):
             with contextlib.suppress(Down):
                 self._try(self.r.hsetnx, self.prefix + "meta", key, value)
+
+    def _settle_shard(self) -> None:
+        """The crawl is complete: the shard's SQLite keeps what a single-process capture's would
+        (formats/crawl-state.md §6.6): the rows it only heard of (pending here) go, the crawl's
+        merged aliases of its files come in."""
+        aliases = [r for r in _Shard(self.local, self).rows() if r.state == "merged"]
+        with self.local.transaction():
+            self.local.db.execute("DELETE FROM urls WHERE state = 'pending'")
+            self.local._settled.clear()  # it remembered rows just deleted
+            self.local.add(
+                NewURL(
+                    r.key,
+                    r.kind,
+                    r.depth,
+                    r.referrer,
+                    r.priority,
+                    path=r.path,
+                    state="merged",
+                    final_url=r.final_url,
+                )
+                for r in aliases
+            )
 
     def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
         self.local.add_seed(url, folder, title)
@@ -360,9 +389,17 @@ class RedisState:
 
     def renew(self, keys: Iterable[str]) -> list[str]:
         pairs = [(k, self._tokens[k]) for k in keys if k in self._tokens]
+        hosts = list(self.held.items())
         try:
             self._drain()
-            lost = self._script("RENEW", self.worker, int(self.lease * 1000), *itertools.chain(*pairs))
+            lost = self._script(
+                "RENEW",
+                self.worker,
+                int(self.lease * 1000),
+                len(pairs),
+                *itertools.chain(*pairs),
+                *itertools.chain(*hosts),
+            )
         except Down:
             return []
         return [str(k) for k in lost]
@@ -522,21 +559,33 @@ class RedisState:
         return cast("CrawlState", _Shard(self.local, self))
 
     def _aliases(self, keys: list[str], known: set[str]) -> Iterator[Row]:
-        """The merged rows of the crawl whose file is one of ``keys``' (not in ``known``)."""
+        """The merged rows of the crawl whose file is one of ``keys``' (not in ``known``), each
+        naming that key as its ``final_url``: an alias of an alias (two workers each merged one
+        into the key it met first) counts for the key at the end of the chain."""
+        roots = {key: key for key in keys}
         try:
-            for start in range(0, len(keys), 500):
-                batch = keys[start : start + 500]
+            while roots:
+                found: dict[str, str] = {}
+                items = list(roots.items())
+                for start in range(0, len(items), 500):
+                    batch = items[start : start + 500]
+                    pipe = self.r.pipeline(transaction=False)
+                    for key, _root in batch:
+                        pipe.smembers(self.prefix + "al:" + key)
+                    for (_key, root), names in zip(batch, self._try(pipe.execute), strict=True):
+                        for name in names:
+                            if name not in known:
+                                found.setdefault(name, root)
+                names = sorted(found)
                 pipe = self.r.pipeline(transaction=False)
-                for key in batch:
-                    pipe.smembers(self.prefix + "al:" + key)
-                found = sorted({a for names in self._try(pipe.execute) for a in names} - known)
-                pipe = self.r.pipeline(transaction=False)
-                for key in found:
+                for key in names:
                     pipe.hgetall(self.prefix + "u:" + key)
-                for key, fields in zip(found, self._try(pipe.execute), strict=True):
+                roots = {}
+                for key, fields in zip(names, self._try(pipe.execute), strict=True):
+                    known.add(key)
                     if fields and fields.get("state") == "merged":
-                        known.add(key)
-                        yield _row(key, fields)
+                        roots[key] = found[key]
+                        yield dataclasses.replace(_row(key, fields), final_url=found[key])
         except Down:
             return
 

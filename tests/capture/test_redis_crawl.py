@@ -169,6 +169,11 @@ def _union_checks(shards: list[Path], single: Path, reaped: set[str]) -> None:
     single_links = {src: {path_of.get(k, k) for k in keys} for src, keys in _links(single).items()}
     for shard in shards:
         assert "incomplete" not in _header(shard)["options"]
+        db = sqlite3.connect(shard / "_archiver/crawl.sqlite")
+        states = dict(db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state").fetchall())
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        db.close()
+        assert "pending" not in states and meta["complete"] == "1"  # reads like a finished capture
         for src, keys in _links(shard).items():
             assert {path_of.get(k, k) for k in keys} == single_links.get(src), f"{shard}: the links of {src}"
 

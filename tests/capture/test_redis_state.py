@@ -295,3 +295,21 @@ def test_robots_txt_is_read_once_for_the_whole_crawl(workers: Maker) -> None:
     got = asyncio.run(run())
     assert reads == [1]
     assert all(r == got[0] for r in got) and got[0].crawl_delay == 2 and not got[0].allowed("/private/x")
+
+
+def test_a_host_lock_lives_a_lease_renewed_with_the_claims(workers: Maker) -> None:
+    one = workers()
+    assert isinstance(one, RedisState)
+    lock = one.prefix + "host:ex.com:lock"
+
+    async def run() -> None:
+        holder = await one.politeness().acquire("ex.com")
+        assert one.held == {"ex.com": holder}
+        assert 0 < one.r.pttl(lock) <= one.lease * 1000  # a dead holder frees the host within a lease
+        one.r.pexpire(lock, 50)
+        one.renew([])  # the crawler's renewal loop extends it while the request runs
+        assert one.r.pttl(lock) > 50
+        one.politeness().release("ex.com", holder, 0)
+        assert one.held == {} and one.r.get(lock) is None
+
+    asyncio.run(run())
