@@ -13,7 +13,18 @@ the number of rows per ``state:kind``.
 
 from __future__ import annotations
 
-__all__ = ["ADD", "CLAIM", "FINISH", "HOST_ACQUIRE", "HOST_RELEASE", "MARK", "PROBE", "RENEW", "REQUEUE"]
+__all__ = [
+    "ADD",
+    "CLAIM",
+    "FINISH",
+    "HOST_ACQUIRE",
+    "HOST_RELEASE",
+    "MARK",
+    "PROBE",
+    "RELEASE",
+    "RENEW",
+    "REQUEUE",
+]
 
 _COMMON = r"""
 local P = ARGV[1]
@@ -195,6 +206,26 @@ for i = last + 1, #ARGV, 2 do
 end
 redis.call('HSET', P .. 'alive', worker, now)
 return lost
+"""
+)
+
+#: ARGV: prefix, worker, key1, token1 … → how many claims went back to the frontier: a worker that
+#: stops (Ctrl-C, the end of its run) gives back what it still holds, no attempt counted.
+RELEASE = (
+    _COMMON
+    + r"""
+local n = 0
+for i = 3, #ARGV, 2 do
+  local key = ARGV[i]
+  if redis.call('HGET', P .. 'owner', key) == ARGV[2] .. ' ' .. ARGV[i + 1] then
+    redis.call('HDEL', P .. 'owner', key)
+    redis.call('ZREM', P .. 'leases', key)
+    local r = redis.call('HMGET', P .. 'u:' .. key, 'kind', 'priority', 'depth', 'seq')
+    redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), key)
+    n = n + 1
+  end
+end
+return n
 """
 )
 

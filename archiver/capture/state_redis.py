@@ -55,7 +55,18 @@ __all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "redis_state"]
 CONFIG_VERSION = 1
 _LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
 _RETRY_BACKOFF_MS = 1000  # an expired lease's row waits 1 s · 2^(attempts-1) (at most 60 s)
-_SCRIPTS = ("ADD", "CLAIM", "RENEW", "FINISH", "MARK", "REQUEUE", "PROBE", "HOST_ACQUIRE", "HOST_RELEASE")
+_SCRIPTS = (
+    "ADD",
+    "CLAIM",
+    "RENEW",
+    "FINISH",
+    "MARK",
+    "REQUEUE",
+    "PROBE",
+    "RELEASE",
+    "HOST_ACQUIRE",
+    "HOST_RELEASE",
+)
 
 
 def crawl_config(seed_keys: Iterable[str], options: CaptureOptions) -> dict[str, Any]:
@@ -628,8 +639,13 @@ class RedisState:
         return self.local.records()
 
     def close(self) -> None:
+        """Send what waits, give back the claims still held (a stopped run's URLs go to the others
+        at once, not after their lease), close the shard."""
         with contextlib.suppress(Down):
             self._drain()
+            if self._tokens:
+                self._script("RELEASE", self.worker, *itertools.chain(*self._tokens.items()))
+                self._tokens.clear()
         self.local.close()
 
 

@@ -446,3 +446,25 @@ def test_status_without_a_state_and_capture_without_out_are_usage_errors() -> No
             check=False,
         )
         assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_an_interrupted_worker_gives_its_claims_back_at_once(site: TimedServer, tmp_path: Path) -> None:
+    with redis_server(tmp_path / "redis") as redis:
+        client = redis.client()
+        key = "archiver:{interrupted}:"
+        proc = _worker(site, tmp_path / "one", redis, "interrupted", "--delay", "0.05", "--lease", "60")
+        deadline = time.monotonic() + 120
+        while client.zcard(key + "leases") == 0 or int(client.hget(key + "counts", "done:asset") or 0) < 5:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        ((code, stderr),) = _finish([proc])
+        assert code == 130, stderr
+        # no lease waits out its 60 s: everything still to do is in the frontier again
+        assert client.zcard(key + "leases") == 0 and client.hlen(key + "owner") == 0
+        pending = sum(int(n) for f, n in client.hgetall(key + "counts").items() if f.startswith("pending:"))
+        assert pending > 0 and client.zcard(key + "q:page") + client.zcard(key + "q:asset") == pending
+        other = _worker(site, tmp_path / "two", redis, "interrupted", "--delay", "0.05", "--lease", "60")
+        assert _finish([other])[0][0] == 0
+        status = _status(redis, "interrupted")
+    assert status["complete"] is True and status["expired_leases"] == 0
