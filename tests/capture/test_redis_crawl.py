@@ -221,7 +221,7 @@ def test_kill_9_of_workers_three_times_loses_nothing(site: TimedServer, single: 
     with redis_server(tmp_path / "redis") as redis:
         client = redis.client()
         shards = [tmp_path / f"shard{i}" for i in range(3)]
-        extra = ("--delay", "0.02", "--lease", "1")
+        extra = ("--delay", "0.02", "--lease", "2")
         procs = [_worker(site, s, redis, "kills", *extra) for s in shards]
         moments = sorted(rng.sample(range(5, total - 20), 3))  # rows done before each kill
         for moment in moments:
