@@ -8,7 +8,8 @@ script is listed there):
   and discovery, leases with a deadline and a fencing token, attempts, the retry schedule, the
   crawl's seeds and scope options) is in Redis under ``archiver:{NAME}:``; every operation that
   changes it is one Lua script (:mod:`.redis_lua`), so it is atomic; host clocks and robots.txt
-  are :mod:`.redis_politeness`, ``--status`` is :mod:`.redis_status`, the client :mod:`.redis_conn`;
+  are :mod:`.redis_politeness`, ``--status`` is :mod:`.redis_status`, the client :mod:`.redis_conn`,
+  the shard seen alone :mod:`.redis_shard`;
 - the **shard** (tree paths, manifest records, links, blobs, moves, meta) is the worker's own
   ``DIR/_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`), which also mirrors the
   rows this worker saw, so a shard reads like a single-process capture's state.
@@ -26,7 +27,6 @@ for longer than its lease stops claiming and says so on stderr; after three leas
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import json
 import os
@@ -42,6 +42,7 @@ from archiver import urls
 from archiver.capture import redis_lua
 from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
 from archiver.capture.redis_politeness import RedisPoliteness
+from archiver.capture.redis_shard import Shard, row_of, settle
 from archiver.capture.state import NewURL, Row, State
 from archiver.errors import CaptureError, UsageError
 from archiver.tree import Record
@@ -138,25 +139,6 @@ def _item(n: NewURL) -> list[Any]:
         n.final_url,
         n.reason,
     ]
-
-
-def _row(key: str, f: dict[str, str]) -> Row:
-    return Row(
-        key,
-        f["kind"],
-        f["state"],
-        int(f["depth"]),
-        f.get("referrer"),
-        int(f["priority"]),
-        int(f["seq"]),
-        f.get("path"),
-        f.get("outcome"),
-        f.get("reason"),
-        int(f["status"]) if f.get("status") else None,
-        int(f.get("attempts", 0)),
-        f.get("final_url"),
-        f.get("stylesheet") == "1",
-    )
 
 
 class RedisState:
@@ -288,33 +270,11 @@ class RedisState:
 
     def set(self, key: str, value: str) -> None:
         if key == "complete" and value == "1":
-            self._settle_shard()
+            settle(self)
         self.local.set(key, value)
         if key in ("home", "created"):
             with contextlib.suppress(Down):
                 self._try(self.r.hsetnx, self.prefix + "meta", key, value)
-
-    def _settle_shard(self) -> None:
-        """The crawl is complete: the shard's SQLite keeps what a single-process capture's would
-        (formats/crawl-state.md §6.6): the rows it only heard of (pending here) go, the crawl's
-        merged aliases of its files come in."""
-        aliases = [r for r in _Shard(self.local, self).rows() if r.state == "merged"]
-        with self.local.transaction():
-            self.local.db.execute("DELETE FROM urls WHERE state = 'pending'")
-            self.local._settled.clear()  # it remembered rows just deleted
-            self.local.add(
-                NewURL(
-                    r.key,
-                    r.kind,
-                    r.depth,
-                    r.referrer,
-                    r.priority,
-                    path=r.path,
-                    state="merged",
-                    final_url=r.final_url,
-                )
-                for r in aliases
-            )
 
     def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
         self.local.add_seed(url, folder, title)
@@ -338,7 +298,7 @@ class RedisState:
             return self.local.row(key)
         if not fields:
             return None
-        row = _row(key, fields)
+        row = row_of(key, fields)
         self._know_path(row)
         return row
 
@@ -387,7 +347,7 @@ class RedisState:
             return []
         rows = []
         for key, token, flat in found:
-            row = _row(key, dict(zip(flat[::2], flat[1::2], strict=True)))
+            row = row_of(key, dict(zip(flat[::2], flat[1::2], strict=True)))
             self._tokens[key] = int(token)
             rows.append(row)
         if rows:  # the local mirror knows every row this worker works on
@@ -465,7 +425,7 @@ class RedisState:
                     pipe.hgetall(self.prefix + "u:" + key)
                 for key, fields in zip(keys, self._try(pipe.execute), strict=True):
                     if fields:
-                        yield _row(key, fields)
+                        yield row_of(key, fields)
                 start += len(keys)
         except Down:
             yield from self.local.rows()
@@ -567,38 +527,7 @@ class RedisState:
         return RedisPoliteness(self)
 
     def shard(self) -> CrawlState:
-        return cast("CrawlState", _Shard(self.local, self))
-
-    def _aliases(self, keys: list[str], known: set[str]) -> Iterator[Row]:
-        """The merged rows of the crawl whose file is one of ``keys``' (not in ``known``), each
-        naming that key as its ``final_url``: an alias of an alias (two workers each merged one
-        into the key it met first) counts for the key at the end of the chain."""
-        roots = {key: key for key in keys}
-        try:
-            while roots:
-                found: dict[str, str] = {}
-                items = list(roots.items())
-                for start in range(0, len(items), 500):
-                    batch = items[start : start + 500]
-                    pipe = self.r.pipeline(transaction=False)
-                    for key, _root in batch:
-                        pipe.smembers(self.prefix + "al:" + key)
-                    for (_key, root), names in zip(batch, self._try(pipe.execute), strict=True):
-                        for name in names:
-                            if name not in known:
-                                found.setdefault(name, root)
-                names = sorted(found)
-                pipe = self.r.pipeline(transaction=False)
-                for key in names:
-                    pipe.hgetall(self.prefix + "u:" + key)
-                roots = {}
-                for key, fields in zip(names, self._try(pipe.execute), strict=True):
-                    known.add(key)
-                    if fields and fields.get("state") == "merged":
-                        roots[key] = found[key]
-                        yield dataclasses.replace(_row(key, fields), final_url=found[key])
-        except Down:
-            return
+        return cast("CrawlState", Shard(self.local, self))
 
     # ---- the shard: paths, records, links, blobs, moves (all local)
 
@@ -647,36 +576,3 @@ class RedisState:
                 self._script("RELEASE", self.worker, *itertools.chain(*self._tokens.items()))
                 self._tokens.clear()
         self.local.close()
-
-
-class _Shard:
-    """The local SQLite seen alone: the rows this shard finished or decided (not the ones it only
-    heard of, still pending here whatever another worker did with them), and the crawl's merged
-    aliases of the keys it stored (tree.md §3.3: whoever met them, they name this shard's files)."""
-
-    def __init__(self, local: State, state: RedisState) -> None:
-        self._local = local
-        self._state = state
-
-    def rows(self) -> Iterator[Row]:
-        seen: set[str] = set()
-        stored: list[str] = []
-        for r in self._local.rows():
-            if r.state != "pending":
-                seen.add(r.key)
-                if r.state == "done":
-                    stored.append(r.key)
-                yield r
-        named = {u for record in self._local.records() for u in record.urls}  # a redirect's target too
-        yield from self._state._aliases(sorted(named.union(stored)), seen)
-
-    def count(self, state: str | None = None, kind: str | None = None) -> int:
-        return sum(
-            1 for r in self.rows() if (state is None or r.state == state) and (kind is None or r.kind == kind)
-        )
-
-    def shard(self) -> _Shard:
-        return self
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._local, name)

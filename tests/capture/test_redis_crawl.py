@@ -172,6 +172,8 @@ def _union_checks(shards: list[Path], single: Path, reaped: set[str]) -> None:
         db = sqlite3.connect(shard / "_archiver/crawl.sqlite")
         states = dict(db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state").fetchall())
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        merged = dict(db.execute("SELECT key, final_url FROM urls WHERE state = 'merged'").fetchall())
+        assert not set(merged.values()) & set(merged), f"{shard}: an alias names an alias"
         db.close()
         assert "pending" not in states and meta["complete"] == "1"  # reads like a finished capture
         for src, keys in _links(shard).items():
