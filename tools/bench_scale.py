@@ -10,10 +10,11 @@ count, a fresh crawl in a fresh redis-server (Debian's, on a free loopback port,
 captured by that many ``archiver capture --state redis://… --crawl …`` processes, each into its own
 shard; and once by a single process with the SQLite state, for reference.
 
-Printed per run: wall time, pages/s, Redis commands per page (``INFO commandstats``, every command
-the workers sent, scripts counted once), and the politeness check over the fixture servers' own
-logs: the smallest gap between two answers to one host, which must be at least ``--delay`` +
-``--latency`` (one request at a time per host, the delay between them, across all workers).
+Printed per run: wall time, pages/s, Redis commands per page (``INFO commandstats``: every command
+Redis ran, those inside the scripts included) and script calls per page, and the politeness check
+over the fixture servers' own logs: the smallest gap between two answers to one host, which must
+be at least ``--delay`` + ``--latency`` (one request at a time per host, the delay between them,
+across all workers).
 """
 
 from __future__ import annotations
@@ -113,11 +114,14 @@ def _redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
-def _commands(url: str) -> int:
+def _commands(url: str) -> tuple[int, int]:
+    """(every command Redis ran, scripts' own commands included; script calls)."""
     import redis
 
     stats = redis.Redis.from_url(url).info("commandstats")
-    return sum(int(v["calls"]) for k, v in stats.items() if k not in ("cmdstat_info",))
+    total = sum(int(v["calls"]) for k, v in stats.items() if k not in ("cmdstat_info",))
+    scripts = sum(int(stats.get(k, {}).get("calls", 0)) for k in ("cmdstat_evalsha", "cmdstat_eval"))
+    return total, scripts
 
 
 def _min_gap(servers: list[_TimedServer]) -> float:
@@ -143,7 +147,7 @@ def _run(
     if workers:
         redis_proc, url = _redis(work / f"redis-{workers}")
     try:
-        before = _commands(url) if url else 0
+        before = _commands(url) if url else (0, 0)
         started = time.monotonic()
         if workers:
             procs = [
@@ -174,10 +178,11 @@ def _run(
                 f"archiver:{{bench{workers}}}:counts"
             )
             pages = int(counts.get("done:page", 0))
-            ops = _commands(url) - before
+            after = _commands(url)
+            ops, scripts = after[0] - before[0], after[1] - before[1]
         else:
             out = json.loads(outputs[0] or b"{}")
-            pages, ops = int(out.get("pages", 0)), 0
+            pages, ops, scripts = int(out.get("pages", 0)), 0, 0
     finally:
         if redis_proc is not None:
             redis_proc.terminate()
@@ -189,6 +194,7 @@ def _run(
         "pages": pages,
         "pages_per_s": round(pages / elapsed, 2),
         "redis_ops_per_page": round(ops / pages, 1) if pages and url else None,
+        "redis_scripts_per_page": round(scripts / pages, 1) if pages and url else None,
         "min_gap_per_host_s": round(_min_gap(servers), 4),
         "requests": sum(len(s.requests) for s in servers),
     }
@@ -233,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             print(
                 f"  {r['workers']!s:>6} workers: {r['seconds']:7.2f} s  {r['pages_per_s']:7.2f} pages/s"
-                f"  redis ops/page {r['redis_ops_per_page']}  min gap per host {r['min_gap_per_host_s']} s"
+                f"  redis ops/page {r['redis_ops_per_page']} (scripts {r['redis_scripts_per_page']})"
+                f"  min gap per host {r['min_gap_per_host_s']} s"
                 f" ({'polite' if r['polite'] else 'NOT POLITE'})  exit {r['exit_codes']}"
             )
     return 0 if all(r["polite"] and not any(r["exit_codes"]) for r in results) else 1
