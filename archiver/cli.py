@@ -67,8 +67,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
-    from archiver.capture import capture_main
+    from archiver.capture import capture_main, status_main
 
+    if args.status:
+        if args.state is None:
+            raise UsageError(
+                "--status needs --state redis://HOST:PORT/DB and --crawl NAME", subject="capture"
+            )
+        return status_main(args.state, args.crawl, as_json=args.json)
+    if args.out is None:
+        raise UsageError("the following argument is required: -o/--out", subject="capture")
     if args.from_warc:
         from archiver.warc.importer import import_main
 
@@ -124,6 +132,9 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
         "settle": args.settle,
         "warc": args.warc,
         "warc_max_size": args.warc_max_size,
+        "state": args.state,
+        "crawl": args.crawl,
+        "lease": args.lease,
     }
 
 
@@ -694,7 +705,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = command("capture", "render a site in Chromium and write its canonical mirror tree")
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
-    p.add_argument("-o", "--out", required=True, help="the tree's folder (resumed if it exists)")
+    p.add_argument("-o", "--out", help="the tree's folder (resumed if it exists; required)")
     p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
     g = p.add_argument_group("seeds")
     g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
@@ -820,6 +831,25 @@ def _parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("resuming")
     g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")
     g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
+    g = p.add_argument_group("many workers (formats/crawl-state.md 6)")
+    g.add_argument(
+        "--state",
+        metavar="redis://HOST:PORT/DB",
+        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each",
+    )
+    g.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --state)")
+    g.add_argument(
+        "--lease",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a URL goes back to the others if this worker stops renewing it for this long (30)",
+    )
+    g.add_argument(
+        "--status",
+        action="store_true",
+        help="print the whole crawl's progress (with --state, --crawl) and exit",
+    )
     p.set_defaults(func=_cmd_capture)
 
     p = command(

@@ -6,7 +6,9 @@ The stages, one module each (data flows down):
 - :mod:`.crawl` — the scheduling: frontier loop, scope and budget, the page and asset stages;
   :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line;
 - :mod:`.crawlstate` — the crawl state's interface (formats/crawl-state.md); :mod:`.state` its
-  SQLite implementation, the resume state ``_archiver/crawl.sqlite``;
+  SQLite implementation, the resume state ``_archiver/crawl.sqlite``; :mod:`.state_redis` the state
+  many workers share (the frontier in Redis, scripts in :mod:`.redis_lua`, each shard in SQLite);
+  :mod:`.politeness` the hook that makes host clocks and robots.txt crawl-wide;
 - :mod:`.transport` — where responses come from; :mod:`.fetch` the live network, the one network
   path: politeness, robots.txt, retries, size caps; :mod:`.guard` its address guard;
 - :mod:`.linker`, :mod:`.treepaths`, :mod:`.writer`, :mod:`.relink` — a document's references, tree
@@ -32,9 +34,9 @@ from archiver.capture.fetch import Resolver
 from archiver.capture.options import CaptureOptions
 from archiver.capture.report import CaptureReport, Item
 from archiver.capture.transport import TransportFactory
-from archiver.errors import ArchiverError, CaptureError
+from archiver.errors import ArchiverError, CaptureError, UsageError
 
-__all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main"]
+__all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main", "status_main"]
 
 
 def capture(
@@ -76,6 +78,9 @@ def capture(
     warc: bool = False,
     warc_max_size: int = 1_000_000_000,
     transport: TransportFactory | None = None,
+    state: str | None = None,
+    crawl: str | None = None,
+    lease: float = 30.0,
 ) -> CaptureReport:
     """Capture ``seeds`` into the canonical tree ``out`` and return the report.
 
@@ -110,6 +115,11 @@ def capture(
     :func:`capture_main`); ``progress`` forces the TTY progress line on or off. Raises
     :class:`archiver.errors.ArchiverError` subclasses only for fatal problems (bad arguments, no
     Chromium, an unwritable folder); every per-URL problem is an outcome in the report.
+
+    Many workers: ``state="redis://HOST:PORT/DB"`` and ``crawl=NAME`` make this process one worker
+    of the crawl NAME, its frontier shared in Redis and ``out`` its own shard
+    (:mod:`archiver.capture.state_redis`); every worker must give the same seeds and scope options.
+    ``lease`` is how long a claimed URL stays this worker's without being renewed.
     """
     del as_json  # the library returns the report; capture_main prints it
     options = CaptureOptions(
@@ -148,6 +158,12 @@ def capture(
         warc_max_size=warc_max_size,
         transport=transport,
     )
+    if state is not None:
+        from archiver.capture.state_redis import redis_state
+
+        options.state = redis_state(state, crawl, list(seeds), options, lease=lease)
+    elif crawl is not None:
+        raise UsageError("--crawl needs --state redis://HOST:PORT/DB", subject=f"--crawl {crawl}")
     return run_capture(list(seeds), Path(out), options)
 
 
@@ -189,7 +205,32 @@ def capture_main(
         print(json.dumps(report.to_json(), ensure_ascii=False), file=out_stream)
     else:
         print(report.summary(), file=out_stream)
-    if report.pages == 0:  # nothing to pack or serve: a failed capture, whatever the outcomes say
+    # nothing to pack or serve: a failed capture, whatever the outcomes say (a worker of a shared
+    # crawl may store no page of its own while the others do: its shard is not a failure)
+    if report.pages == 0 and options.get("state") is None:
         print(f"archiver: {out}: no page stored: {report.why_no_page()}", file=err_stream)
         return CaptureError.exit_code
+    return 0
+
+
+def status_main(
+    state: str,
+    crawl: str | None,
+    *,
+    as_json: bool = False,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``archiver capture --state redis://… --crawl NAME --status``: the whole crawl's progress
+    (done, queued, leased, failed, per worker), as text or one JSON object; exit 0, or the error's
+    code with one line on stderr."""
+    from archiver.capture.redis_status import crawl_status, status_text
+
+    try:
+        doc = crawl_status(state, crawl)
+    except ArchiverError as e:
+        print(f"archiver: {e}", file=stderr or sys.stderr)
+        return e.exit_code
+    out = stdout or sys.stdout
+    print(json.dumps(doc, ensure_ascii=False) if as_json else status_text(doc), file=out)
     return 0

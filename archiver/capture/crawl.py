@@ -715,7 +715,9 @@ class Crawler:
                 from archiver.warc.record import for_capture
 
                 recorder = for_capture(self)
-            factory = self.options.transport or transport.live(self.options.network_backend, recorder)
+            factory = self.options.transport or transport.live(
+                self.options.network_backend, recorder, self.state.politeness()
+            )
             async with factory(self.policy, self.guard, self.tmp) as fetcher:
                 self.fetcher = fetcher
                 if self.options.render:
@@ -732,9 +734,11 @@ class Crawler:
                 if show:
                     progress = Progress(self, sys.stderr)
                     progress.start()
+                renewing = asyncio.ensure_future(self._renew())
                 try:
                     await self._loop()
                 finally:
+                    renewing.cancel()
                     if progress is not None:
                         await progress.stop()
                     for task in self.inflight.values():
@@ -765,13 +769,23 @@ class Crawler:
                     task.set_name(kind)
                     self.inflight[row.key] = task
             if not self.inflight:
-                return
+                wait = self.state.waiting()  # work leased to other workers, or a retry due later
+                if wait is None:
+                    return
+                await asyncio.sleep(wait)
+                continue
             done, _ = await asyncio.wait(self.inflight.values(), return_when=asyncio.FIRST_COMPLETED)
             for key in [k for k, t in self.inflight.items() if t in done]:
                 task = self.inflight.pop(key)
                 error = task.exception()
                 if error is not None:
                     raise error
+
+    async def _renew(self) -> None:
+        """Renew the claims on the rows in flight while they are worked on (formats/crawl-state.md §2)."""
+        while True:
+            await asyncio.sleep(self.state.renew_every)
+            self.state.renew(list(self.inflight))
 
     def _header(self, *, incomplete: bool) -> Header:
         options = self.options.manifest_options()
@@ -790,10 +804,11 @@ class Crawler:
             self.manifest.close()
             self.manifest = None
         complete = self.state.count("pending") == 0
+        shard = self.state.shard()  # this folder's own rows (all of them, with one worker)
         if complete:
-            relink(self.state, self.out, self.scope.hygiene, self.writer)
+            relink(shard, self.out, self.scope.hygiene, self.writer)
         self.state.set("complete", "1" if complete else "0")
-        records = [public(record) for record in final_records(self.state)]
+        records = [public(record) for record in final_records(self.state, rows=shard.rows())]
         write_records(self.out, self._header(incomplete=not complete), records)
         self.writer.empty_tmp(remove=True)
         self.state.close()
@@ -803,7 +818,7 @@ class Crawler:
         try:
             items: list[Item] = []
             counts: dict[str, int] = {}
-            for r in state.rows():
+            for r in state.shard().rows():
                 outcome = r.outcome or ("pending" if r.state == "pending" else r.state)
                 counts[outcome] = counts.get(outcome, 0) + 1
                 items.append(Item(redact(r.key), r.kind, outcome, r.reason or "", r.status, r.path))

@@ -25,16 +25,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from archiver.capture.state import NewURL, Row
 from archiver.tree import Record
+
+if TYPE_CHECKING:
+    from archiver.capture.politeness import HostPoliteness
 
 __all__ = ["CrawlState", "StateFactory"]
 
 
 class CrawlState(Protocol):
     """What the crawler needs of its state (formats/crawl-state.md gives each operation's rules)."""
+
+    #: How often (seconds) the crawler renews the claims it holds (:meth:`renew`).
+    renew_every: float
 
     # ---- meta and seeds (frontier)
 
@@ -89,6 +95,26 @@ class CrawlState(Protocol):
     ) -> list[str]: ...
 
     def transaction(self) -> AbstractContextManager[Any]: ...
+
+    # ---- working with other workers
+
+    def waiting(self) -> float | None:
+        """Called when a claim found nothing and nothing is in flight: the seconds to wait before
+        claiming again (work is leased to other workers, or scheduled for a retry), or None when the
+        crawl has no work left. Raises :class:`archiver.errors.CaptureError` when the state cannot
+        be reached any more."""
+        ...
+
+    def politeness(self) -> HostPoliteness | None:
+        """The crawl-wide host clocks and robots.txt (:mod:`.politeness`) of a shared state; None
+        when the fetcher's own per-process rules are the crawl's."""
+        ...
+
+    def shard(self) -> CrawlState:
+        """This worker's part seen alone: its rows are those this shard finished or decided, so the
+        end of the crawl relinks the shard by what the shard holds (formats/crawl-state.md §3).
+        A state with one worker is its own shard."""
+        ...
 
     # ---- the shard: paths, records, links, blobs, moves
 

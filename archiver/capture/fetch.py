@@ -61,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import os
 import sys
 import tempfile
@@ -93,6 +94,9 @@ from archiver.errors import URLError
 if TYPE_CHECKING:  # the WARC recorder is imported only by a recording capture
     from archiver.tree import WarcRef
     from archiver.warc.record import Exchange, Recorder
+
+if TYPE_CHECKING:
+    from archiver.capture.politeness import HostPoliteness
 
 __all__ = [
     "USER_AGENT",
@@ -264,8 +268,11 @@ class Fetcher:
         tmp_dir: Path | None = None,
         backend: httpcore.AsyncNetworkBackend | None = None,
         recorder: Recorder | None = None,
+        politeness: HostPoliteness | None = None,
     ) -> None:
         self.policy = policy or FetchPolicy()
+        #: crawl-wide host clocks and robots.txt (:mod:`.politeness`), on top of this process's own
+        self.politeness = politeness
         self.guard = guard or AddressGuard()
         self.tmp_dir = tmp_dir
         self.recorder = recorder  # every exchange recorded as WARC (archiver.warc.record)
@@ -311,12 +318,18 @@ class Fetcher:
             wait = host.next_time - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            async with self._global:
-                try:
-                    yield host
-                finally:
-                    gap = max(self.policy.delay, host.crawl_delay)
-                    host.next_time = max(host.next_time, time.monotonic() + gap)
+            shared = self.politeness
+            holder = await shared.acquire(netloc) if shared is not None else None
+            try:
+                async with self._global:
+                    try:
+                        yield host
+                    finally:
+                        gap = max(self.policy.delay, host.crawl_delay)
+                        host.next_time = max(host.next_time, time.monotonic() + gap)
+            finally:
+                if shared is not None:
+                    shared.release(netloc, holder, host.next_time - time.monotonic())
 
     def robots_allows(self, url: str) -> bool | None:
         """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None (not
@@ -346,7 +359,11 @@ class Fetcher:
         if host.robots is not None:
             return host.robots
         if host.robots_task is None:
-            host.robots_task = asyncio.ensure_future(self._read_robots(url.split("://", 1)[0], netloc))
+            read = functools.partial(self._read_robots, url.split("://", 1)[0], netloc)
+            shared = self.politeness
+            host.robots_task = asyncio.ensure_future(
+                shared.robots(netloc, read) if shared is not None else read()
+            )
         rules = await asyncio.shield(host.robots_task)
         host.robots = rules
         host.crawl_delay = rules.crawl_delay or 0.0

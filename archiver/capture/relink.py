@@ -10,7 +10,7 @@ document, so the tree does not depend on the order in which the crawl met things
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
@@ -141,14 +141,15 @@ def resolve_href(src: str, href: str) -> str | None:
     return "/".join(parts) or None
 
 
-def final_records(state: CrawlState) -> Iterator[Record]:
+def final_records(state: CrawlState, rows: Iterable[Row] | None = None) -> Iterator[Record]:
     """The manifest records of the tree, from the state: one per path, sorted by path, each listing
     every URL merged into it (tree.md §3.3) and the smallest known depth and referrer of its URLs
-    (a redirect stub keeps its own)."""
-    rows: dict[str, Row] = {}
+    (a redirect stub keeps its own). ``rows``: the rows to take them from (default: the state's;
+    a shard of a shared crawl gives its own)."""
+    known_rows: dict[str, Row] = {}
     merged: dict[str, list[str]] = {}
-    for r in state.rows():
-        rows[r.key] = r
+    for r in state.rows() if rows is None else rows:
+        known_rows[r.key] = r
         if r.state == "merged" and r.final_url:
             merged.setdefault(r.final_url, []).append(r.key)
     for record in state.records():
@@ -157,7 +158,7 @@ def final_records(state: CrawlState) -> Iterator[Record]:
             for k in list(keys):
                 keys.update(merged.get(k, []))
             record.urls = [record.urls[0], *sorted(keys - {record.urls[0]})]
-            known = [rows[k] for k in record.urls if k in rows]
+            known = [known_rows[k] for k in record.urls if k in known_rows]
             if known and not 300 <= (record.status or 200) < 400:
                 top = min(known, key=lambda r: (r.depth, r.referrer or ""))
                 record.depth, record.referrer = top.depth, top.referrer

@@ -139,6 +139,8 @@ def _row(values: tuple[object, ...]) -> Row:
 class State:
     """The open state database of one capture."""
 
+    renew_every = 60.0  # nothing to renew: one process owns the file
+
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -286,6 +288,17 @@ class State:
         """Renew the claims on ``keys``; returns those that were lost (none here: nobody else can
         take a row of this file)."""
         return []
+
+    def waiting(self) -> float | None:
+        """Nothing is ever leased to another worker: no claim means no work left."""
+        return None
+
+    def politeness(self) -> None:
+        """The fetcher's own per-process rules are the crawl's."""
+        return None
+
+    def shard(self) -> State:
+        return self
 
     def count(self, state: str | None = None, kind: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM urls WHERE 1=1"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult
+    from archiver.capture.politeness import HostPoliteness
 
 __all__ = ["Transport", "TransportFactory", "live"]
 
@@ -64,14 +65,20 @@ class Transport(Protocol):
 TransportFactory = Callable[["FetchPolicy", "AddressGuard", Path], Transport]
 
 
-def live(backend: Any = None, recorder: Any = None) -> TransportFactory:
+def live(
+    backend: Any = None, recorder: Any = None, politeness: HostPoliteness | None = None
+) -> TransportFactory:
     """The live network: a :class:`~archiver.capture.fetch.Fetcher` with the crawl's rules (and an
     httpcore network ``backend`` when a test gives one; a ``recorder``,
-    :class:`archiver.warc.record.Recorder`, when every exchange is to be kept as WARC)."""
+    :class:`archiver.warc.record.Recorder`, when every exchange is to be kept as WARC;
+    ``politeness``: the crawl-wide host clocks and robots.txt of a shared crawl state,
+    :mod:`.politeness`)."""
 
     def factory(policy: FetchPolicy, guard: AddressGuard, tmp_dir: Path) -> Transport:
         from archiver.capture.fetch import Fetcher
 
-        return Fetcher(policy, guard=guard, tmp_dir=tmp_dir, backend=backend, recorder=recorder)
+        return Fetcher(
+            policy, guard=guard, tmp_dir=tmp_dir, backend=backend, recorder=recorder, politeness=politeness
+        )
 
     return factory

@@ -1,0 +1,369 @@
+"""The Lua scripts of the Redis crawl state (formats/crawl-state.md §6 names every key and script).
+
+Each multi-step operation on the shared frontier is one script, so it runs atomically in Redis (no
+other client's command interleaves). Every script takes the crawl's key prefix as ``ARGV[1]``
+(``archiver:{NAME}:``; the hash tag keeps every key of a crawl in one Redis Cluster slot) and builds
+its key names from it. Time is Redis's own clock (``TIME``), never a worker's.
+
+A row is the hash ``u:<key>`` with the fields of :class:`archiver.capture.state.Row` (a missing
+field is None). The invariant every script keeps: a ``pending`` row is in exactly one of the
+frontier ``q:<kind>``, the lease set ``leases`` or the retry schedule ``retry``; ``counts`` holds
+the number of rows per ``state:kind``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ADD",
+    "CLAIM",
+    "FINISH",
+    "HOST_ACQUIRE",
+    "HOST_RELEASE",
+    "MARK",
+    "PROBE",
+    "RELEASE",
+    "RENEW",
+    "REQUEUE",
+]
+
+_COMMON = r"""
+local P = ARGV[1]
+local NULL = cjson.null
+local LIMITS = {["beyond the depth limit"] = true, ["beyond the page budget"] = true}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- frontier order: priority, then depth, then discovery (exact in a double below 2^53)
+local function score(priority, depth, seq)
+  return priority * 1e13 + math.min(depth, 9999) * 1e9 + seq
+end
+
+local function count(state, kind, n)
+  redis.call('HINCRBY', P .. 'counts', state .. ':' .. kind, n)
+end
+
+local function val(v)
+  if v == NULL then return nil end
+  return v
+end
+
+-- the references one item names: {key, kind, depth, referrer, priority, stylesheet, path, state,
+-- final_url, reason}; appends the keys that were new or revived to ``out``
+local function add_item(it, out)
+  local key, kind, depth, ref = it[1], it[2], tonumber(it[3]), val(it[4])
+  local prio, css, path = tonumber(it[5]), tonumber(it[6]), val(it[7])
+  local st, fin, reason = it[8], val(it[9]), it[10]
+  local u = P .. 'u:' .. key
+  if not redis.call('ZSCORE', P .. 'seen', key) then
+    local seq = redis.call('INCR', P .. 'seq')
+    redis.call('ZADD', P .. 'seen', seq, key)
+    if st == 'pending' and path then
+      -- two keys for one tree path (tree.md 3.3): the first one to reach Redis owns it
+      local owner = redis.call('HGET', P .. 'paths', path)
+      if owner and owner ~= key then
+        st = 'merged'
+        fin = owner
+      elseif not owner then
+        redis.call('HSET', P .. 'paths', path, key)
+      end
+    end
+    local f = {'kind', kind, 'state', st, 'depth', depth, 'priority', prio, 'seq', seq,
+               'stylesheet', css, 'attempts', 0}
+    if ref then f[#f + 1] = 'referrer'; f[#f + 1] = ref end
+    if path then f[#f + 1] = 'path'; f[#f + 1] = path end
+    if fin then f[#f + 1] = 'final_url'; f[#f + 1] = fin end
+    if st == 'skipped' or st == 'merged' then f[#f + 1] = 'outcome'; f[#f + 1] = st end
+    if reason and reason ~= '' then f[#f + 1] = 'reason'; f[#f + 1] = reason end
+    redis.call('HSET', u, unpack(f))
+    if st == 'merged' and fin then redis.call('SADD', P .. 'al:' .. fin, key) end
+    count(st, kind, 1)
+    if st == 'pending' then
+      redis.call('ZADD', P .. 'q:' .. kind, score(prio, depth, seq), key)
+    end
+    out[#out + 1] = key
+    return
+  end
+  local row = redis.call('HMGET', u, 'depth', 'referrer', 'state', 'reason', 'kind', 'priority', 'seq')
+  local d, r = tonumber(row[1]), row[2] or ''
+  local best = d
+  if d > depth or (d == depth and r > (ref or '')) then
+    best = depth
+    redis.call('HSET', u, 'depth', depth)
+    if ref then redis.call('HSET', u, 'referrer', ref) else redis.call('HDEL', u, 'referrer') end
+    if row[3] == 'pending' then
+      redis.call('ZADD', P .. 'q:' .. row[5], 'XX', score(tonumber(row[6]), depth, tonumber(row[7])), key)
+    end
+  end
+  if css == 1 then redis.call('HSET', u, 'stylesheet', 1) end
+  if st == 'pending' and row[3] == 'skipped' and LIMITS[row[4]] then
+    redis.call('HSET', u, 'state', 'pending', 'kind', kind)
+    redis.call('HDEL', u, 'outcome', 'reason')
+    if path then redis.call('HSET', u, 'path', path) end
+    count('skipped', row[5], -1)
+    count('pending', kind, 1)
+    redis.call('ZADD', P .. 'q:' .. kind, score(tonumber(row[6]), best, tonumber(row[7])), key)
+    out[#out + 1] = key
+  end
+end
+
+local function add_items(json, out)
+  for _, it in ipairs(cjson.decode(json)) do add_item(it, out) end
+end
+
+-- leases past their deadline go back to the frontier through the retry schedule, attempts + 1;
+-- a row whose leases expired max_attempts times fails for good (a URL that kills its workers)
+local function reap(now, max_attempts, backoff)
+  local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)
+  for _, key in ipairs(expired) do
+    redis.call('ZREM', P .. 'leases', key)
+    redis.call('HDEL', P .. 'owner', key)
+    local u = P .. 'u:' .. key
+    local attempts = redis.call('HINCRBY', u, 'attempts', 1)
+    local kind = redis.call('HGET', u, 'kind')
+    redis.call('HINCRBY', P .. 'stats', 'expired', 1)
+    redis.call('SADD', P .. 'reaped', key)
+    if attempts >= max_attempts then
+      redis.call('HSET', u, 'state', 'failed', 'outcome', 'failed',
+                 'reason', 'its lease expired ' .. attempts .. ' times (the workers holding it stopped)')
+      count('pending', kind, -1)
+      count('failed', kind, 1)
+    else
+      redis.call('ZADD', P .. 'retry', now + math.min(backoff * 2 ^ (attempts - 1), 60000), key)
+    end
+  end
+end
+
+-- rows whose retry time has come join the frontier again
+local function promote(now)
+  local due = redis.call('ZRANGEBYSCORE', P .. 'retry', '-inf', now, 'LIMIT', 0, 100)
+  for _, key in ipairs(due) do
+    redis.call('ZREM', P .. 'retry', key)
+    local r = redis.call('HMGET', P .. 'u:' .. key, 'kind', 'priority', 'depth', 'seq', 'state')
+    if r[5] == 'pending' then
+      redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), key)
+    end
+  end
+end
+"""
+
+#: ARGV: prefix, items (JSON) → the keys that were new or revived.
+ADD = (
+    _COMMON
+    + r"""
+local out = {}
+add_items(ARGV[2], out)
+return out
+"""
+)
+
+#: ARGV: prefix, kind, n, worker, lease_ms, max_attempts, backoff_ms → {key, token, fields…} per
+#: row claimed (fields: HGETALL of the row). Reaps expired leases and promotes due retries first.
+CLAIM = (
+    _COMMON
+    + r"""
+local now = now_ms()
+reap(now, tonumber(ARGV[6]), tonumber(ARGV[7]))
+promote(now)
+local worker, lease = ARGV[4], tonumber(ARGV[5])
+local popped = redis.call('ZPOPMIN', P .. 'q:' .. ARGV[2], tonumber(ARGV[3]))
+local out = {}
+for i = 1, #popped, 2 do
+  local key = popped[i]
+  local token = redis.call('INCR', P .. 'token')
+  redis.call('HSET', P .. 'owner', key, worker .. ' ' .. token)
+  redis.call('ZADD', P .. 'leases', now + lease, key)
+  out[#out + 1] = {key, token, redis.call('HGETALL', P .. 'u:' .. key)}
+end
+redis.call('HSET', P .. 'alive', worker, now)
+return out
+"""
+)
+
+#: ARGV: prefix, worker, lease_ms, n, key1, token1 … keyn, tokenn, then host, holder pairs → the
+#: keys whose claim was lost. The host locks this worker holds are extended by a lease too (a worker
+#: that dies holding one frees its host within a lease).
+RENEW = (
+    _COMMON
+    + r"""
+local now = now_ms()
+local worker, lease = ARGV[2], tonumber(ARGV[3])
+local last = 4 + 2 * tonumber(ARGV[4])
+local lost = {}
+for i = 5, last, 2 do
+  local key = ARGV[i]
+  if redis.call('HGET', P .. 'owner', key) == worker .. ' ' .. ARGV[i + 1] then
+    redis.call('ZADD', P .. 'leases', 'XX', now + lease, key)
+  else
+    lost[#lost + 1] = key
+  end
+end
+for i = last + 1, #ARGV, 2 do
+  local lock = P .. 'host:' .. ARGV[i] .. ':lock'
+  if redis.call('GET', lock) == ARGV[i + 1] then redis.call('PEXPIRE', lock, lease) end
+end
+redis.call('HSET', P .. 'alive', worker, now)
+return lost
+"""
+)
+
+#: ARGV: prefix, worker, key1, token1 … → how many claims went back to the frontier: a worker that
+#: stops (Ctrl-C, the end of its run) gives back what it still holds, no attempt counted.
+RELEASE = (
+    _COMMON
+    + r"""
+local n = 0
+for i = 3, #ARGV, 2 do
+  local key = ARGV[i]
+  if redis.call('HGET', P .. 'owner', key) == ARGV[2] .. ' ' .. ARGV[i + 1] then
+    redis.call('HDEL', P .. 'owner', key)
+    redis.call('ZREM', P .. 'leases', key)
+    local r = redis.call('HMGET', P .. 'u:' .. key, 'kind', 'priority', 'depth', 'seq')
+    redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), key)
+    n = n + 1
+  end
+end
+return n
+"""
+)
+
+#: ARGV: prefix, key, worker, token ('' = a row this worker never claimed), state, outcome, reason,
+#: status ('' = none), final_url ('' = none), items (JSON) → {1, new keys…}, or {0} when refused
+#: (the claim was lost: another worker may hold the row, or it went back to the frontier).
+FINISH = (
+    _COMMON
+    + r"""
+local key, worker, token = ARGV[2], ARGV[3], ARGV[4]
+local u = P .. 'u:' .. key
+local holder = redis.call('HGET', P .. 'owner', key)
+local old = redis.call('HMGET', u, 'state', 'kind')
+if not old[1] then return {0} end
+if token ~= '' then
+  if holder ~= worker .. ' ' .. token then return {0} end
+  redis.call('HDEL', P .. 'owner', key)
+  redis.call('ZREM', P .. 'leases', key)
+elseif holder or old[1] == 'pending' then
+  return {0}
+end
+local st = ARGV[5]
+redis.call('HSET', u, 'state', st, 'outcome', ARGV[6], 'reason', ARGV[7])
+if ARGV[8] ~= '' then redis.call('HSET', u, 'status', ARGV[8]) else redis.call('HDEL', u, 'status') end
+if ARGV[9] ~= '' then redis.call('HSET', u, 'final_url', ARGV[9]) else redis.call('HDEL', u, 'final_url') end
+redis.call('HINCRBY', u, 'attempts', 1)
+count(old[1], old[2], -1)
+count(st, old[2], 1)
+redis.call('HINCRBY', P .. 'wc:' .. worker, st, 1)
+if ARGV[6] == 'redirected' and ARGV[9] ~= '' then
+  redis.call('SADD', P .. 'rd:' .. ARGV[9], key)
+end
+local out = {1}
+add_items(ARGV[10], out)
+return out
+"""
+)
+
+#: ARGV: prefix, key, state, outcome, reason, final_url ('' = none) → 1 if the row exists.
+MARK = (
+    _COMMON
+    + r"""
+local key, st = ARGV[2], ARGV[3]
+local u = P .. 'u:' .. key
+local r = redis.call('HMGET', u, 'state', 'kind', 'priority', 'depth', 'seq')
+if not r[1] then return 0 end
+redis.call('HSET', u, 'state', st, 'outcome', ARGV[4], 'reason', ARGV[5])
+if ARGV[6] ~= '' then redis.call('HSET', u, 'final_url', ARGV[6]) else redis.call('HDEL', u, 'final_url') end
+count(r[1], r[2], -1)
+count(st, r[2], 1)
+if r[1] == 'pending' and st ~= 'pending' then
+  redis.call('ZREM', P .. 'q:' .. r[2], key)
+  redis.call('ZREM', P .. 'retry', key)
+  redis.call('ZREM', P .. 'leases', key)
+  redis.call('HDEL', P .. 'owner', key)
+elseif st == 'pending' and r[1] ~= 'pending' then
+  redis.call('ZADD', P .. 'q:' .. r[2], score(tonumber(r[3]), tonumber(r[4]), tonumber(r[5])), key)
+end
+return 1
+"""
+)
+
+#: ARGV: prefix, mode ('requeue' or 'refresh'), max_attempts, states… → rows made pending. Only
+#: while nothing is pending anywhere (a crawl being started again, not one under way): a worker
+#: joining a running crawl requeues nothing. One pass over every row (a rare operation).
+REQUEUE = (
+    _COMMON
+    + r"""
+local busy = redis.call('ZCARD', P .. 'q:page') + redis.call('ZCARD', P .. 'q:asset')
+  + redis.call('ZCARD', P .. 'leases') + redis.call('ZCARD', P .. 'retry')
+if busy > 0 then return 0 end
+local wanted = {}
+for i = 4, #ARGV do wanted[ARGV[i]] = true end
+local refresh, max_attempts = ARGV[2] == 'refresh', tonumber(ARGV[3])
+local n = 0
+for _, key in ipairs(redis.call('ZRANGE', P .. 'seen', 0, -1)) do
+  local u = P .. 'u:' .. key
+  local r = redis.call('HMGET', u, 'state', 'kind', 'priority', 'depth', 'seq', 'attempts')
+  if wanted[r[1]] and (refresh or tonumber(r[6]) < max_attempts) then
+    redis.call('HSET', u, 'state', 'pending')
+    if refresh then redis.call('HSET', u, 'attempts', 0) end
+    count(r[1], r[2], -1)
+    count('pending', r[2], 1)
+    redis.call('ZADD', P .. 'q:' .. r[2], score(tonumber(r[3]), tonumber(r[4]), tonumber(r[5])), key)
+    n = n + 1
+  end
+end
+return n
+"""
+)
+
+#: ARGV: prefix, max_attempts, backoff_ms → {queued, leased, scheduled, ms to the next retry or -1};
+#: reaps expired leases and promotes due retries first (any worker runs the reaper this way).
+PROBE = (
+    _COMMON
+    + r"""
+local now = now_ms()
+reap(now, tonumber(ARGV[2]), tonumber(ARGV[3]))
+promote(now)
+local queued = redis.call('ZCARD', P .. 'q:page') + redis.call('ZCARD', P .. 'q:asset')
+local nxt = redis.call('ZRANGE', P .. 'retry', 0, 0, 'WITHSCORES')
+local due = -1
+if #nxt > 0 then due = math.max(0, tonumber(nxt[2]) - now) end
+return {queued, redis.call('ZCARD', P .. 'leases'), redis.call('ZCARD', P .. 'retry'), due}
+"""
+)
+
+#: ARGV: prefix, host, holder, lock_ms → 0 when ``holder`` now holds the host (one request at a
+#: time per host, the lock expiring after lock_ms if its holder dies), else the ms to wait.
+HOST_ACQUIRE = (
+    _COMMON
+    + r"""
+local now = now_ms()
+local lock = P .. 'host:' .. ARGV[2] .. ':lock'
+local cur = redis.call('GET', lock)
+if cur and cur ~= ARGV[3] then
+  return math.max(1, math.min(redis.call('PTTL', lock), 50))
+end
+local nxt = tonumber(redis.call('GET', P .. 'host:' .. ARGV[2] .. ':next') or '0')
+if nxt > now then return nxt - now end
+redis.call('SET', lock, ARGV[3], 'PX', tonumber(ARGV[4]))
+return 0
+"""
+)
+
+#: ARGV: prefix, host, holder, gap_ms: the request ended; the host's next request may start
+#: gap_ms from now (Redis time), whoever sends it.
+HOST_RELEASE = (
+    _COMMON
+    + r"""
+local now = now_ms()
+local lock = P .. 'host:' .. ARGV[2] .. ':lock'
+if redis.call('GET', lock) == ARGV[3] then redis.call('DEL', lock) end
+local key = P .. 'host:' .. ARGV[2] .. ':next'
+local want = now + tonumber(ARGV[4])
+if want > tonumber(redis.call('GET', key) or '0') then
+  redis.call('SET', key, want, 'PX', tonumber(ARGV[4]) + 3600000)
+end
+return 1
+"""
+)

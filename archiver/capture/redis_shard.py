@@ -1,0 +1,136 @@
+"""A worker's shard of a Redis-shared crawl seen alone (formats/crawl-state.md §6.6): the rows it
+finished or decided, the crawl's merged aliases of its files, and the shard's SQLite settled like a
+finished single-process capture's once the crawl is complete."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from archiver.capture.redis_conn import Down
+from archiver.capture.state import NewURL, Row, State
+
+if TYPE_CHECKING:
+    from archiver.capture.state_redis import RedisState
+
+__all__ = ["Shard", "aliases", "row_of", "settle"]
+
+
+def row_of(key: str, f: dict[str, str]) -> Row:
+    """The row of ``key`` from its Redis hash (a missing field is None)."""
+    return Row(
+        key,
+        f["kind"],
+        f["state"],
+        int(f["depth"]),
+        f.get("referrer"),
+        int(f["priority"]),
+        int(f["seq"]),
+        f.get("path"),
+        f.get("outcome"),
+        f.get("reason"),
+        int(f["status"]) if f.get("status") else None,
+        int(f.get("attempts", 0)),
+        f.get("final_url"),
+        f.get("stylesheet") == "1",
+    )
+
+
+class Shard:
+    """The local SQLite seen alone: the rows this shard finished or decided (not the ones it only
+    heard of, still pending here whatever another worker did with them), and the crawl's merged
+    aliases of the keys it stored (tree.md §3.3: whoever met them, they name this shard's files)."""
+
+    def __init__(self, local: State, state: RedisState) -> None:
+        self._local = local
+        self._state = state
+
+    def rows(self) -> Iterator[Row]:
+        """This shard's rows, then the crawl's aliases of its files; every merged row names the key
+        at the end of its chain (an alias of an alias: two workers each merged it into the key it
+        met first), as a single-process capture's merged rows name the file's own key."""
+        local = [r for r in self._local.rows() if r.state != "pending"]
+        stored = {r.key for r in local if r.state == "done"}
+        stored.update(u for record in self._local.records() for u in record.urls)  # redirect targets too
+        extra = list(aliases(self._state, sorted(stored), {r.key for r in local}))
+        final = {r.key: r.final_url for r in [*local, *extra] if r.state == "merged" and r.final_url}
+
+        def end(key: str) -> str:
+            seen = {key}
+            while key in final and final[key] not in seen:
+                key = final[key]
+                seen.add(key)
+            return key
+
+        for r in [*local, *extra]:
+            yield dataclasses.replace(r, final_url=end(r.key)) if r.key in final else r
+
+    def count(self, state: str | None = None, kind: str | None = None) -> int:
+        return sum(
+            1 for r in self.rows() if (state is None or r.state == state) and (kind is None or r.kind == kind)
+        )
+
+    def shard(self) -> Shard:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._local, name)
+
+
+def aliases(state: RedisState, keys: list[str], known: set[str]) -> Iterator[Row]:
+    """The crawl's merged rows whose file is one of ``keys``', those not in ``known``: every key
+    merged into one of them, into one of those, and so on."""
+    frontier = list(keys)
+    visited = set(keys)
+    try:
+        while frontier:
+            found: list[str] = []
+            for start in range(0, len(frontier), 500):
+                batch = frontier[start : start + 500]
+                pipe = state.r.pipeline(transaction=False)
+                for key in batch:
+                    pipe.smembers(state.prefix + "al:" + key)
+                for names in state._try(pipe.execute):
+                    for name in sorted(names):
+                        if name not in visited:
+                            visited.add(name)
+                            found.append(name)
+            pipe = state.r.pipeline(transaction=False)
+            for key in found:
+                pipe.hgetall(state.prefix + "u:" + key)
+            frontier = []
+            for key, fields in zip(found, state._try(pipe.execute), strict=True):
+                if fields and fields.get("state") == "merged":
+                    frontier.append(key)
+                    if key not in known:
+                        yield row_of(key, fields)
+    except Down:
+        return
+
+
+def settle(state: RedisState) -> None:
+    """The crawl is complete: the shard's SQLite keeps what a single-process capture's would
+    (formats/crawl-state.md §6.6): the rows it only heard of (pending here) go, the crawl's
+    merged aliases of its files come in."""
+    merged = [r for r in Shard(state.local, state).rows() if r.state == "merged"]
+    with state.local.transaction():
+        state.local.db.execute("DELETE FROM urls WHERE state = 'pending'")
+        state.local._settled.clear()  # it remembered rows just deleted
+        state.local.add(
+            NewURL(
+                r.key,
+                r.kind,
+                r.depth,
+                r.referrer,
+                r.priority,
+                path=r.path,
+                state="merged",
+                final_url=r.final_url,
+            )
+            for r in merged
+        )
+        state.local.db.executemany(  # the end of each chain, also for the rows it had already
+            "UPDATE urls SET final_url = ? WHERE key = ? AND state = 'merged'",
+            [(r.final_url, r.key) for r in merged],
+        )

@@ -1,0 +1,578 @@
+"""The crawl state shared by many workers: the frontier in Redis, each worker's shard in its own SQLite.
+
+``archiver capture URL... -o DIR --state redis://HOST:PORT/DB --crawl NAME``, run on any number of
+processes and machines, is one crawl (formats/crawl-state.md §6 is the contract; every key and
+script is listed there):
+
+- the **frontier** (seen keys, the rows and their outcomes, the frontier ordered by priority, depth
+  and discovery, leases with a deadline and a fencing token, attempts, the retry schedule, the
+  crawl's seeds and scope options) is in Redis under ``archiver:{NAME}:``; every operation that
+  changes it is one Lua script (:mod:`.redis_lua`), so it is atomic; host clocks and robots.txt
+  are :mod:`.redis_politeness`, ``--status`` is :mod:`.redis_status`, the client :mod:`.redis_conn`,
+  the shard seen alone :mod:`.redis_shard`;
+- the **shard** (tree paths, manifest records, links, blobs, moves, meta) is the worker's own
+  ``DIR/_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`), which also mirrors the
+  rows this worker saw, so a shard reads like a single-process capture's state.
+
+``finish`` commits the shard part first and sends the frontier part when that commit is done: a
+crash between the two costs one repeated fetch (the lease expires), never a lost file. Writes that
+cannot reach Redis wait in a backlog, sent in order when it answers again; a ``finish`` whose lease
+was lost meanwhile is refused by Redis (its fencing token is stale).
+
+Reads fall back to the local mirror while Redis is unreachable. A worker that cannot reach Redis
+for longer than its lease stops claiming and says so on stderr; after three leases it stops
+(:class:`~archiver.errors.CaptureError`), with what it stored intact in its folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import secrets
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from archiver import urls
+from archiver.capture import redis_lua
+from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
+from archiver.capture.redis_politeness import RedisPoliteness
+from archiver.capture.redis_shard import Shard, row_of, settle
+from archiver.capture.state import NewURL, Row, State
+from archiver.errors import CaptureError, UsageError
+from archiver.tree import Record
+
+if TYPE_CHECKING:
+    from archiver.capture.crawlstate import CrawlState, StateFactory
+    from archiver.capture.options import CaptureOptions
+
+__all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "redis_state"]
+
+CONFIG_VERSION = 1
+_LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
+_RETRY_BACKOFF_MS = 1000  # an expired lease's row waits 1 s · 2^(attempts-1) (at most 60 s)
+_SCRIPTS = (
+    "ADD",
+    "CLAIM",
+    "RENEW",
+    "FINISH",
+    "MARK",
+    "REQUEUE",
+    "PROBE",
+    "RELEASE",
+    "HOST_ACQUIRE",
+    "HOST_RELEASE",
+)
+
+
+def crawl_config(seed_keys: Iterable[str], options: CaptureOptions) -> dict[str, Any]:
+    """What every worker of a crawl must agree on: its seeds and the options that decide its scope
+    (and the delay, which is crawl-wide). Registered by the first worker."""
+    scope = options.manifest_options()
+    scope.pop("seed_folders", None)
+    scope["prefer"] = list(options.prefer)
+    scope["avoid"] = list(options.avoid)
+    scope["delay"] = 1.0 if options.delay is None else options.delay
+    return {"version": CONFIG_VERSION, "seeds": sorted(set(seed_keys)), "options": scope}
+
+
+def _differences(registered: dict[str, Any], given: dict[str, Any]) -> str:
+    parts = []
+    if registered.get("seeds") != given["seeds"]:
+        shown = ", ".join(registered.get("seeds") or []) or "none"
+        parts.append(f"other seeds (registered: {shown})")
+    old = registered.get("options") or {}
+    for name in sorted(set(old) | set(given["options"])):
+        if old.get(name) != given["options"].get(name):
+            parts.append(
+                f"{name} {json.dumps(old.get(name))} (given {json.dumps(given['options'].get(name))})"
+            )
+    return "; ".join(parts) or f"config version {registered.get('version')}"
+
+
+def redis_state(
+    url: str, crawl: str | None, seeds: list[str], options: CaptureOptions, *, lease: float = 30.0
+) -> StateFactory:
+    """The factory of ``CaptureOptions.state`` for ``--state url --crawl crawl`` (one worker)."""
+    check_target(url, crawl)
+    assert crawl is not None
+    if options.max_pages is not None:
+        raise UsageError("--max-pages is not supported with a shared crawl state yet", subject=url)
+    if lease < 1:
+        raise UsageError("the lease is at least 1 second", subject=f"--lease {lease}")
+    keys = [urls.dedup_key(urls.parse_seed(s)) for s in seeds]
+    config = crawl_config(keys, options)
+    client = connect(url)
+    worker = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+
+    def factory(path: Path) -> CrawlState:
+        return RedisState(
+            path,
+            client=client,
+            url=url,
+            crawl=crawl,
+            config=config,
+            worker=worker,
+            lease=lease,
+            max_attempts=options.max_attempts,
+            lock_seconds=options.timeout + 10,
+        )
+
+    return factory
+
+
+def _item(n: NewURL) -> list[Any]:
+    return [
+        n.key,
+        n.kind,
+        n.depth,
+        n.referrer,
+        n.priority,
+        int(n.stylesheet),
+        n.path,
+        n.state,
+        n.final_url,
+        n.reason,
+    ]
+
+
+class RedisState:
+    """One worker's view of a crawl shared in Redis (module docstring; formats/crawl-state.md §6)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        client: Any,
+        url: str,
+        crawl: str,
+        config: dict[str, Any],
+        worker: str,
+        lease: float = 30.0,
+        max_attempts: int = 5,
+        lock_seconds: float = 40.0,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.r = client
+        self.url = url
+        self.crawl = crawl
+        self.prefix = prefix(crawl)
+        self.worker = worker
+        self.lease = lease
+        self.renew_every = max(lease / 4, 0.25)
+        self.give_up = 3 * lease
+        self.max_attempts = max_attempts
+        #: a host lock lives a lease at most (renewed with the claims while its request runs), so a
+        #: worker that dies holding one frees the host soon; robots.txt's read lock is not renewed
+        self.lock_ms = int(min(lock_seconds, lease) * 1000)
+        self.robots_lock_ms = int(lock_seconds * 2000)
+        self.held: dict[str, str] = {}  # host → the holder of its lock (RedisPoliteness)
+        self.stderr = stderr
+        self.refused = 0  # finishes Redis refused (the lease had been lost)
+        self._errors = down_errors()
+        self._scripts = {name: client.register_script(getattr(redis_lua, name)) for name in _SCRIPTS}
+        self._tokens: dict[str, int] = {}
+        self._depth = 0
+        self._backlog: list[tuple[str, list[Any], Callable[[Any], None] | None]] = []
+        self._settled: dict[str, tuple[int, str, bool]] = {}
+        self._local_paths: set[str] = set()
+        self._down_since: float | None = None
+        self._retry_at = 0.0
+        self._said = False
+        self._last: Any = None  # what the last write sent by a transaction answered
+        self._register(config, path)
+        self.local = State(path)
+
+    # ---- talking to Redis
+
+    def _say(self, text: str) -> None:
+        print(
+            f"archiver: {self.url} (crawl {self.crawl}): {text}", file=self.stderr or sys.stderr, flush=True
+        )
+
+    def _try(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(...)`` against Redis, or :class:`Down` (at most one attempt per 0.5 s while down)."""
+        now = time.monotonic()
+        if self._down_since is not None and now < self._retry_at:
+            raise Down
+        try:
+            result = fn(*args, **kwargs)
+        except self._errors:
+            if self._down_since is None:
+                self._down_since = now
+            self._retry_at = now + 0.5
+            if not self._said and now - self._down_since > self.lease:
+                self._said = True
+                self._say(
+                    f"no answer from Redis for more than the {self.lease:g} s lease: claiming stopped"
+                    " (the URLs this worker holds go back to the others)"
+                )
+            raise Down from None
+        if self._down_since is not None:
+            if self._said:
+                self._say("Redis answers again: claiming resumed")
+            self._down_since, self._said = None, False
+        return result
+
+    def _script(self, name: str, *args: Any) -> Any:
+        return self._try(self._scripts[name], keys=[], args=[self.prefix, *args])
+
+    def _op(self, name: str, args: list[Any], done: Callable[[Any], None] | None = None) -> Any:
+        """Queue a write; sent now unless a transaction is open (then when it commits)."""
+        self._backlog.append((name, args, done))
+        if self._depth == 0:
+            with contextlib.suppress(Down):
+                return self._drain()
+        return None
+
+    def _drain(self) -> Any:
+        """Send the writes waiting, in order; the last one's result. Raises :class:`Down`."""
+        result = None
+        while self._backlog:
+            name, args, done = self._backlog[0]
+            result = self._script(name, *args)
+            self._backlog.pop(0)
+            if done is not None:
+                done(result)
+        return result
+
+    def _register(self, config: dict[str, Any], path: Path) -> None:
+        doc = json.dumps(config, sort_keys=True)
+        key = self.prefix + "config"
+        try:
+            if not self.r.set(key, doc, nx=True):
+                registered = json.loads(self.r.get(key) or "{}")
+                if registered != json.loads(doc):
+                    raise UsageError(
+                        f"the crawl on {self.url} was registered with {_differences(registered, config)};"
+                        " give the same seeds and scope options, or another --crawl name",
+                        subject=f"--crawl {self.crawl}",
+                    )
+            info = {"host": socket.gethostname(), "pid": os.getpid(), "out": str(path.parent.parent)}
+            self.r.hset(self.prefix + "workers", self.worker, json.dumps(info))
+        except self._errors as e:
+            raise CaptureError(f"cannot reach Redis: {e}", subject=self.url) from None
+
+    # ---- meta and seeds (home and created are the crawl's; the rest is the shard's)
+
+    def get(self, key: str) -> str | None:
+        if key in ("home", "created"):
+            with contextlib.suppress(Down):
+                value = self._try(self.r.hget, self.prefix + "meta", key)
+                if value is not None:
+                    return str(value)
+        return self.local.get(key)
+
+    def set(self, key: str, value: str) -> None:
+        if key == "complete" and value == "1":
+            settle(self)
+        self.local.set(key, value)
+        if key in ("home", "created"):
+            with contextlib.suppress(Down):
+                self._try(self.r.hsetnx, self.prefix + "meta", key, value)
+
+    def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
+        self.local.add_seed(url, folder, title)
+
+    def seeds(self) -> list[tuple[str, str | None, str | None]]:
+        return self.local.seeds()
+
+    # ---- the frontier
+
+    def _know_path(self, row: Row) -> None:
+        # a path another worker gave out: this shard's relinking must be able to read it back
+        if row.path and row.path not in self._local_paths:
+            self._local_paths.add(row.path)
+            if self.local.owner(row.path) is None:
+                self.local.claim_many({row.path: row.key})
+
+    def row(self, key: str) -> Row | None:
+        try:
+            fields = self._try(self.r.hgetall, self.prefix + "u:" + key)
+        except Down:
+            return self.local.row(key)
+        if not fields:
+            return None
+        row = row_of(key, fields)
+        self._know_path(row)
+        return row
+
+    def _unchanged(self, n: NewURL) -> bool:
+        s = self._settled.get(n.key)
+        return s is not None and (n.depth, n.referrer or "") >= s[:2] and (s[2] or not n.stylesheet)
+
+    def _to_send(self, items: list[NewURL]) -> list[list[Any]]:
+        out = []
+        for n in items:
+            if self._unchanged(n):
+                continue  # Redis would change nothing (every page names the same menu again)
+            out.append(_item(n))
+            if n.state == "pending":  # the row is now no worse than n, and not skipped for a limit
+                if len(self._settled) >= 100_000:
+                    self._settled.clear()
+                was = self._settled.get(n.key, (0, "", False))[2]
+                self._settled[n.key] = (n.depth, n.referrer or "", n.stylesheet or was)
+        return out
+
+    def add(self, items: Iterable[NewURL]) -> list[str]:
+        """§2 ``add``; returns the keys new to the crawl when sent at once (none when it is part of
+        an open unit: it is sent when that commits)."""
+        items = list(items)
+        inner = self._depth > 0
+        with self.transaction():
+            self.local.add(items)
+            send = self._to_send(items)
+            if send:
+                self._op("ADD", [json.dumps(send)])
+        return [] if inner or not send else list(self._last or [])
+
+    def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+        try:
+            self._drain()
+            found = self._script(
+                "CLAIM",
+                kind,
+                limit,
+                self.worker,
+                int(self.lease * 1000),
+                self.max_attempts,
+                _RETRY_BACKOFF_MS,
+            )
+        except Down:
+            return []
+        rows = []
+        for key, token, flat in found:
+            row = row_of(key, dict(zip(flat[::2], flat[1::2], strict=True)))
+            self._tokens[key] = int(token)
+            rows.append(row)
+        if rows:  # the local mirror knows every row this worker works on
+            self.local.add(
+                NewURL(r.key, r.kind, r.depth, r.referrer, r.priority, r.stylesheet, r.path) for r in rows
+            )
+            for r in rows:
+                self._know_path(r)
+        return rows
+
+    def renew(self, keys: Iterable[str]) -> list[str]:
+        pairs = [(k, self._tokens[k]) for k in keys if k in self._tokens]
+        hosts = list(self.held.items())
+        try:
+            self._drain()
+            lost = self._script(
+                "RENEW",
+                self.worker,
+                int(self.lease * 1000),
+                len(pairs),
+                *itertools.chain(*pairs),
+                *itertools.chain(*hosts),
+            )
+        except Down:
+            return []
+        return [str(k) for k in lost]
+
+    def waiting(self) -> float | None:
+        try:
+            self._drain()
+            queued, leased, scheduled, due = self._script("PROBE", self.max_attempts, _RETRY_BACKOFF_MS)
+        except Down:
+            assert self._down_since is not None
+            gone = time.monotonic() - self._down_since
+            if gone > self.give_up:
+                raise CaptureError(
+                    f"no answer from Redis for {gone:.0f} s: this worker stops; what it stored is"
+                    " intact in its folder (run it again to rejoin the crawl)",
+                    subject=self.url,
+                ) from None
+            return 0.5
+        if queued:
+            return 0.0
+        if leased or scheduled:
+            return min(0.25, due / 1000) if due >= 0 and not leased else 0.25
+        return None
+
+    def skipped_for(self, reason: str, kind: str) -> Iterator[Row]:
+        for r in self.rows():
+            if r.state == "skipped" and r.kind == kind and r.reason == reason:
+                yield r
+
+    def count(self, state: str | None = None, kind: str | None = None) -> int:
+        try:
+            counts = self._try(self.r.hgetall, self.prefix + "counts")
+        except Down:
+            return self.local.count(state, kind)
+        total = 0
+        for field, n in counts.items():
+            s, _, k = field.partition(":")
+            if (state is None or s == state) and (kind is None or k == kind):
+                total += int(n)
+        return total
+
+    def rows(self) -> Iterator[Row]:
+        """Every row of the crawl, in discovery order (the local mirror while Redis is down)."""
+        try:
+            start = 0
+            while True:
+                keys = self._try(self.r.zrange, self.prefix + "seen", start, start + 499)
+                if not keys:
+                    return
+                pipe = self.r.pipeline(transaction=False)
+                for key in keys:
+                    pipe.hgetall(self.prefix + "u:" + key)
+                for key, fields in zip(keys, self._try(pipe.execute), strict=True):
+                    if fields:
+                        yield row_of(key, fields)
+                start += len(keys)
+        except Down:
+            yield from self.local.rows()
+
+    def requeue(self, states: Iterable[str], max_attempts: int) -> int:
+        try:
+            return int(self._script("REQUEUE", "requeue", max_attempts, *states))
+        except Down:
+            return 0
+
+    def refresh(self) -> int:
+        try:
+            return int(self._script("REQUEUE", "refresh", 0, "done", "failed", "unconfirmed"))
+        except Down:
+            return 0
+
+    def mark(
+        self, key: str, *, state: str, outcome: str, reason: str = "", final_url: str | None = None
+    ) -> None:
+        self._settled.pop(key, None)
+        with self.transaction():
+            self.local.mark(key, state=state, outcome=outcome, reason=reason, final_url=final_url)
+            self._op("MARK", [key, state, outcome, reason, final_url or ""])
+
+    def redirected_to(self, key: str) -> list[tuple[str, str | None]]:
+        try:
+            keys = sorted(self._try(self.r.smembers, self.prefix + "rd:" + key))
+            return [(k, self._try(self.r.hget, self.prefix + "u:" + k, "path")) for k in keys]
+        except Down:
+            return self.local.redirected_to(key)
+
+    def _finished(self, result: Any) -> None:
+        if not result or int(result[0]) == 0:
+            self.refused += 1
+
+    def finish(
+        self,
+        key: str,
+        *,
+        state: str,
+        outcome: str,
+        reason: str = "",
+        status: int | None = None,
+        final_url: str | None = None,
+        record: Record | None = None,
+        blob: tuple[str, str] | None = None,
+        new: Iterable[NewURL] = (),
+        extra_records: Iterable[Record] = (),
+        links: tuple[str, dict[str, bool]] | None = None,
+    ) -> list[str]:
+        """The shard part now (local SQLite), the frontier part when the outermost unit commits;
+        refused by Redis if this worker's claim on ``key`` was lost."""
+        new = list(new)
+        with self.transaction():
+            self.local.finish(
+                key,
+                state=state,
+                outcome=outcome,
+                reason=reason,
+                status=status,
+                final_url=final_url,
+                record=record,
+                blob=blob,
+                new=new,
+                extra_records=extra_records,
+                links=links,
+            )
+            token = self._tokens.pop(key, None)
+            args = [key, self.worker, "" if token is None else str(token), state, outcome, reason]
+            args += ["" if status is None else str(status), final_url or "", json.dumps(self._to_send(new))]
+            self._op("FINISH", args, self._finished)
+        return []
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The shard's unit (local SQLite); the Redis writes it queued are sent after it commits
+        (and dropped if it rolls back)."""
+        outer = self._depth == 0
+        before = len(self._backlog)
+        self._depth += 1
+        try:
+            with self.local.transaction():
+                yield
+        except BaseException:
+            if outer:
+                self._settled.clear()  # what it believed sent was not
+                del self._backlog[before:]
+            raise
+        finally:
+            self._depth -= 1
+        if outer:
+            self._last = None
+            with contextlib.suppress(Down):
+                self._last = self._drain()
+
+    # ---- working with other workers
+
+    def politeness(self) -> RedisPoliteness:
+        return RedisPoliteness(self)
+
+    def shard(self) -> CrawlState:
+        return cast("CrawlState", Shard(self.local, self))
+
+    # ---- the shard: paths, records, links, blobs, moves (all local)
+
+    def owner(self, path: str) -> str | None:
+        return self.local.owner(path)
+
+    def has_path_under(self, folder: str) -> bool:
+        return self.local.has_path_under(folder)
+
+    def claim_many(self, claims: dict[str, str]) -> None:
+        self.local.claim_many(claims)
+
+    def move(self, key: str, old: str, new: str) -> None:
+        self.local.move(key, old, new)
+
+    def moves(self) -> dict[str, str]:
+        return self.local.moves()
+
+    def set_links(self, src: str, links: dict[str, bool]) -> None:
+        self.local.set_links(src, links)
+
+    def links(self) -> Iterator[tuple[str, str, bool]]:
+        return self.local.links()
+
+    def paths_map(self) -> dict[str, str]:
+        return self.local.paths_map()
+
+    def blob_path(self, sha256: str) -> str | None:
+        return self.local.blob_path(sha256)
+
+    def record(self, path: str) -> Record | None:
+        return self.local.record(path)
+
+    def put_record(self, record: Record) -> None:
+        self.local.put_record(record)
+
+    def records(self) -> Iterator[Record]:
+        return self.local.records()
+
+    def close(self) -> None:
+        """Send what waits, give back the claims still held (a stopped run's URLs go to the others
+        at once, not after their lease), close the shard."""
+        with contextlib.suppress(Down):
+            self._drain()
+            if self._tokens:
+                self._script("RELEASE", self.worker, *itertools.chain(*self._tokens.items()))
+                self._tokens.clear()
+        self.local.close()
