@@ -23,6 +23,7 @@ Rules (tree.md §11):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -260,8 +261,14 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
         for key in record.urls:
             keeper.setdefault(key, shard)
     rows: dict[str, tuple[Row, _Shard]] = {}
+    best: dict[str, tuple[int, str]] = {}  # key → the smallest (depth, referrer) any shard knows
     for shard in shards:
         for row in shard.rows():
+            seen = (row.depth, row.referrer or "")
+            if row.referrer is None and row.depth > 0:
+                continue  # a row a shard made for bookkeeping (an alias), not a discovery
+            if row.key not in best or seen < best[row.key]:
+                best[row.key] = seen
             have = rows.get(row.key)
             if have is None:
                 rows[row.key] = (row, shard)
@@ -280,6 +287,10 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
         for row, _shard in sorted(rows.values(), key=lambda rs: (rs[0].seq, rs[0].key)):
             seq += 1
             st = row.state if row.state in FINAL_STATES or row.state == "pending" else "pending"
+            depth, referrer = best.get(
+                row.key, (row.depth, row.referrer or "")
+            )  # the smallest, as one process keeps it
+            row = dataclasses.replace(row, depth=depth, referrer=referrer or None)
             db.execute(
                 f"INSERT INTO urls ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
                 (row.key, row.kind, st, row.depth, row.referrer, row.priority, seq, row.path, row.outcome,

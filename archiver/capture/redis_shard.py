@@ -134,3 +134,26 @@ def settle(state: RedisState) -> None:
             "UPDATE urls SET final_url = ? WHERE key = ? AND state = 'merged'",
             [(r.final_url, r.key) for r in merged],
         )
+    crawl_wide_discovery(state)
+
+
+def crawl_wide_discovery(state: RedisState) -> None:
+    """Give the shard's rows the depth and referrer the crawl finally knows of their keys (the Redis
+    row keeps the smallest of every worker's discoveries, as a single process's row does): a file's
+    manifest record then names the same depth and referrer whichever worker stored it."""
+    keys = [str(k) for (k,) in state.local.db.execute("SELECT key FROM urls")]
+    updates: list[tuple[int, str | None, str]] = []
+    try:
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            pipe = state.r.pipeline(transaction=False)
+            for key in batch:
+                pipe.hmget(state.prefix + "u:" + key, "depth", "referrer")
+            for key, (depth, referrer) in zip(batch, state._try(pipe.execute), strict=True):
+                if depth is not None:
+                    updates.append((int(depth), referrer, key))
+    except Down:
+        return  # Redis gone at the very end: the shard keeps what it knew
+    with state.local.transaction():
+        state.local.db.executemany("UPDATE urls SET depth = ?, referrer = ? WHERE key = ?", updates)
+        state.local._settled.clear()

@@ -159,6 +159,9 @@ def final_records(state: CrawlState, rows: Iterable[Row] | None = None) -> Itera
                 keys.update(merged.get(k, []))
             record.urls = [record.urls[0], *sorted(keys - {record.urls[0]})]
             known = [known_rows[k] for k in record.urls if k in known_rows]
+            # a row beyond depth 0 without a referrer records no discovery (a shard's row for an
+            # alias another worker met): the discoveries decide when there are any
+            known = [r for r in known if r.referrer is not None or r.depth == 0] or known
             if known and not 300 <= (record.status or 200) < 400:
                 top = min(known, key=lambda r: (r.depth, r.referrer or ""))
                 record.depth, record.referrer = top.depth, top.referrer

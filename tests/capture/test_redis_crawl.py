@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from archiver import cli
 from archiver.capture import capture
 from archiver.fixture import FixtureConfig, FixtureServer
 from tests.capture.conftest import Captured
@@ -142,6 +143,33 @@ def _links(tree: Path) -> dict[str, set[str]]:
         db.close()
 
 
+def _merged_is_single(shards: list[Path], single: Path) -> None:
+    """``archiver merge`` of the shards gives the single process's tree: the same files with the same
+    bytes, the same manifest records apart from fetch times (formats/tree.md §11)."""
+    out = shards[0].parent / "merged"
+    assert cli.main(["merge", *map(str, shards), "-o", str(out)]) == 0
+    assert _stored(out) == _stored(single)
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    private = ("_archiver/crawl.sqlite", "_archiver/report", "_archiver/manifest")
+    assert [f for f in files if not f.startswith(private)] == sorted(_stored(single))
+
+    def records(tree: Path, drop: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in drop} for r in _records(tree)]
+
+    assert records(out, ("fetched", "depth", "referrer")) == records(single, ("fetched", "depth", "referrer"))
+    # depth and referrer: the smallest the crawl knew (tree.md §11); a URL whose parent was claimed
+    # before a shorter path to the parent was found keeps the longer one, which a single process
+    # meets less often: a few may differ, never the files
+    moved = [
+        (a["path"], a.get("depth"), b.get("depth"))
+        for a, b in zip(records(out, ("fetched",)), records(single, ("fetched",)), strict=True)
+        if a != b
+    ]
+    assert len(moved) <= len(_records(single)) // 20, moved
+    want = {k: v for k, v in _header(single).items() if k != "created"}
+    assert {k: v for k, v in _header(out).items() if k != "created"} == want
+
+
 def _union_checks(shards: list[Path], single: Path, reaped: set[str]) -> None:
     """The shards together stored what the single process stored: the same paths and URLs, each
     file in one shard only unless its lease expired (then it was stored again). Files without
@@ -195,6 +223,7 @@ def test_three_workers_capture_the_site_politely_into_three_shards(
         status = _status(redis, "three")
         reaped = redis.client().smembers("archiver:{three}:reaped")
     _union_checks(shards, single, reaped)
+    _merged_is_single(shards, single)
     assert not reaped and status["expired_leases"] == 0
     # politeness across all workers, in the server's own log (one host): each answer starts at
     # least delay + latency after the previous one (the next request may only leave the delay
@@ -246,6 +275,7 @@ def test_kill_9_of_workers_three_times_loses_nothing(site: TimedServer, single: 
         status = _status(redis, "kills")
     assert status["complete"] is True and status["done"] == total
     _union_checks(shards, single, reaped)
+    _merged_is_single(shards, single)
 
 
 def test_a_redis_restart_mid_crawl_with_aof_is_survived(
@@ -266,6 +296,7 @@ def test_a_redis_restart_mid_crawl_with_aof_is_survived(
         status = _status(redis, "restart")
     assert status["complete"] is True and status["done"] == _done_rows(single)
     _union_checks(shards, single, reaped)
+    _merged_is_single(shards, single)
 
 
 def test_a_worker_that_loses_redis_stops_claiming_says_so_and_resumes(
