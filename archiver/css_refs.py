@@ -39,6 +39,7 @@ __all__ = [
     "Role",
     "decode",
     "may_reference",
+    "may_reference_bytes",
     "references",
     "references_detailed",
     "rewrite_declarations",
@@ -79,6 +80,40 @@ def may_reference(css: str) -> bool:
         css = _ONE_ESCAPE.sub(_unescape, css)
     low = css.lower()
     return "url(" in low or "src(" in low or "image-set(" in low or "@import" in low
+
+
+#: The letters of the names :func:`may_reference` looks for (``url``, ``src``, ``image-set``,
+#: ``-webkit-image-set``, ``import``), either case, and ``-``: only an escape of one of them can help
+#: spell such a name. A hex escape of one (``\75``, ``\000055 ``) is exactly two significant digits
+#: with up to four leading zeros and no further hex digit; a non-hex letter may also be escaped as
+#: itself (``\u``; ``a``, ``b``, ``c``, ``e`` are hex digits, so ``\a`` is U+000A).
+_NAME_LETTERS = "urlscimagetwbkpo-"
+_LETTER_ESCAPE = re.compile(
+    rb"\\(?:0{0,4}("
+    + b"|".join(
+        sorted({f"{ord(c):x}".encode() for c in _NAME_LETTERS + _NAME_LETTERS.upper()}, key=len, reverse=True)
+    )
+    + rb")(?![0-9a-fA-F])(?:\r\n|[ \t\n\r\f])?|([g-zG-Z-]))"
+)
+_ASCII_INCOMPATIBLE_BOM = (b"\xfe\xff", b"\xff\xfe")
+
+
+def _letter(match: re.Match[bytes]) -> bytes:
+    code, plain = match.group(1), match.group(2)
+    return bytes([int(code, 16)]) if code is not None else plain
+
+
+def may_reference_bytes(data: bytes) -> bool:
+    """:func:`may_reference` of a stylesheet's bytes, without decoding them when they are ASCII-
+    compatible (no UTF-16 byte order mark, no ``@charset``): the names are ASCII, which UTF-8 and
+    every such encoding write as themselves. Only escapes of the names' letters are undone (any other
+    escape stands for a character no name holds). Decodes and asks :func:`may_reference` otherwise."""
+    if data.startswith(_ASCII_INCOMPATIBLE_BOM) or data.lstrip(b"\xef\xbb\xbf").startswith(b"@charset"):
+        return may_reference(decode(data))
+    if b"\\" in data:
+        data = _LETTER_ESCAPE.sub(_letter, data)
+    low = data.lower()
+    return b"url(" in low or b"src(" in low or b"image-set(" in low or b"@import" in low
 
 
 @dataclass

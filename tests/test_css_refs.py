@@ -231,3 +231,31 @@ def test_rewrite_there_and_back_gives_the_same_bytes(css: str) -> None:
     assert [r for r, _ in references(there)] == [f"http://h.example/{r}" for r, _ in references(css)]
     back = rewrite_stylesheet(there, lambda ref, role: ref.removeprefix("http://h.example/")).text
     assert back == css
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PIECES, max_size=24).map("".join))
+def test_may_reference_bytes_never_misses_a_reference(css: str) -> None:
+    data = css.encode("utf-8")
+    if not css_refs.may_reference_bytes(data):
+        assert _full_references(css_refs.decode(data)) == []
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.binary(max_size=2048))
+def test_may_reference_bytes_on_random_bytes(data: bytes) -> None:
+    if not css_refs.may_reference_bytes(data):
+        assert _full_references(css_refs.decode(data)) == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"a{b:\\000055 RL(x)}", b"a{b:\\75\r\nrl(x)}", b"@\\69mport 'a';", b"a{b:\\73\\72\\63('f')}",
+        b"a{b:-\\77 ebkit-image-set('a.png' 1x)}", "a{b:url('é.png')}".encode("utf-16"),
+        b'@charset "utf-8"; a{b:url(x)}', b"\xef\xbb\xbfa{b:url(x)}",
+    ],
+)  # fmt: skip
+def test_may_reference_bytes_sees_escapes_and_encodings(data: bytes) -> None:
+    assert _full_references(css_refs.decode(data))
+    assert css_refs.may_reference_bytes(data)

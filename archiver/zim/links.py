@@ -38,7 +38,7 @@ from urllib.parse import unquote
 import lxml.etree
 import lxml.html
 
-from archiver.css_refs import decode, references
+from archiver.css_refs import decode, may_reference_bytes, references
 from archiver.html_refs import EMBEDDED, attribute_refs, parse_refresh
 from archiver.srcset import urls as srcset_urls
 from archiver.urls import ref_action
@@ -88,7 +88,11 @@ def css_refs(text: str | bytes, where: str = "css") -> Iterator[Ref]:
     """Every URL a stylesheet loads (:mod:`archiver.css_refs`: ``url()``, ``src()``, ``image-set()``
     strings, ``@import``; comments skipped). Bytes are decoded as CSS says (BOM, ``@charset``, else
     UTF-8)."""
-    yield from _css(decode(text) if isinstance(text, bytes) else text, where)
+    if isinstance(text, bytes):
+        if not may_reference_bytes(text):  # most stylesheets' bytes: no decoding, no tokenizing
+            return
+        text = decode(text)
+    yield from _css(text, where)
 
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
