@@ -486,12 +486,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         if path in trees:
             from archiver.tree_verify import verify_tree
 
-            report: Any = verify_tree(path)
+            report: Any = verify_tree(path, links=not args.no_links)
             counted = f"{report.files} files, {report.links} links"
         else:
             from archiver import zim
 
-            report = zim.verify(path)
+            report = zim.verify(path, links=not args.no_links)
             counted = f"{report.entries} entries"
         if args.strict:
             report.strict()
@@ -506,7 +506,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         code = max(
             code,
             gwtar.verify_main(
-                others, recursive=args.recursive, as_json=args.json, more=docs, strict=args.strict
+                others,
+                recursive=args.recursive,
+                as_json=args.json,
+                more=docs,
+                strict=args.strict,
+                links=not args.no_links,
             ),
         )
     return code
@@ -893,6 +898,11 @@ def _parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="count warnings (metadata style, no checksum …) as problems"
     )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument(
+        "--no-links",
+        action="store_true",
+        help="integrity only: leave out the check of internal links (trees, gwtar, ZIM)",
+    )
     p.set_defaults(func=_cmd_verify)
 
     p = command("ls", "list the members of a gwtar, the entries of a ZIM or the records of a WARC or WACZ")

@@ -96,8 +96,9 @@ def _regular_inside(root: Path, rel: str) -> str | None:
     return None
 
 
-def verify_tree(root: Path) -> TreeReport:
-    """Check the tree at ``root`` as the module docstring says and report everything found."""
+def verify_tree(root: Path, *, links: bool = True) -> TreeReport:
+    """Check the tree at ``root`` as the module docstring says and report everything found
+    (``links=False``: sizes, hashes and escaping files only, not the documents' links)."""
     from archiver.zim.links import check_document
 
     root = Path(root)
@@ -133,7 +134,7 @@ def verify_tree(root: Path) -> TreeReport:
                 elif sha != record.sha256:
                     report.problems.append(TreeProblem(rel, "its SHA-256 does not match the manifest's"))
             media = _LINKED.get(os.path.splitext(rel)[1].lower())
-            if media is None or full.stat().st_size > _MAX_DOCUMENT:
+            if not links or media is None or full.stat().st_size > _MAX_DOCUMENT:
                 continue
             report.documents += 1
             checked, found = check_document(rel, full.read_bytes(), media, exists)

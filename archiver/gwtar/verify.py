@@ -525,13 +525,14 @@ def verify_main(
     as_json: bool = False,
     more: Sequence[dict[str, Any]] = (),
     strict: bool = False,
+    links: bool = True,
 ) -> int:
     """``archiver verify [-r] [--json] PATH...``: check each file (every ``*.gwtar.html`` under a
     folder with ``recursive``), print one line per problem naming the member and byte offset and a
     summary line per file (or one JSON object with ``as_json``, whose ``files`` end with ``more``:
     other formats' reports, each with an ``ok``), and return the exit code: 0 all valid, 1 some
     invalid or damaged, 2 some unreadable or a usage error (the worst wins). ``strict`` counts
-    warnings (external resources) as problems."""
+    warnings (external resources) as problems; ``links=False`` leaves the link check out."""
     if not paths and not more:
         print("archiver: verify: no file given", file=sys.stderr)
         return EXIT_UNREADABLE
@@ -540,7 +541,7 @@ def verify_main(
     reports = []
     for p in files:
         with bytes_meter(f"verify {p.name}", show=show) as meter:
-            reports.append(verify(p, progress=meter))
+            reports.append(verify(p, progress=meter, links=links))
         if strict:
             reports[-1].strict()
     if as_json:
