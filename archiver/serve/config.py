@@ -26,7 +26,7 @@ from archiver.errors import UsageError
 from archiver.serve.policy import PAGE_HEADERS, Limits, content_headers, host_labels
 from archiver.serve.ranges import MAX_RANGES
 from archiver.serve.sources import plan_mounts
-from archiver.urls import RESERVED_DIR, STATE_NAME
+from archiver.urls import REPORT_NAME, RESERVED_DIR, STATE_NAME
 
 __all__ = ["ARCHIVE_CACHE", "KINDS", "TREE_CACHE", "print_config"]
 
@@ -39,10 +39,12 @@ TREE_CACHE: Final = "public, max-age=3600"
 _KIWIX_PORT: Final = 8081
 #: A tree's private files (archiver.tree.is_private, formats/serve.md §5.1) as a regular expression
 #: on the decoded request path after a tree mount's ``/<name>/``, for nginx (PCRE) and Caddy (Go
-#: RE2), matched case-insensitively: the capture's state with every file named after it, and the
-#: ``tmp`` and ``warc`` folders with everything in them. Repeated slashes are allowed, whatever the
-#: server merges.
-_PRIVATE_TAIL: Final = f"/+{re.escape(RESERVED_DIR)}/+({re.escape(STATE_NAME)}|tmp(/|$)|warc(/|$))"
+#: RE2), matched case-insensitively: the capture's state and report with every file named after
+#: them, and the ``tmp`` and ``warc`` folders with everything in them. Repeated slashes are
+#: allowed, whatever the server merges.
+_PRIVATE_TAIL: Final = (
+    f"/+{re.escape(RESERVED_DIR)}/+({re.escape(STATE_NAME)}|{re.escape(REPORT_NAME)}|tmp(/|$)|warc(/|$))"
+)
 
 
 def print_config(
@@ -212,7 +214,7 @@ def _nginx_mount(
             *add,
             "        gzip on;",
             "        gzip_types text/css text/javascript application/json image/svg+xml;",
-            "        # the tree's private files (capture state, _archiver/tmp/): never served; first,",
+            "        # the tree's private files (state, report, tmp/, warc/): never served; first,",
             "        # so no other location below wins. A symlink leading there is not caught here.",
             f"        location ~* {_quote_nginx('^' + _pcre_literal(name) + _PRIVATE_TAIL)} {{",
             "            return 404;",

@@ -38,6 +38,9 @@ PRIVATE_TARGETS = [
     "/t/_archiver/warc/rec-20261201000000-00001.warc.gz",  # capture --warc: URLs unredacted
     "/t/_archiver/WARC/rec-20261201000000-00001.warc.gz",
     "/t/_archiver/warc/",
+    "/t/_archiver/report.json",  # the capture report: private too (tree.md §9.3)
+    "/t/_archiver/Report.JSON",
+    "/t/_archiver/report.json.123.tmp",
 ]
 PUBLIC_TARGETS = {
     "/t/": b"<title>Home</title>",
@@ -62,6 +65,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "_archiver/warcs.txt": b"public too",
         "_archiver/warc/rec-20261201000000-00001.warc.gz": SECRET + b" warc",
         "_archiver/crawl.sqlite": SECRET + b" state",
+        "_archiver/report.json": SECRET + b" report",
+        "_archiver/report.json.123.tmp": SECRET + b" report tmp",
         "_archiver/crawl.sqlite-wal": SECRET + b" wal",
         "_archiver/crawl.sqlite-shm": SECRET + b" shm",
         "_archiver/crawl.sqlite-journal": SECRET + b" journal",
@@ -102,12 +107,14 @@ def test_printed_configs_deny_private_paths_of_every_tree_mount(tree: Path, tmp_
     other = tmp_path / "b (2)"
     shutil.copytree(tree, other)
     text = print_config("nginx", [tree, other])
-    assert r'location ~* "^/t/+_archiver/+(crawl\\.sqlite|tmp(/|$)|warc(/|$))" {' in text
-    assert r'location ~* "^/b\\ \\(2\\)/+_archiver/+(crawl\\.sqlite|tmp(/|$)|warc(/|$))" {' in text
+    tail = r"/+_archiver/+(crawl\\.sqlite|report\\.json|tmp(/|$)|warc(/|$))"
+    assert f'location ~* "^/t{tail}" {{' in text
+    assert f'location ~* "^/b\\\\ \\\\(2\\\\){tail}" {{' in text
     assert text.index("+_archiver/+(crawl") < text.index(r"location ~* \.gwtar\.html$")
     caddy = print_config("caddy", [tree, other])
     # each tree twice: on the bare host and on its own origin (formats/serve.md §5.2)
-    assert caddy.count(r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|tmp(/|$)|warc(/|$))") == 4
+    private = r"@private path_regexp (?i)^/+_archiver/+(crawl\.sqlite|report\.json|tmp(/|$)|warc(/|$))"
+    assert caddy.count(private) == 4
     assert caddy.count("respond @private 404") == 4
 
 
