@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import os
 import sys
@@ -76,6 +77,20 @@ _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 #: The size cap of a page (``--asset-cap`` is for assets; a larger one raises this too): an HTML
 #: document this large is a runaway response, not a page to keep.
 PAGE_CAP = 64 << 20
+
+
+def _lock_folder(reserved: Path, out: Path) -> int:
+    """An open descriptor of ``reserved`` holding its exclusive ``flock`` (closing it releases the
+    lock, and so does the end of the process, however it ends); one line if another run holds it."""
+    fd = os.open(reserved, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(
+            "another capture is running in this folder; wait for it to end", subject=str(out)
+        ) from None
+    return fd
 
 
 _stamp: tuple[int, str] = (-1, "")
@@ -183,6 +198,7 @@ class Crawler:
                 subject=str(out),
             )
         if has_state and not self.options.resume:
+            os.close(_lock_folder(self.reserved, out))  # never delete a capture that is running
             self._discard_previous()
         try:
             self.tmp.mkdir(parents=True, exist_ok=True)
@@ -700,7 +716,16 @@ class Crawler:
                 traceback.print_exc()
 
     async def run(self) -> CaptureReport:
-        """Capture until the frontier is empty; returns the report."""
+        """Capture until the frontier is empty; returns the report. One run at a time per folder:
+        the reserved folder is locked (``flock``) while it runs, and a second run on the same folder
+        is refused with one line (the lock goes with the process, also when it is killed)."""
+        fd = _lock_folder(self.reserved, self.out)
+        try:
+            return await self._run()
+        finally:
+            os.close(fd)
+
+    async def _run(self) -> CaptureReport:
         self.writer.empty_tmp()
         self._seed()
         header = self._header(incomplete=True)
