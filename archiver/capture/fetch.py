@@ -110,6 +110,7 @@ __all__ = [
     "Resolver",
     "address_is_public",
     "guard_host",
+    "redirect_step",
     "system_resolver",
 ]
 
@@ -453,36 +454,12 @@ class Fetcher:
                 if chain and result.outcome == "ok":
                     result.outcome = "redirected"
                 return result
-            location = result.headers.get("location")
             result.discard()
-            if not location:
-                return FetchResult(url, current, "failed", result.status, "redirect without a Location")
-            try:
-                target = urls.canonicalize(location, current)
-            except URLError as e:
-                return FetchResult(url, current, "failed", result.status, f"bad redirect: {e}")
-            chain.append(current)
+            step = redirect_step(url, current, result, chain, seen, self.policy.max_redirects)
+            if isinstance(step, FetchResult):
+                return step
             hops.append(result.warc)
-            if target in seen:
-                return FetchResult(
-                    url,
-                    current,
-                    "failed",
-                    result.status,
-                    f"redirect loop back to {redact(target)}",
-                    redirects=chain,
-                )
-            if len(chain) > self.policy.max_redirects:
-                return FetchResult(
-                    url,
-                    current,
-                    "failed",
-                    result.status,
-                    f"more than {self.policy.max_redirects} redirects",
-                    redirects=chain,
-                )
-            seen.add(target)
-            current = target
+            current = step
 
     async def _fetch_one(
         self,
@@ -665,6 +642,31 @@ class Fetcher:
         if self.tmp_dir is not None:
             self.tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
+
+
+def redirect_step(
+    url: str, current: str, result: FetchResult, chain: list[str], seen: set[str], max_redirects: int
+) -> FetchResult | str:
+    """One hop of a redirect chain that began at ``url``: ``result`` is the redirect ``current``
+    answered. Returns the outcome to end with (no ``Location``, a bad one, a loop back to a URL of
+    the chain, more than ``max_redirects`` hops), or the URL to fetch next; ``current`` has then
+    joined ``chain`` and the next URL ``seen``. The live fetcher and the WARC replay share it."""
+    location = result.headers.get("location")
+    if not location:
+        return FetchResult(url, current, "failed", result.status, "redirect without a Location")
+    try:
+        target = urls.canonicalize(location, current)
+    except URLError as e:
+        return FetchResult(url, current, "failed", result.status, f"bad redirect: {e}")
+    chain.append(current)
+    if target in seen:
+        reason = f"redirect loop back to {redact(target)}"
+        return FetchResult(url, current, "failed", result.status, reason, redirects=chain)
+    if len(chain) > max_redirects:
+        reason = f"more than {max_redirects} redirects"
+        return FetchResult(url, current, "failed", result.status, reason, redirects=chain)
+    seen.add(target)
+    return target
 
 
 def _target(url: str) -> str:

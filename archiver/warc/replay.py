@@ -26,8 +26,7 @@ from typing import IO, Any, Literal
 
 from archiver import urls
 from archiver.capture import robots as robots_mod
-from archiver.capture.fetch import _KEPT_HEADERS, SPOOL_LIMIT, FetchPolicy, FetchResult
-from archiver.capture.policy import redact
+from archiver.capture.fetch import _KEPT_HEADERS, SPOOL_LIMIT, FetchPolicy, FetchResult, redirect_step
 from archiver.errors import FormatError, URLError
 from archiver.warc import replay_rules as rules
 from archiver.warc.read import Finding, iter_records, record_at
@@ -253,34 +252,10 @@ class ReplayTransport:
                 if chain and result.outcome == "ok":
                     result.outcome = "redirected"
                 return result
-            location = result.headers.get("location")
-            if not location:
-                return FetchResult(url, current, "failed", result.status, "redirect without a Location")
-            try:
-                target = urls.canonicalize(location, current)
-            except URLError as e:
-                return FetchResult(url, current, "failed", result.status, f"bad redirect: {e}")
-            chain.append(current)
-            if target in seen:
-                return FetchResult(
-                    url,
-                    current,
-                    "failed",
-                    result.status,
-                    f"redirect loop back to {redact(target)}",
-                    redirects=chain,
-                )
-            if len(chain) > self.policy.max_redirects:
-                return FetchResult(
-                    url,
-                    current,
-                    "failed",
-                    result.status,
-                    f"more than {self.policy.max_redirects} redirects",
-                    redirects=chain,
-                )
-            seen.add(target)
-            current = target
+            step = redirect_step(url, current, result, chain, seen, self.policy.max_redirects)
+            if isinstance(step, FetchResult):
+                return step
+            current = step
 
     def _one(self, url: str, current: str, cap: int | None, check_robots: bool, prefix: bool) -> FetchResult:
         scheme = current.split(":", 1)[0].lower()
