@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 
 from bench_zim import run_measured  # noqa: E402
-from realsites import free_port, nginx, pixel_share, samples, screenshots  # noqa: E402
+from realsites import free_port, nginx, pixel_share, samples, screenshots, wait_listening  # noqa: E402
 
 SOURCES = (Path("/usr/share/doc/python3/html"), Path("/usr/share/doc/python3.11/html"))
 
@@ -72,15 +71,7 @@ def kiwix(zims: list[Path]) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("bench_warc: kiwix-serve did not start") from None
-                time.sleep(0.05)
+        wait_listening(port, proc, "bench_warc: kiwix-serve", 15)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

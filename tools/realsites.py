@@ -71,6 +71,20 @@ def ensure_package(package: str, root: Path) -> None:
         raise SystemExit(f"realsites: {package} installed no {root}/index.html")
 
 
+def wait_listening(port: int, proc: subprocess.Popen[bytes], name: str, seconds: float) -> None:
+    """Wait until something listens on 127.0.0.1:``port``; exit with ``name`` when ``proc`` ends or
+    ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{name} did not start") from None
+            time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def nginx(root: Path, work: Path) -> Iterator[str]:
     port = free_port()
@@ -90,15 +104,7 @@ def nginx(root: Path, work: Path) -> Iterator[str]:
     )
     proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(conf), "-p", str(folder)])
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("realsites: nginx did not start") from None
-                time.sleep(0.05)
+        wait_listening(port, proc, "realsites: nginx", 10)
         yield f"http://127.0.0.1:{port}/"
     finally:
         proc.terminate()
