@@ -28,13 +28,13 @@ import hashlib
 import os
 import shutil
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from archiver.capture.relink import final_records, public, relink
-from archiver.capture.state import FINAL_STATES, Row, State
+from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, Row, State, row_from
 from archiver.capture.writer import TreeWriter
 from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, Record, read_header, write_records
@@ -60,10 +60,6 @@ SCOPE_OPTIONS = (
 #: Which of two rows of one key the merged state keeps: the most final (a stored file first).
 _RANK = {"done": 0, "merged": 1, "failed": 2, "unconfirmed": 3, "refused": 4, "skipped": 5, "pending": 6}
 _record_decoder = msgspec.json.Decoder(Record)
-_COLUMNS = (
-    "key, kind, state, depth, referrer, priority, seq, path, outcome, reason, status, attempts, "
-    "final_url, stylesheet"
-)
 
 
 @dataclass
@@ -76,7 +72,6 @@ class MergeResult:
     duplicates: int = 0  # paths several shards stored (the same URL fetched again)
     complete: bool = True
     relinked: int = 0
-    problems: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,10 +81,7 @@ class _Shard:
     db: sqlite3.Connection
 
     def rows(self) -> list[Row]:
-        return [
-            Row(*v[:13], bool(v[13]))  # type: ignore[arg-type]
-            for v in self.db.execute(f"SELECT {_COLUMNS} FROM urls ORDER BY seq")
-        ]
+        return [row_from(v) for v in self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls ORDER BY seq")]
 
     def records(self) -> list[Record]:
         return [_record_decoder.decode(b) for (b,) in self.db.execute("SELECT record FROM records")]
@@ -292,7 +284,7 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
             )  # the smallest, as one process keeps it
             row = dataclasses.replace(row, depth=depth, referrer=referrer or None)
             db.execute(
-                f"INSERT INTO urls ({_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+                f"INSERT INTO urls ({ROW_COLUMNS}) VALUES ({', '.join('?' * 14)})",
                 (row.key, row.kind, st, row.depth, row.referrer, row.priority, seq, row.path, row.outcome,
                  row.reason, row.status, row.attempts, row.final_url, int(row.stylesheet)),
             )  # fmt: skip

@@ -48,7 +48,7 @@ import msgspec
 
 from archiver.tree import Record
 
-__all__ = ["FINAL_STATES", "SCHEMA_VERSION", "NewURL", "Row", "State"]
+__all__ = ["FINAL_STATES", "ROW_COLUMNS", "SCHEMA_VERSION", "NewURL", "Row", "State", "row_from"]
 
 SCHEMA_VERSION = 1
 FINAL_STATES = frozenset({"done", "failed", "unconfirmed", "skipped", "refused", "merged"})
@@ -126,13 +126,15 @@ class NewURL:
     reason: str = ""
 
 
-_COLUMNS = (
+#: The columns of ``urls`` a :class:`Row` holds, in its order (for ``SELECT`` and ``INSERT``).
+ROW_COLUMNS = (
     "key, kind, state, depth, referrer, priority, seq, path, outcome, reason, status, attempts, "
     "final_url, stylesheet"
 )
 
 
-def _row(values: tuple[object, ...]) -> Row:
+def row_from(values: tuple[object, ...]) -> Row:
+    """The :class:`Row` of one ``SELECT {ROW_COLUMNS}`` result."""
     return Row(*values[:13], bool(values[13]))  # type: ignore[arg-type]
 
 
@@ -189,8 +191,8 @@ class State:
     # ---- the frontier
 
     def row(self, key: str) -> Row | None:
-        values = self.db.execute(f"SELECT {_COLUMNS} FROM urls WHERE key = ?", (key,)).fetchone()
-        return None if values is None else _row(values)
+        values = self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls WHERE key = ?", (key,)).fetchone()
+        return None if values is None else row_from(values)
 
     def _add(self, new: NewURL) -> bool:
         """Insert ``new`` if its key is unknown (True). A known key keeps the smallest (depth,
@@ -258,10 +260,10 @@ class State:
     def skipped_for(self, reason: str, kind: str) -> Iterator[Row]:
         """The rows of ``kind`` skipped for ``reason`` (a limit of _LIMIT_REASONS), in discovery order."""
         query = (
-            f"SELECT {_COLUMNS} FROM urls WHERE state = 'skipped' AND kind = ? AND reason = ? ORDER BY seq"
+            f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'skipped' AND kind = ? AND reason = ? ORDER BY seq"
         )
         for values in self.db.execute(query, (kind, reason)).fetchall():
-            yield _row(values)
+            yield row_from(values)
 
     def pending(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
         """Up to ``limit`` pending rows of ``kind`` in frontier order (priority, depth, discovery),
@@ -269,11 +271,12 @@ class State:
         skip = set(exclude)
         out: list[Row] = []
         query = (
-            f"SELECT {_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ? ORDER BY priority, depth, seq"
+            f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ?"
+            " ORDER BY priority, depth, seq"
         )
         for values in self.db.execute(query, (kind,)):
             if values[0] not in skip:
-                out.append(_row(values))
+                out.append(row_from(values))
                 if len(out) >= limit:
                     break
         return out
@@ -313,8 +316,8 @@ class State:
         return int(n)
 
     def rows(self) -> Iterator[Row]:
-        for values in self.db.execute(f"SELECT {_COLUMNS} FROM urls ORDER BY seq"):
-            yield _row(values)
+        for values in self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls ORDER BY seq"):
+            yield row_from(values)
 
     def requeue(self, states: Iterable[str], max_attempts: int) -> int:
         """Put rows in ``states`` back in the frontier when they have been tried fewer than
