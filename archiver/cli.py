@@ -354,13 +354,13 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _pack_wacz(args: argparse.Namespace) -> int:
-    from archiver import warc
+    from archiver.warc import wacz
 
     if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
             or args.no_render or args.chromium):  # fmt: skip
         raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
     out = Path(args.out)
-    result = _writing(lambda: warc.pack([Path(p) for p in args.path], out), out)
+    result = _writing(lambda: wacz.pack([Path(p) for p in args.path], out), out)
     if args.json:
         _print_json({"format": "wacz", "path": str(result.path), "size": result.size, "warcs": result.warcs,
                      "records": result.records, "pages": result.pages, "index": result.index,
@@ -447,11 +447,11 @@ def _is_warc(path: Path) -> bool:
 
 def _verify_warcs(paths: list[Path], args: argparse.Namespace, docs: list[dict[str, Any]]) -> int:
     """``verify`` of WARC and WACZ files: lines printed, or the JSON reports added to ``docs``."""
-    from archiver import warc
+    from archiver.warc.verify import verify
 
     code = 0
     for path in paths:
-        report = warc.verify(path)
+        report = verify(path)
         if args.strict:
             report.strict()
         if args.json:
@@ -546,9 +546,9 @@ def _cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _ls_warc(path: Path, args: argparse.Namespace) -> int:
-    from archiver import warc
+    from archiver.warc.verify import ls
 
-    for name, rec in warc.ls(path):
+    for name, rec in ls(path):
         size = rec.payload_size
         if args.json:
             doc = {"warc": name, "offset": rec.offset, "type": rec.type, "status": rec.status,

@@ -273,7 +273,7 @@ def test_verify_memory_stays_flat_on_a_large_record(tmp_path: Path) -> None:
             f.write(chunk)
         f.write(b"\r\n\r\n")
     code = (
-        "import sys; from pathlib import Path; from archiver.warc import verify\n"
+        "import sys; from pathlib import Path; from archiver.warc.verify import verify\n"
         "r = verify(Path(sys.argv[1])); assert r.ok, r.problems\n"
         "print(Path('/proc/self/status').read_text().split('VmHWM:')[1].split()[0])"
     )
