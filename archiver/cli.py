@@ -840,7 +840,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--state",
         metavar="redis://HOST:PORT/DB",
-        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each",
+        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each; "
+        "Ctrl-C or SIGTERM stops a worker, its URLs going back to the others at once (exit 130)",
     )
     g.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --state)")
     g.add_argument(

@@ -4,7 +4,8 @@ The stages, one module each (data flows down):
 
 - :mod:`.seeds` — seed URLs from the command line, a seeds file or a bookmarks export;
 - :mod:`.crawl` — the scheduling: frontier loop, scope and budget, the page and asset stages;
-  :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line;
+  :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line,
+  :mod:`.interrupt` its event loop and the signals that stop it;
 - :mod:`.crawlstate` — the crawl state's interface (formats/crawl-state.md); :mod:`.state` its
   SQLite implementation, the resume state ``_archiver/crawl.sqlite``; :mod:`.state_redis` the state
   many workers share (the frontier in Redis, scripts in :mod:`.redis_lua`, each shard in SQLite);
@@ -119,7 +120,8 @@ def capture(
     Many workers: ``state="redis://HOST:PORT/DB"`` and ``crawl=NAME`` make this process one worker
     of the crawl NAME, its frontier shared in Redis and ``out`` its own shard
     (:mod:`archiver.capture.state_redis`); every worker must give the same seeds and scope options.
-    ``lease`` is how long a claimed URL stays this worker's without being renewed.
+    ``lease`` is how long a claimed URL stays this worker's without being renewed; a worker stopped
+    by Ctrl-C, SIGTERM or SIGHUP hands its claims back at once (:mod:`archiver.capture.interrupt`).
     """
     del as_json  # the library returns the report; capture_main prints it
     options = CaptureOptions(

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archiver import urls
-from archiver.capture import rewrite_html, transport
+from archiver.capture import interrupt, rewrite_html, transport
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
 from archiver.capture.linker import BUDGET_REASON, Linker
@@ -768,8 +768,8 @@ class Crawler:
                         await progress.stop()
                     for task in self.inflight.values():
                         task.cancel()
-                    if self.inflight:
-                        await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+                    await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+                    self.state.release()  # what is unfinished goes back to the frontier at once
                     if self.renderer is not None:
                         await self.renderer.close()
         finally:
@@ -877,6 +877,6 @@ def _media_from_path(path: str) -> str:
 
 
 def run_capture(seeds: list[str], out: Path, options: CaptureOptions) -> CaptureReport:
-    """Run a capture to the end (or to Ctrl-C, after which the tree is left resumable)."""
+    """Run a capture to the end (or to Ctrl-C, or a shared crawl's SIGTERM: the tree is left resumable)."""
     crawler = Crawler(seeds, Path(out), options)
-    return asyncio.run(crawler.run())
+    return interrupt.run(crawler.run(), terminate=options.state is not None)

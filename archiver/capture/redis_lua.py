@@ -210,7 +210,8 @@ return lost
 )
 
 #: ARGV: prefix, worker, key1, token1 … → how many claims went back to the frontier: a worker that
-#: stops (Ctrl-C, the end of its run) gives back what it still holds, no attempt counted.
+#: stops (Ctrl-C, SIGTERM, the end of its run) gives back what it still holds, no attempt counted.
+#: Fenced: a claim this worker lost (its lease expired, the row went to another) is left alone.
 RELEASE = (
     _COMMON
     + r"""

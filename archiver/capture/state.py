@@ -292,6 +292,9 @@ class State:
         take a row of this file)."""
         return []
 
+    def release(self) -> None:
+        """Nothing to give back: a claim is the set of keys in flight."""
+
     def waiting(self) -> float | None:
         """Nothing is ever leased to another worker: no claim means no work left."""
         return None

@@ -19,9 +19,11 @@ crash between the two costs one repeated fetch (the lease expires), never a lost
 cannot reach Redis wait in a backlog, sent in order when it answers again; a ``finish`` whose lease
 was lost meanwhile is refused by Redis (its fencing token is stale).
 
-Reads fall back to the local mirror while Redis is unreachable. A worker that cannot reach Redis
-for longer than its lease stops claiming and says so on stderr; after three leases it stops
-(:class:`~archiver.errors.CaptureError`), with what it stored intact in its folder.
+A worker that stops (Ctrl-C, SIGTERM: :mod:`.interrupt`) gives back every claim it holds at once
+(:meth:`RedisState.release`). Reads fall back to the local mirror while Redis is unreachable. A
+worker that cannot reach Redis for longer than its lease stops claiming and says so on stderr; after
+three leases it stops (:class:`~archiver.errors.CaptureError`), with what it stored intact in its
+folder.
 """
 
 from __future__ import annotations
@@ -567,12 +569,16 @@ class RedisState:
     def records(self) -> Iterator[Record]:
         return self.local.records()
 
-    def close(self) -> None:
-        """Send what waits, give back the claims still held (a stopped run's URLs go to the others
-        at once, not after their lease), close the shard."""
+    def release(self) -> None:
+        """Send what waits, then give back the claims still held at once (a stopped run's URLs go
+        to the others now, not after their lease)."""
         with contextlib.suppress(Down):
             self._drain()
             if self._tokens:
                 self._script("RELEASE", self.worker, *itertools.chain(*self._tokens.items()))
                 self._tokens.clear()
+
+    def close(self) -> None:
+        """:meth:`release`, then close the shard."""
+        self.release()
         self.local.close()
