@@ -240,8 +240,8 @@ class Crawler:
         return self.fetcher.robots_allows(key) if self.fetcher is not None else None
 
     def charge_page(self, key: str) -> bool:
-        """May ``key`` join the frontier as a page under ``max_pages``? Known keys always may."""
-        limit = self.options.max_pages
+        """May ``key`` join the frontier as a page under ``max_pages`` (unless the state keeps it)?"""
+        limit = None if self.state.counts_pages else self.options.max_pages
         if limit is None:
             return True
         if key in self.charged or key in self.tree.paths:
@@ -455,7 +455,7 @@ class Crawler:
                 note = f"{e.message}; stored as fetched, unrendered"
         doc = rewrite_html.parse(text)
         base = rewrite_html.base_url(doc, result.final_url)
-        if self.options.max_pages is not None:
+        if self.options.max_pages is not None and not self.state.counts_pages:
             self._charge_by_priority(text, base, row.depth)
         linker = Linker(self, path, base, row.depth, key)
         out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap")

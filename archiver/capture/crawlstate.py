@@ -41,6 +41,10 @@ class CrawlState(Protocol):
 
     #: How often (seconds) the crawler renews the claims it holds (:meth:`renew`).
     renew_every: float
+    #: True when the state keeps ``max_pages`` itself (a shared crawl's budget, counted by its
+    #: claims: formats/crawl-state.md §6.8); the crawler then charges no page and writes every
+    #: in-scope page link local, and the end of the crawl relinks what was not stored.
+    counts_pages: bool
 
     # ---- meta and seeds (frontier)
 

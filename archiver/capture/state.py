@@ -142,6 +142,7 @@ class State:
     """The open state database of one capture."""
 
     renew_every = 60.0  # nothing to renew: one process owns the file
+    counts_pages = False  # the crawler keeps max_pages
 
     def __init__(self, path: Path) -> None:
         self.path = path

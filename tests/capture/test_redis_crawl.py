@@ -435,7 +435,6 @@ def test_three_rendering_workers_store_what_one_rendering_process_stores(
         (["--crawl", "x"], 2, "archiver: --crawl x: --crawl needs --state redis://HOST:PORT/DB"),
         (["--state", "sqlite:///x", "--crawl", "x"], 2, "archiver: --state sqlite:///x: takes redis://"),
         (["--state", "redis://127.0.0.1:9/0", "--crawl", "a{b}"], 2, "a crawl name is 1 to 64 letters"),
-        (["--state", "redis://127.0.0.1:9/0", "--crawl", "x", "--max-pages", "3"], 2, "--max-pages is not"),
         (
             ["--state", "redis://127.0.0.1:9/0", "--crawl", "x"],
             4,
