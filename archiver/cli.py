@@ -717,7 +717,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")
     g = p.add_argument_group("scope (which pages are followed)")
     g.add_argument("--depth", type=_count(0), default=3, help="link depth from the seeds (default 3)")
-    g.add_argument("--max-pages", type=_count(1), metavar="N", help="stop after this many pages")
+    g.add_argument(
+        "--max-pages",
+        type=_count(1),
+        metavar="N",
+        help="store at most this many pages (with --state: for the whole crawl, all workers together)",
+    )
     g.add_argument("--subdomains", action="store_true", help="follow pages on the seed's registrable domain")
     g.add_argument(
         "--allow-domain",
@@ -840,7 +845,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--state",
         metavar="redis://HOST:PORT/DB",
-        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each",
+        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each; "
+        "Ctrl-C or SIGTERM stops a worker, its URLs going back to the others at once (exit 130)",
     )
     g.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --state)")
     g.add_argument(

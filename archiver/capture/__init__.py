@@ -4,10 +4,12 @@ The stages, one module each (data flows down):
 
 - :mod:`.seeds` — seed URLs from the command line, a seeds file or a bookmarks export;
 - :mod:`.crawl` — the scheduling: frontier loop, scope and budget, the page and asset stages;
-  :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line;
+  :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line,
+  :mod:`.interrupt` its event loop and the signals that stop it;
 - :mod:`.crawlstate` — the crawl state's interface (formats/crawl-state.md); :mod:`.state` its
   SQLite implementation, the resume state ``_archiver/crawl.sqlite``; :mod:`.state_redis` the state
-  many workers share (the frontier in Redis, scripts in :mod:`.redis_lua`, each shard in SQLite);
+  many workers share (the frontier in Redis, scripts in :mod:`.redis_lua`, the page budget's
+  worker side in :mod:`.redis_budget`, each shard in SQLite);
   :mod:`.politeness` the hook that makes host clocks and robots.txt crawl-wide;
 - :mod:`.transport` — where responses come from; :mod:`.fetch` the live network, the one network
   path: politeness, robots.txt, retries, size caps; :mod:`.guard` its address guard;
@@ -87,7 +89,8 @@ def capture(
     Scope: pages on a seed's host (``subdomains``: its registrable domain; ``allow_domains``: those
     domains and their subdomains too), under ``scope_prefix`` / any ``include`` prefix and no
     ``exclude`` prefix, at most ``depth`` links from a seed, at most ``max_pages`` pages (frontier
-    ordered by ``prefer`` / ``avoid`` keywords in the path; avoid wins). Assets: on a seed's
+    ordered by ``prefer`` / ``avoid`` keywords in the path; avoid wins; with ``state``, for the
+    whole crawl: formats/crawl-state.md §6.8). Assets: on a seed's
     registrable domain unless ``assets_any_host``, not on the skip list (``skip_extensions``, default
     tree.md §6.3), at most ``asset_cap`` bytes (larger ones are skipped, never truncated). Pages have a
     cap of their own, the larger of ``asset_cap`` and 64 MiB (``crawl.PAGE_CAP``).
@@ -119,7 +122,8 @@ def capture(
     Many workers: ``state="redis://HOST:PORT/DB"`` and ``crawl=NAME`` make this process one worker
     of the crawl NAME, its frontier shared in Redis and ``out`` its own shard
     (:mod:`archiver.capture.state_redis`); every worker must give the same seeds and scope options.
-    ``lease`` is how long a claimed URL stays this worker's without being renewed.
+    ``lease`` is how long a claimed URL stays this worker's without being renewed; a worker stopped
+    by Ctrl-C, SIGTERM or SIGHUP hands its claims back at once (:mod:`archiver.capture.interrupt`).
     """
     del as_json  # the library returns the report; capture_main prints it
     options = CaptureOptions(

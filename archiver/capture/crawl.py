@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archiver import urls
-from archiver.capture import rewrite_html, transport
+from archiver.capture import interrupt, rewrite_html, transport
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
 from archiver.capture.linker import BUDGET_REASON, Linker
@@ -240,8 +240,8 @@ class Crawler:
         return self.fetcher.robots_allows(key) if self.fetcher is not None else None
 
     def charge_page(self, key: str) -> bool:
-        """May ``key`` join the frontier as a page under ``max_pages``? Known keys always may."""
-        limit = self.options.max_pages
+        """May ``key`` join the frontier as a page under ``max_pages`` (unless the state keeps it)?"""
+        limit = None if self.state.counts_pages else self.options.max_pages
         if limit is None:
             return True
         if key in self.charged or key in self.tree.paths:
@@ -455,7 +455,7 @@ class Crawler:
                 note = f"{e.message}; stored as fetched, unrendered"
         doc = rewrite_html.parse(text)
         base = rewrite_html.base_url(doc, result.final_url)
-        if self.options.max_pages is not None:
+        if self.options.max_pages is not None and not self.state.counts_pages:
             self._charge_by_priority(text, base, row.depth)
         linker = Linker(self, path, base, row.depth, key)
         out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap")
@@ -768,8 +768,8 @@ class Crawler:
                         await progress.stop()
                     for task in self.inflight.values():
                         task.cancel()
-                    if self.inflight:
-                        await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+                    await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+                    self.state.release()  # what is unfinished goes back to the frontier at once
                     if self.renderer is not None:
                         await self.renderer.close()
         finally:
@@ -877,6 +877,6 @@ def _media_from_path(path: str) -> str:
 
 
 def run_capture(seeds: list[str], out: Path, options: CaptureOptions) -> CaptureReport:
-    """Run a capture to the end (or to Ctrl-C, after which the tree is left resumable)."""
+    """Run a capture to the end (or to Ctrl-C, or a shared crawl's SIGTERM: the tree is left resumable)."""
     crawler = Crawler(seeds, Path(out), options)
-    return asyncio.run(crawler.run())
+    return interrupt.run(crawler.run(), terminate=options.state is not None)

@@ -41,6 +41,10 @@ class CrawlState(Protocol):
 
     #: How often (seconds) the crawler renews the claims it holds (:meth:`renew`).
     renew_every: float
+    #: True when the state keeps ``max_pages`` itself (a shared crawl's budget, counted by its
+    #: claims: formats/crawl-state.md §6.8); the crawler then charges no page and writes every
+    #: in-scope page link local, and the end of the crawl relinks what was not stored.
+    counts_pages: bool
 
     # ---- meta and seeds (frontier)
 
@@ -61,6 +65,11 @@ class CrawlState(Protocol):
     def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]: ...
 
     def renew(self, keys: Iterable[str]) -> list[str]: ...
+
+    def release(self) -> None:
+        """Give back every claim still held (a run that stops: what it did not finish goes back to
+        the frontier at once); nothing to do where a claim is only the set of keys in flight."""
+        ...
 
     def skipped_for(self, reason: str, kind: str) -> Iterator[Row]: ...
 

@@ -8,7 +8,9 @@ its key names from it. Time is Redis's own clock (``TIME``), never a worker's.
 A row is the hash ``u:<key>`` with the fields of :class:`archiver.capture.state.Row` (a missing
 field is None). The invariant every script keeps: a ``pending`` row is in exactly one of the
 frontier ``q:<kind>``, the lease set ``leases`` or the retry schedule ``retry``; ``counts`` holds
-the number of rows per ``state:kind``.
+the number of rows per ``state:kind``. Under a page budget (``--max-pages N``: ``budget``), every
+page leased is in ``budget:leased`` and every page stored in ``budget:stored``, and the two together
+never hold more than N keys (formats/crawl-state.md §6.8).
 """
 
 from __future__ import annotations
@@ -45,6 +47,39 @@ local function count(state, kind, n)
   redis.call('HINCRBY', P .. 'counts', state .. ':' .. kind, n)
 end
 
+-- the page budget (--max-pages): N in ``budget``; a slot is a page stored (``budget:stored``) or
+-- leased (``budget:leased``); nil when the crawl has none
+local BUDGET_REASON = 'beyond the page budget'
+
+local function budget()
+  local n = redis.call('GET', P .. 'budget')
+  if n then return tonumber(n) end
+  return nil
+end
+
+local function budget_spent()
+  local n = budget()
+  return n ~= nil and redis.call('SCARD', P .. 'budget:stored') >= n
+end
+
+-- slots free: N - pages stored - pages leased
+local function room(n)
+  return n - redis.call('SCARD', P .. 'budget:stored') - redis.call('SCARD', P .. 'budget:leased')
+end
+
+-- every slot holds a stored page: the pages still queued will never be claimed (500 a call)
+local function close_budget(n)
+  if redis.call('SCARD', P .. 'budget:stored') < n then return end
+  local popped = redis.call('ZPOPMIN', P .. 'q:page', 500)
+  for i = 1, #popped, 2 do
+    local u = P .. 'u:' .. popped[i]
+    redis.call('HSET', u, 'state', 'skipped', 'outcome', 'skipped', 'reason', BUDGET_REASON)
+    count('pending', 'page', -1)
+    count('skipped', 'page', 1)
+  end
+  redis.call('HINCRBY', P .. 'stats', 'budget_skipped', #popped / 2)
+end
+
 local function val(v)
   if v == NULL then return nil end
   return v
@@ -66,9 +101,17 @@ local function add_item(it, out)
       if owner and owner ~= key then
         st = 'merged'
         fin = owner
+      elseif kind == 'page' and budget_spent() then
+        st = 'skipped'
       elseif not owner then
         redis.call('HSET', P .. 'paths', path, key)
       end
+    elseif st == 'pending' and kind == 'page' and budget_spent() then
+      st = 'skipped'
+    end
+    if st == 'skipped' and it[8] == 'pending' then
+      reason = BUDGET_REASON
+      redis.call('HINCRBY', P .. 'stats', 'budget_skipped', 1)
     end
     local f = {'kind', kind, 'state', st, 'depth', depth, 'priority', prio, 'seq', seq,
                'stylesheet', css, 'attempts', 0}
@@ -98,7 +141,9 @@ local function add_item(it, out)
     end
   end
   if css == 1 then redis.call('HSET', u, 'stylesheet', 1) end
-  if st == 'pending' and row[3] == 'skipped' and LIMITS[row[4]] then
+  local revive = st == 'pending' and row[3] == 'skipped' and LIMITS[row[4]]
+  if revive and not (kind == 'page' and budget_spent()) then
+    if row[4] == BUDGET_REASON then redis.call('HINCRBY', P .. 'stats', 'budget_skipped', -1) end
     redis.call('HSET', u, 'state', 'pending', 'kind', kind)
     redis.call('HDEL', u, 'outcome', 'reason')
     if path then redis.call('HSET', u, 'path', path) end
@@ -120,6 +165,7 @@ local function reap(now, max_attempts, backoff)
   for _, key in ipairs(expired) do
     redis.call('ZREM', P .. 'leases', key)
     redis.call('HDEL', P .. 'owner', key)
+    redis.call('SREM', P .. 'budget:leased', key)
     local u = P .. 'u:' .. key
     local attempts = redis.call('HINCRBY', u, 'attempts', 1)
     local kind = redis.call('HGET', u, 'kind')
@@ -161,20 +207,29 @@ return out
 
 #: ARGV: prefix, kind, n, worker, lease_ms, max_attempts, backoff_ms → {key, token, fields…} per
 #: row claimed (fields: HGETALL of the row). Reaps expired leases and promotes due retries first.
+#: Under a page budget, pages are claimed only while pages stored + pages leased < N; once every
+#: slot holds a stored page, the pages still queued are skipped for the budget.
 CLAIM = (
     _COMMON
     + r"""
 local now = now_ms()
 reap(now, tonumber(ARGV[6]), tonumber(ARGV[7]))
 promote(now)
-local worker, lease = ARGV[4], tonumber(ARGV[5])
-local popped = redis.call('ZPOPMIN', P .. 'q:' .. ARGV[2], tonumber(ARGV[3]))
+local worker, lease, n = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[3])
+local cap = ARGV[2] == 'page' and budget() or nil
+if cap then
+  close_budget(cap)
+  n = math.min(n, room(cap))
+end
+local popped = {}
+if n > 0 then popped = redis.call('ZPOPMIN', P .. 'q:' .. ARGV[2], n) end
 local out = {}
 for i = 1, #popped, 2 do
   local key = popped[i]
   local token = redis.call('INCR', P .. 'token')
   redis.call('HSET', P .. 'owner', key, worker .. ' ' .. token)
   redis.call('ZADD', P .. 'leases', now + lease, key)
+  if cap then redis.call('SADD', P .. 'budget:leased', key) end
   out[#out + 1] = {key, token, redis.call('HGETALL', P .. 'u:' .. key)}
 end
 redis.call('HSET', P .. 'alive', worker, now)
@@ -210,7 +265,9 @@ return lost
 )
 
 #: ARGV: prefix, worker, key1, token1 … → how many claims went back to the frontier: a worker that
-#: stops (Ctrl-C, the end of its run) gives back what it still holds, no attempt counted.
+#: stops (Ctrl-C, SIGTERM, the end of its run) gives back what it still holds, no attempt counted,
+#: and a page's budget slot with it. Fenced: a claim this worker lost (its lease expired, the row
+#: went to another) is left alone.
 RELEASE = (
     _COMMON
     + r"""
@@ -220,6 +277,7 @@ for i = 3, #ARGV, 2 do
   if redis.call('HGET', P .. 'owner', key) == ARGV[2] .. ' ' .. ARGV[i + 1] then
     redis.call('HDEL', P .. 'owner', key)
     redis.call('ZREM', P .. 'leases', key)
+    redis.call('SREM', P .. 'budget:leased', key)
     local r = redis.call('HMGET', P .. 'u:' .. key, 'kind', 'priority', 'depth', 'seq')
     redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), key)
     n = n + 1
@@ -230,8 +288,9 @@ return n
 )
 
 #: ARGV: prefix, key, worker, token ('' = a row this worker never claimed), state, outcome, reason,
-#: status ('' = none), final_url ('' = none), items (JSON) → {1, new keys…}, or {0} when refused
-#: (the claim was lost: another worker may hold the row, or it went back to the frontier).
+#: status ('' = none), final_url ('' = none), items (JSON), stored ('1' when a page was stored: it
+#: keeps its budget slot) → {1, new keys…}, or {0} when refused (the claim was lost: another worker
+#: may hold the row, or it went back to the frontier).
 FINISH = (
     _COMMON
     + r"""
@@ -244,6 +303,8 @@ if token ~= '' then
   if holder ~= worker .. ' ' .. token then return {0} end
   redis.call('HDEL', P .. 'owner', key)
   redis.call('ZREM', P .. 'leases', key)
+  redis.call('SREM', P .. 'budget:leased', key)
+  if ARGV[11] == '1' and budget() then redis.call('SADD', P .. 'budget:stored', key) end
 elseif holder or old[1] == 'pending' then
   return {0}
 end
@@ -281,6 +342,7 @@ if r[1] == 'pending' and st ~= 'pending' then
   redis.call('ZREM', P .. 'retry', key)
   redis.call('ZREM', P .. 'leases', key)
   redis.call('HDEL', P .. 'owner', key)
+  redis.call('SREM', P .. 'budget:leased', key)
 elseif st == 'pending' and r[1] ~= 'pending' then
   redis.call('ZADD', P .. 'q:' .. r[2], score(tonumber(r[3]), tonumber(r[4]), tonumber(r[5])), key)
 end
@@ -300,6 +362,7 @@ if busy > 0 then return 0 end
 local wanted = {}
 for i = 4, #ARGV do wanted[ARGV[i]] = true end
 local refresh, max_attempts = ARGV[2] == 'refresh', tonumber(ARGV[3])
+if refresh then redis.call('DEL', P .. 'budget:stored') end  -- every page is to be stored again
 local n = 0
 for _, key in ipairs(redis.call('ZRANGE', P .. 'seen', 0, -1)) do
   local u = P .. 'u:' .. key
@@ -318,14 +381,22 @@ return n
 )
 
 #: ARGV: prefix, max_attempts, backoff_ms → {queued, leased, scheduled, ms to the next retry or -1};
-#: reaps expired leases and promotes due retries first (any worker runs the reaper this way).
+#: reaps expired leases and promotes due retries first (any worker runs the reaper this way). Queued
+#: pages count only while the page budget has a slot free (else they wait for a leased page to end).
 PROBE = (
     _COMMON
     + r"""
 local now = now_ms()
 reap(now, tonumber(ARGV[2]), tonumber(ARGV[3]))
 promote(now)
-local queued = redis.call('ZCARD', P .. 'q:page') + redis.call('ZCARD', P .. 'q:asset')
+local pages = redis.call('ZCARD', P .. 'q:page')
+local cap = budget()
+if cap then
+  close_budget(cap)
+  pages = redis.call('ZCARD', P .. 'q:page')
+  if room(cap) <= 0 and not budget_spent() then pages = 0 end  -- spent: more to close
+end
+local queued = pages + redis.call('ZCARD', P .. 'q:asset')
 local nxt = redis.call('ZRANGE', P .. 'retry', 0, 0, 'WITHSCORES')
 local due = -1
 if #nxt > 0 then due = math.max(0, tonumber(nxt[2]) - now) end

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from archiver.capture.redis_budget import budget_status
 from archiver.capture.redis_conn import check_target, connect, down_errors, prefix
 from archiver.errors import CaptureError, UsageError
 
@@ -31,6 +32,7 @@ def crawl_status(url: str, crawl: str | None) -> dict[str, Any]:
         seconds, micros = r.time()
         done_by = {w: r.hgetall(p + "wc:" + w) for w in workers}
         expired = int(r.hget(p + "stats", "expired") or 0)
+        budget = budget_status(r, p)
     except down_errors() as e:
         raise CaptureError(f"cannot reach Redis: {e}", subject=url) from None
     now = int(seconds) * 1000 + int(micros) // 1000
@@ -68,6 +70,7 @@ def crawl_status(url: str, crawl: str | None) -> dict[str, Any]:
         "unconfirmed": states.get("unconfirmed", 0),
         "scheduled": scheduled,
         "expired_leases": expired,
+        "budget": budget,
         "states": dict(sorted(states.items())),
         "kinds": {k: dict(sorted(v.items())) for k, v in sorted(kinds.items())},
         "workers": per_worker,
@@ -82,6 +85,12 @@ def status_text(doc: dict[str, Any]) -> str:
         f" · unconfirmed {doc['unconfirmed']} · expired leases {doc['expired_leases']}",
         "  rows by state: " + ", ".join(f"{s} {n}" for s, n in doc["states"].items()),
     ]
+    budget = doc.get("budget")
+    if budget is not None:
+        lines.append(
+            f"  page budget {budget['max_pages']} (--max-pages): {budget['stored']} stored,"
+            f" {budget['leased']} leased, {budget['free']} free; {budget['skipped']} skipped beyond it"
+        )
     for w in doc["workers"]:
         seen = "never" if w["seen_ago"] is None else f"{w['seen_ago']:g} s ago"
         lines.append(

@@ -142,6 +142,7 @@ class State:
     """The open state database of one capture."""
 
     renew_every = 60.0  # nothing to renew: one process owns the file
+    counts_pages = False  # the crawler keeps max_pages
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -291,6 +292,9 @@ class State:
         """Renew the claims on ``keys``; returns those that were lost (none here: nobody else can
         take a row of this file)."""
         return []
+
+    def release(self) -> None:
+        """Nothing to give back: a claim is the set of keys in flight."""
 
     def waiting(self) -> float | None:
         """Nothing is ever leased to another worker: no claim means no work left."""

@@ -9,7 +9,8 @@ script is listed there):
   crawl's seeds and scope options) is in Redis under ``archiver:{NAME}:``; every operation that
   changes it is one Lua script (:mod:`.redis_lua`), so it is atomic; host clocks and robots.txt
   are :mod:`.redis_politeness`, ``--status`` is :mod:`.redis_status`, the client :mod:`.redis_conn`,
-  the shard seen alone :mod:`.redis_shard`;
+  the shard seen alone :mod:`.redis_shard`, the page budget (``--max-pages``, kept by the claim
+  script) :mod:`.redis_budget`;
 - the **shard** (tree paths, manifest records, links, blobs, moves, meta) is the worker's own
   ``DIR/_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`), which also mirrors the
   rows this worker saw, so a shard reads like a single-process capture's state.
@@ -19,9 +20,11 @@ crash between the two costs one repeated fetch (the lease expires), never a lost
 cannot reach Redis wait in a backlog, sent in order when it answers again; a ``finish`` whose lease
 was lost meanwhile is refused by Redis (its fencing token is stale).
 
-Reads fall back to the local mirror while Redis is unreachable. A worker that cannot reach Redis
-for longer than its lease stops claiming and says so on stderr; after three leases it stops
-(:class:`~archiver.errors.CaptureError`), with what it stored intact in its folder.
+A worker that stops (Ctrl-C, SIGTERM: :mod:`.interrupt`) gives back every claim it holds at once
+(:meth:`RedisState.release`). Reads fall back to the local mirror while Redis is unreachable. A
+worker that cannot reach Redis for longer than its lease stops claiming and says so on stderr; after
+three leases it stops (:class:`~archiver.errors.CaptureError`), with what it stored intact in its
+folder.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from archiver import urls
 from archiver.capture import redis_lua
+from archiver.capture.redis_budget import keep_skipped, stores_page
 from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
 from archiver.capture.redis_politeness import RedisPoliteness
 from archiver.capture.redis_shard import Shard, row_of, settle
@@ -101,8 +105,6 @@ def redis_state(
     """The factory of ``CaptureOptions.state`` for ``--state url --crawl crawl`` (one worker)."""
     check_target(url, crawl)
     assert crawl is not None
-    if options.max_pages is not None:
-        raise UsageError("--max-pages is not supported with a shared crawl state yet", subject=url)
     if lease < 1:
         raise UsageError("the lease is at least 1 second", subject=f"--lease {lease}")
     keys = [urls.dedup_key(urls.parse_seed(s)) for s in seeds]
@@ -185,6 +187,8 @@ class RedisState:
         self._retry_at = 0.0
         self._said = False
         self._last: Any = None  # what the last write sent by a transaction answered
+        #: the page budget is the crawl's, kept by the scripts (formats/crawl-state.md §6.8)
+        self.counts_pages = config["options"].get("max_pages") is not None
         self._register(config, path)
         self.local = State(path)
 
@@ -253,6 +257,8 @@ class RedisState:
                         " give the same seeds and scope options, or another --crawl name",
                         subject=f"--crawl {self.crawl}",
                     )
+            if self.counts_pages:
+                self.r.set(self.prefix + "budget", int(config["options"]["max_pages"]))
             info = {"host": socket.gethostname(), "pid": os.getpid(), "out": str(path.parent.parent)}
             self.r.hset(self.prefix + "workers", self.worker, json.dumps(info))
         except self._errors as e:
@@ -270,6 +276,7 @@ class RedisState:
 
     def set(self, key: str, value: str) -> None:
         if key == "complete" and value == "1":
+            keep_skipped(self)
             settle(self)
         self.local.set(key, value)
         if key in ("home", "created"):
@@ -496,6 +503,7 @@ class RedisState:
             token = self._tokens.pop(key, None)
             args = [key, self.worker, "" if token is None else str(token), state, outcome, reason]
             args += ["" if status is None else str(status), final_url or "", json.dumps(self._to_send(new))]
+            args.append("1" if stores_page(record) else "0")
             self._op("FINISH", args, self._finished)
         return []
 
@@ -567,12 +575,16 @@ class RedisState:
     def records(self) -> Iterator[Record]:
         return self.local.records()
 
-    def close(self) -> None:
-        """Send what waits, give back the claims still held (a stopped run's URLs go to the others
-        at once, not after their lease), close the shard."""
+    def release(self) -> None:
+        """Send what waits, then give back the claims still held at once (a stopped run's URLs go
+        to the others now, not after their lease; a page's budget slot with it)."""
         with contextlib.suppress(Down):
             self._drain()
             if self._tokens:
                 self._script("RELEASE", self.worker, *itertools.chain(*self._tokens.items()))
                 self._tokens.clear()
+
+    def close(self) -> None:
+        """:meth:`release`, then close the shard."""
+        self.release()
         self.local.close()

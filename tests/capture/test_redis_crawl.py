@@ -1,7 +1,8 @@
 """One crawl, many worker processes, a real redis-server (formats/crawl-state.md §6): three workers
 capture the fixture site into three shards whose union is a single-process capture; politeness is
 crawl-wide in the fixture server's own log; kill -9 of workers, a redis-server restart and a Redis
-that goes away are survived or reported; a worker with other options is refused; --status adds up."""
+that goes away are survived or reported; a worker stopped by Ctrl-C or SIGTERM gives its claims back
+at once; a worker with other options is refused; --status adds up."""
 
 from __future__ import annotations
 
@@ -434,7 +435,6 @@ def test_three_rendering_workers_store_what_one_rendering_process_stores(
         (["--crawl", "x"], 2, "archiver: --crawl x: --crawl needs --state redis://HOST:PORT/DB"),
         (["--state", "sqlite:///x", "--crawl", "x"], 2, "archiver: --state sqlite:///x: takes redis://"),
         (["--state", "redis://127.0.0.1:9/0", "--crawl", "a{b}"], 2, "a crawl name is 1 to 64 letters"),
-        (["--state", "redis://127.0.0.1:9/0", "--crawl", "x", "--max-pages", "3"], 2, "--max-pages is not"),
         (
             ["--state", "redis://127.0.0.1:9/0", "--crawl", "x"],
             4,
@@ -501,3 +501,48 @@ def test_an_interrupted_worker_gives_its_claims_back_at_once(site: TimedServer, 
         assert _finish([other])[0][0] == 0
         status = _status(redis, "interrupted")
     assert status["complete"] is True and status["expired_leases"] == 0
+
+
+def test_a_sigtermed_worker_hands_its_leases_back_at_once_and_the_crawl_ends_as_one_process(
+    site: TimedServer, single: Path, tmp_path: Path
+) -> None:
+    """SIGTERM (a service manager stopping a worker): the worker stops claiming, abandons what is in
+    flight, gives back every claim at once (RELEASE), writes its shard as an interrupted capture
+    (Ctrl-C) does and exits 130; another worker finishes the crawl, the first one rejoins to settle
+    its shard, and the merged shards are the single-process capture."""
+    with redis_server(tmp_path / "redis") as redis:
+        client = redis.client()
+        key = "archiver:{term}:"
+        one, two = tmp_path / "one", tmp_path / "two"
+        extra = ("--delay", "0.05", "--lease", "60")
+        proc = _worker(site, one, redis, "term", *extra)
+        deadline = time.monotonic() + 120
+        while client.zcard(key + "leases") == 0 or int(client.hget(key + "counts", "done:asset") or 0) < 5:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.005)
+        held = set(client.hkeys(key + "owner"))
+        assert held
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        while client.zcard(key + "leases") or client.hlen(key + "owner"):
+            assert time.monotonic() - sent < 10, "the leases wait for their 60 s expiry"
+            time.sleep(0.005)
+        ((code, stderr),) = _finish([proc])
+        assert code == 130 and stderr.strip().splitlines()[-1] == "archiver: interrupted", stderr
+        assert "Traceback" not in stderr
+        # every claim is in the frontier again, no attempt counted, no lease reaped
+        queued = client.zcard(key + "q:page") + client.zcard(key + "q:asset")
+        pending = sum(int(n) for f, n in client.hgetall(key + "counts").items() if f.startswith("pending:"))
+        assert pending > 0 and queued == pending
+        rows = [client.hgetall(key + "u:" + k) for k in held]
+        assert all(int(r["attempts"]) == 0 for r in rows if r["state"] == "pending")
+        # the shard is what an interrupted capture leaves: every record's file, marked incomplete
+        assert _header(one)["options"]["incomplete"] is True and _stored(one)
+        assert not (one / "_archiver" / "tmp").exists()
+        assert _finish([_worker(site, two, redis, "term", *extra)])[0][0] == 0
+        assert _finish([_worker(site, one, redis, "term", *extra)])[0][0] == 0  # rejoins: settles
+        reaped = client.smembers(key + "reaped")
+        status = _status(redis, "term")
+    assert status["complete"] is True and status["expired_leases"] == 0 and not reaped
+    _union_checks([one, two], single, reaped)
+    _merged_is_single([one, two], single)

@@ -1,0 +1,65 @@
+"""Running a capture's event loop, and stopping it on a signal as Ctrl-C stops it.
+
+Ctrl-C (SIGINT) cancels the capture's main task (:func:`asyncio.run` does that): the work in flight
+is abandoned (what is not finished is not recorded), the claims still held go back to the frontier
+(:meth:`.crawlstate.CrawlState.release`), the tree is finalized as an interrupted run leaves it (the
+manifest rewritten from the state and marked incomplete; no report), and the command exits 130
+(``archiver: interrupted``). With ``terminate`` (a worker of a shared crawl, formats/crawl-state.md
+§6.3) SIGTERM and SIGHUP do exactly the same, so a worker stopped by its service manager hands its
+leases back at once instead of leaving them to expire; a signal the process was told to ignore
+(``nohup``) stays ignored. A second signal while the first one's clean-up runs stops at once
+(``KeyboardInterrupt`` where the program is), as a second Ctrl-C does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Coroutine
+from types import FrameType
+from typing import Any, TypeVar
+
+__all__ = ["STOP_SIGNALS", "run"]
+
+T = TypeVar("T")
+
+#: The signals that stop a shared crawl's worker as Ctrl-C does.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def run(main: Coroutine[Any, Any, T], *, terminate: bool = False) -> T:
+    """``asyncio.run(main)``; with ``terminate``, SIGTERM and SIGHUP cancel ``main`` as SIGINT does
+    and end in :class:`KeyboardInterrupt` (see the module docstring)."""
+    if not terminate or threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)
+    received: list[int] = []
+
+    async def guarded() -> T:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        assert task is not None
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if received:
+                raise KeyboardInterrupt(signal.Signals(signum).name)
+            received.append(signum)
+            loop.call_soon_threadsafe(task.cancel)
+
+        old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+        for s, handler in old.items():
+            if handler == signal.SIG_DFL:
+                signal.signal(s, on_signal)
+        try:
+            return await main
+        finally:
+            for s, handler in old.items():
+                if handler == signal.SIG_DFL:
+                    signal.signal(s, handler)
+
+    try:
+        return asyncio.run(guarded())  # a run that ended before the cancel reached it stands
+    except asyncio.CancelledError:
+        if received:
+            raise KeyboardInterrupt(signal.Signals(received[0]).name) from None
+        raise
