@@ -246,6 +246,8 @@ class Crawler:
             return True
         if key in self.charged or key in self.tree.paths:
             return True
+        if self.tree.alias_of(key, "page") is not None:  # shares a charged page's file: not a page
+            return True
         row = self.state.row(key)
         if row is not None and row.state != "skipped":
             return True
@@ -877,6 +879,6 @@ def _media_from_path(path: str) -> str:
 
 
 def run_capture(seeds: list[str], out: Path, options: CaptureOptions) -> CaptureReport:
-    """Run a capture to the end (or to Ctrl-C, or a shared crawl's SIGTERM: the tree is left resumable)."""
+    """Run a capture to the end, or to Ctrl-C, SIGTERM or SIGHUP (the tree is left resumable)."""
     crawler = Crawler(seeds, Path(out), options)
-    return interrupt.run(crawler.run(), terminate=options.state is not None)
+    return interrupt.run(crawler.run(), terminate=True)

@@ -4,9 +4,10 @@ Ctrl-C (SIGINT) cancels the capture's main task (:func:`asyncio.run` does that):
 is abandoned (what is not finished is not recorded), the claims still held go back to the frontier
 (:meth:`.crawlstate.CrawlState.release`), the tree is finalized as an interrupted run leaves it (the
 manifest rewritten from the state and marked incomplete; no report), and the command exits 130
-(``archiver: interrupted``). With ``terminate`` (a worker of a shared crawl, formats/crawl-state.md
-§6.3) SIGTERM and SIGHUP do exactly the same, so a worker stopped by its service manager hands its
-leases back at once instead of leaving them to expire; a signal the process was told to ignore
+(``archiver: interrupted``). With ``terminate`` (every capture) SIGTERM and SIGHUP do exactly the
+same: a capture stopped by its service manager leaves the tree an interrupted run leaves, and a
+worker of a shared crawl (formats/crawl-state.md §6.3) hands its leases back at once instead of
+leaving them to expire; a signal the process was told to ignore
 (``nohup``) stays ignored. A second signal while the first one's clean-up runs stops at once
 (``KeyboardInterrupt`` where the program is), as a second Ctrl-C does.
 """

@@ -88,6 +88,22 @@ class TreePaths:
         self.paths[key] = (path, None)
         return path, None
 
+    def alias_of(self, key: str, kind: Kind) -> str | None:
+        """The key that already holds the file ``key`` would share (tree.md §3.3: ``key`` is an
+        alias, never fetched as a page of its own), or None. Gives out nothing."""
+        known = self.paths.get(key)
+        if known is not None:
+            return known[1]
+        row = self.state.row(key)
+        if row is not None and row.path:
+            return row.final_url if row.state == "merged" else None
+        path = self.local_path(key, kind)
+        owner = self.owner(path)
+        if owner is None or owner == key:
+            return None
+        full = urls.local_path(key, kind=kind, home=self.home, hash_len=64)
+        return owner if full == urls.local_path(owner, kind=kind, home=self.home, hash_len=64) else None
+
     def second(self, key: str, kind: Kind) -> str:
         """A second path for ``key``, of ``kind``, besides the one it has: a page link that answered
         with an asset keeps a redirect stub at its page path (still the key's own path) and its bytes

@@ -1,16 +1,28 @@
-"""archiver.capture.interrupt: with ``terminate`` (a shared crawl's worker), SIGTERM and SIGHUP cancel
-the capture's main task as Ctrl-C does, its clean-up runs, and the run ends in KeyboardInterrupt (the
-CLI's exit 130); without it (a single-process capture) the handlers are left as they are."""
+"""archiver.capture.interrupt: with ``terminate`` (every capture), SIGTERM and SIGHUP cancel the
+capture's main task as Ctrl-C does, its clean-up runs, and the run ends in KeyboardInterrupt (the
+CLI's exit 130); without it the handlers are left as they are. And the whole command: a
+single-process ``archiver capture`` stopped by SIGTERM or SIGHUP exits 130 with its tree finalized
+as an interrupted run (manifest marked incomplete, nothing temporary left), and a resume finishes
+the same tree an uninterrupted capture writes."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from archiver.capture import interrupt
+from archiver.capture import capture, interrupt
+from archiver.fixture import FixtureConfig, FixtureServer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -65,3 +77,42 @@ def test_without_terminate_or_when_ignored_the_handlers_stay() -> None:
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, old)
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and "_archiver" not in p.relative_to(root).parts
+    }
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_single_process_capture_stopped_by_a_signal_exits_130_and_resumes(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with FixtureServer(FixtureConfig(latency=0.02)) as server:
+        reference = tmp_path / "reference"
+        capture([server.url], reference, render=False, depth=10, delay=0, progress=False)
+        out = tmp_path / "out"
+        argv = [sys.executable, "-m", "archiver", "capture", server.url, "-o", str(out), "--no-render"]
+        argv += ["--depth", "10", "--delay", "0"]
+        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        manifest = out / "_archiver" / "manifest.jsonl"
+        deadline = time.monotonic() + 120
+        while not (manifest.exists() and len(manifest.read_bytes().splitlines()) > 10):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+        lines = stderr.decode().strip().splitlines()
+        assert proc.returncode == 130 and lines[-1] == "archiver: interrupted", stderr
+        assert "Traceback" not in stderr.decode()
+        header = json.loads(manifest.read_text(encoding="utf-8").splitlines()[0])
+        assert header["options"]["incomplete"] is True
+        assert not (out / "_archiver" / "tmp").exists() or not any((out / "_archiver" / "tmp").iterdir())
+        assert len(_files(out)) < len(_files(reference))
+        done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+    assert _files(out) == _files(reference)

@@ -1,9 +1,12 @@
 """``--max-pages`` counts stored pages, not attempts: a page of the budget that fails (an error
-status, not HTML) gives its place to the next page waiting beyond the budget, in priority order."""
+status, not HTML) gives its place to the next page waiting beyond the budget, in priority order; an
+alias of a page is not charged."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from archiver.capture import capture
 from archiver.fixture import FixtureConfig, FixtureServer
@@ -28,3 +31,18 @@ def test_failed_pages_do_not_use_up_the_budget(tmp_path: Path) -> None:
     assert not set(broken) & set(stored)
     failed = [i for i in report.items if i.outcome == "failed" and i.status == 404]
     assert len(failed) == 2
+
+
+@pytest.mark.parametrize("concurrency", [1, 3, 12])
+def test_aliases_are_not_charged_as_pages(tmp_path: Path, concurrency: int) -> None:
+    """A link to an alias of a page (another URL of the same file, tree.md §3.3) is no page of its
+    own: with ``--prefer`` reordering the frontier the fixture site's aliases were charged to the
+    budget and 18 or 19 pages of 20 stored, 24 to 29 of 30, by concurrency. Now always N."""
+    with FixtureServer() as server:
+        for n in (20, 30):
+            out = tmp_path / f"n{n}"
+            report = capture(
+                [server.url], out, render=False, delay=0, max_pages=n, progress=False,
+                prefer=["guide", "2025"], concurrency=concurrency,
+            )  # fmt: skip
+            assert report.pages == len(_pages(out)) == n
