@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import functools
 import os
 import sys
@@ -74,9 +73,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpcore
 import httpx
 
-from archiver import __version__, urls
+from archiver import urls
 from archiver.capture import robots as robots_mod
 from archiver.capture.codings import CodingError, supported
+from archiver.capture.fetched import (
+    USER_AGENT,
+    FetchPolicy,
+    FetchResult,
+    Outcome,
+    media_of,
+    redirect_step,
+    retry_after,
+    target_of,
+)
 from archiver.capture.guard import (
     AddressGuard,
     AddressRefused,
@@ -88,7 +97,6 @@ from archiver.capture.guard import (
     guard_host,
     system_resolver,
 )
-from archiver.capture.policy import redact
 from archiver.errors import URLError
 
 if TYPE_CHECKING:  # the WARC recorder is imported only by a recording capture
@@ -122,14 +130,11 @@ try:
 except ImportError:
     sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
 
-USER_AGENT = f"archiver/{__version__} (web archiving tool; +https://pypi.org/project/archiver/)"
-ROBOTS_AGENT = "archiver"
 SPOOL_LIMIT = 1 << 20
 _HAND_OVER_TURNS = 8  # httpx and httpcore need about three turns from a free host to the wire
 _ERROR_BODY_LIMIT = 1 << 20
 _REDIRECT_BODY_LIMIT = 64 << 10  # what of a redirect's body a recording capture keeps
 
-Outcome = Literal["ok", "redirected", "failed", "unconfirmed", "skipped", "refused"]
 
 # Response headers worth keeping (for the browser, and for the record).
 _KEPT_HEADERS = frozenset(
@@ -149,65 +154,6 @@ _UNCONFIRMED_STATUS = frozenset({401, 403, 408, 429})
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
-@dataclass(frozen=True)
-class FetchPolicy:
-    """The fetcher's rules, with the defaults of the module docstring."""
-
-    delay: float = 1.0
-    concurrency: int = 12
-    connect_timeout: float = 3.0
-    read_timeout: float = 5.0
-    total_timeout: float = 30.0
-    max_redirects: int = 5
-    retries: int = 3
-    backoff: float = 0.5
-    max_retry_after: float = 60.0
-    obey_robots: bool = True
-    size_cap: int | None = 25 << 20
-    user_agent: str = USER_AGENT
-    robots_agent: str = ROBOTS_AGENT
-
-
-@dataclass
-class FetchResult:
-    """The end of one fetch. ``body`` holds the bytes of a small answer, ``file`` the temporary file
-    of a large one (the caller moves or deletes it); both are None when nothing was kept."""
-
-    url: str
-    final_url: str
-    outcome: Outcome
-    status: int | None = None
-    reason: str = ""
-    media_type: str | None = None
-    charset: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes | None = None
-    file: Path | None = None
-    redirects: list[str] = field(default_factory=list)
-    size: int = 0
-    #: When the response was captured (RFC 3339, to the second) if not now: a replayed record's
-    #: WARC-Date (formats/warc.md §8.4); the manifest's ``fetched``.
-    fetched: str | None = None
-    #: With a recorder: the WARC record of this response, and those of the ``redirects`` hops.
-    warc: WarcRef | None = None
-    redirect_warcs: list[WarcRef | None] = field(default_factory=list)
-
-    def read(self) -> bytes:
-        """The body, from memory or from its temporary file."""
-        if self.body is not None:
-            return self.body
-        if self.file is not None:
-            return self.file.read_bytes()
-        return b""
-
-    def discard(self) -> None:
-        """Delete the temporary file, if any."""
-        if self.file is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self.file.unlink()
-            self.file = None
-
-
 @dataclass
 class _Host:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -223,32 +169,6 @@ class _Skip(Exception):
         self.outcome: Outcome = outcome
         self.reason = reason
         self.status = status
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _media(headers: httpx.Headers) -> tuple[str | None, str | None]:
-    value = headers.get("content-type")
-    if not value:
-        return None, None
-    media, _, params = value.partition(";")
-    charset = None
-    for param in params.split(";"):
-        name, _, v = param.partition("=")
-        if name.strip().lower() == "charset":
-            charset = v.strip().strip("\"'") or None
-    return media.strip().lower() or None, charset
 
 
 @dataclass(frozen=True)
@@ -347,7 +267,7 @@ class Fetcher:
         host = self._hosts.get(netloc)
         if host is None or host.robots is None or host.robots.unreachable is not None:
             return None
-        verdict = host.robots.allowed(_target(url))
+        verdict = host.robots.allowed(target_of(url))
         if len(self._verdicts) >= 100_000:
             self._verdicts.clear()
         self._verdicts[url] = verdict  # a host's robots.txt is read once per run: final
@@ -480,7 +400,7 @@ class Fetcher:
                 rules = await self.robots_for(current)
             except AddressRefused as e:
                 return FetchResult(url, current, "refused", None, str(e))
-            if not rules.allowed(_target(current)):
+            if not rules.allowed(target_of(current)):
                 if rules.unreachable is not None:
                     reason = f"{rules.unreachable}: not fetched, tried again next run"
                     return FetchResult(url, current, "unconfirmed", None, reason)
@@ -492,7 +412,7 @@ class Fetcher:
                     result = await self._request(url, current, referrer, cap, accept)
                     status = result.status or 0
                     if status in (429, 503):
-                        wait = _retry_after(result.headers.get("retry-after"))
+                        wait = retry_after(result.headers.get("retry-after"))
                         if wait is None:
                             wait = self.policy.backoff * 2**attempt
                         if wait > self.policy.max_retry_after:
@@ -561,7 +481,7 @@ class Fetcher:
         exchange: Exchange | None,
     ) -> FetchResult:
         kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
-        media, charset = _media(response.headers)
+        media, charset = media_of(response.headers)
         status = response.status_code
         result = FetchResult(url, current, "ok", status, "", media, charset, kept)
         if status in _REDIRECT_STATUS:
@@ -642,37 +562,3 @@ class Fetcher:
         if self.tmp_dir is not None:
             self.tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
-
-
-def redirect_step(
-    url: str, current: str, result: FetchResult, chain: list[str], seen: set[str], max_redirects: int
-) -> FetchResult | str:
-    """One hop of a redirect chain that began at ``url``: ``result`` is the redirect ``current``
-    answered. Returns the outcome to end with (no ``Location``, a bad one, a loop back to a URL of
-    the chain, more than ``max_redirects`` hops), or the URL to fetch next; ``current`` has then
-    joined ``chain`` and the next URL ``seen``. The live fetcher and the WARC replay share it."""
-    location = result.headers.get("location")
-    if not location:
-        return FetchResult(url, current, "failed", result.status, "redirect without a Location")
-    try:
-        target = urls.canonicalize(location, current)
-    except URLError as e:
-        return FetchResult(url, current, "failed", result.status, f"bad redirect: {e}")
-    chain.append(current)
-    if target in seen:
-        reason = f"redirect loop back to {redact(target)}"
-        return FetchResult(url, current, "failed", result.status, reason, redirects=chain)
-    if len(chain) > max_redirects:
-        reason = f"more than {max_redirects} redirects"
-        return FetchResult(url, current, "failed", result.status, reason, redirects=chain)
-    seen.add(target)
-    return target
-
-
-def _target(url: str) -> str:
-    """The request target (path and query) of an absolute URL."""
-    rest = url.split("://", 1)[-1]
-    slash = rest.find("/")
-    if slash < 0:
-        return "/"
-    return rest[slash:].split("#", 1)[0]
