@@ -34,7 +34,7 @@ from pathlib import Path
 import msgspec
 
 from archiver.capture.relink import final_records, public, relink
-from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, Row, State, row_from
+from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, SCHEMA_VERSION, Row, State, row_from
 from archiver.capture.writer import TreeWriter
 from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, Record, read_header, write_records
@@ -108,7 +108,7 @@ def _open_shard(root: Path) -> _Shard:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     except sqlite3.Error as e:
         raise FormatError(f"unreadable crawl state: {e}", subject=str(db_path)) from None
-    if version is None or int(version[0]) > 1:
+    if version is None or int(version[0]) > SCHEMA_VERSION:
         db.close()
         raise FormatError("crawl state of an unknown schema", subject=str(db_path))
     return _Shard(root, header, db)

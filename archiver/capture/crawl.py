@@ -48,7 +48,7 @@ from archiver import urls
 from archiver.capture import rewrite_html, transport
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
-from archiver.capture.linker import BUDGET_REASON, Linker
+from archiver.capture.linker import BUDGET_REASON, Linker, note_refused, revive_within_depth
 from archiver.capture.options import CaptureOptions
 from archiver.capture.policy import Hint, Scope, redact
 from archiver.capture.progress import Progress
@@ -341,8 +341,11 @@ class Crawler:
         finally:
             self.fetching.pop(key, None)
 
-    async def answer(self, url: str, resource_type: str, referrer: str | None) -> Reply | None:
-        """The renderer's routing callback: every browser request is answered from here."""
+    async def answer(
+        self, url: str, resource_type: str, referrer: str | None, source: str | None = None
+    ) -> Reply | None:
+        """The renderer's routing callback: every browser request (of the page of key ``source``)
+        is answered from here."""
         from archiver.capture.render import Reply
 
         try:
@@ -365,8 +368,8 @@ class Crawler:
             return None  # large media the tree leaves on the live web: the page renders without it
         result = await self.get(key, referrer, page=resource_type == "document")
         if result.outcome in ("refused", "skipped"):
-            if result.outcome == "refused" and self.state.row(key) is None:
-                self._note_refused(key, resource_type, referrer, result.reason)
+            if result.outcome == "refused":
+                note_refused(self, key, resource_type, referrer, result.reason, source)
             return None
         if result.status is None:
             return None
@@ -375,14 +378,6 @@ class Crawler:
         if result.file is not None:
             return Reply(result.status, headers, path=result.file)
         return Reply(result.status, headers, body=result.body or b"")
-
-    def _note_refused(self, key: str, resource_type: str, referrer: str | None, reason: str) -> None:
-        """A request of the browser's own (a script's ``fetch()``, a script or meta refresh moving
-        the page on, a script file) that the address guard refused: in the report like any other."""
-        kind = "page" if resource_type == "document" else "asset"
-        with self.state.transaction():
-            self.state.add([NewURL(key, kind, 0, referrer, state="refused", reason=reason)])
-            self.state.finish(key, state="refused", outcome="refused", reason=reason)
 
     # ---- writing
 
@@ -449,7 +444,7 @@ class Crawler:
         note = ""
         if self.renderer is not None:
             try:
-                text = await self.renderer.render(result.final_url)
+                text = await self.renderer.render(result.final_url, key)
                 rendered = True
             except CaptureError as e:
                 note = f"{e.message}; stored as fetched, unrendered"
@@ -565,6 +560,9 @@ class Crawler:
                     path=final_path,
                     state="merged" if owner else "pending",
                     final_url=owner,
+                    source=row.key,  # where the redirecting URL stood (formats/tree.md §8)
+                    step=0,
+                    inherit=True,
                 )
             )
             stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
@@ -574,7 +572,8 @@ class Crawler:
                 self.state.put_record(target)
         elif not is_html and self.scope.want_asset(final):
             final_path, _ = self.tree.assign(final, "asset")
-            new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path))
+            new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path,
+                              source=row.key, inherit=True))  # fmt: skip
             stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
         else:
             stub = await self._stub(path, None, result.final_url, row.key, chain_status, hop)
@@ -795,9 +794,9 @@ class Crawler:
                     self.inflight[row.key] = task
             if not self.inflight:
                 wait = self.state.waiting()  # work leased to other workers, or a retry due later
-                if wait is None:
+                if wait is None and not revive_within_depth(self):
                     return
-                await asyncio.sleep(wait)
+                await asyncio.sleep(wait or 0)
                 continue
             done, _ = await asyncio.wait(self.inflight.values(), return_when=asyncio.FIRST_COMPLETED)
             for key in [k for k, t in self.inflight.items() if t in done]:
