@@ -89,6 +89,13 @@ class _Shard:
     def table(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         return list(self.db.execute(sql, args))
 
+    def found(self) -> sqlite3.Cursor | list[tuple[object, ...]]:
+        """The shard's discoveries (rows of ``found``; none in a state older than the table)."""
+        table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'found'"
+        if self.db.execute(table).fetchone() is None:
+            return []
+        return self.db.execute("SELECT src, step, inherit, keys FROM found")
+
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
@@ -220,6 +227,7 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
         state = State(stage / RESERVED_DIR / STATE_NAME)
         try:
             _merge_state(state, shards, chosen)
+            state.settle_depths()  # once, over every shard's discoveries (tree.md §8)
             complete = state.count("pending") == 0 and all(s.meta("complete") == "1" for s in shards)
             result.complete = complete
             writer = TreeWriter(stage, stage / RESERVED_DIR / "tmp")
@@ -246,8 +254,9 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
 
 def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Record, _Shard]]) -> None:
     """Write the union of the shards' crawl states into ``state``: per key the most final row (the
-    one of the shard whose file was kept, for stored files), the kept records, their documents'
-    links, every path, move, blob and seed."""
+    one of the shard whose file was kept, for stored files) with the smallest depth and referrer any
+    shard knows, the kept records, their documents' links, every path, move, blob, discovery and
+    seed."""
     keeper: dict[str, _Shard] = {}  # key → the shard whose stored file of that key was kept
     for record, shard in chosen.values():
         for key in record.urls:
@@ -314,6 +323,7 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
             for sha, path in shard.table("SELECT sha256, path FROM blobs"):
                 if path in chosen:
                     db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", (sha, path))
+            db.executemany("INSERT INTO found (src, step, inherit, keys) VALUES (?, ?, ?, ?)", shard.found())
             for url, folder, title in shard.table("SELECT url, folder, title FROM seeds ORDER BY seq"):
                 state.add_seed(str(url), folder, title)  # type: ignore[arg-type]
         first = shards[0]
