@@ -16,6 +16,9 @@ Rules (tree.md §11):
 - every file's bytes are checked against its record's SHA-256 as they are copied (a hard link when
   the shard is on the same file system; the relinking replaces a file, never writes into it), so a
   damaged shard is refused (exit 1) before anything appears at ``TREE``;
+- every record's depth and referrer are settled once over the union of the shards' discoveries
+  (their ``found`` tables; :meth:`archiver.capture.state.State.settle_depths`), the shortest paths a
+  single process finds over its own (tree.md §8);
 - the result is built in a temporary folder beside ``TREE`` and renamed into place: an interrupted
   merge leaves nothing at ``TREE``.
 """

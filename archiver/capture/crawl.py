@@ -16,11 +16,12 @@ Each completed URL is one state transaction (its outcome, its manifest record, t
 revealed) followed by one manifest line (:class:`archiver.tree.ManifestWriter`). Files are written
 atomically (:mod:`.writer`); a page whose bytes equal an earlier page's is a hard link to it.
 
-When the frontier is empty, :func:`.relink.relink` points every link at what the tree finally holds,
-so the tree does not depend on the order the crawl met things. Then the manifest is rewritten from
-the state, one record per path sorted by path; the header option ``"incomplete": true`` marks a run
-that stopped with URLs still pending. The report (:mod:`.report`) is written to
-``_archiver/report.json``.
+When the frontier is empty, every row takes the shortest depth and referrer over the discoveries
+(:func:`.linker.revive_within_depth`; tree.md §8) and :func:`.relink.relink` points every link at what
+the tree finally holds, so the tree does not depend on the order the crawl met things. Then the
+manifest is rewritten from the state, one record per path sorted by path; the header option
+``"incomplete": true`` marks a run that stopped with URLs still pending. The report is
+``_archiver/report.json`` (:mod:`.report`).
 
 Redirects: a page that redirects to a URL with another tree path leaves a small *redirect stub* at its
 own path (a ``<meta http-equiv=refresh>`` page, recorded with the 3xx status) so links to it work from
