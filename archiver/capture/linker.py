@@ -133,8 +133,11 @@ def revive_within_depth(crawler: Crawler) -> bool:
     key holding its path (tree.md §3.3), or waits beyond the page budget. True when it is not empty
     any more."""
     c = crawler
+    rows = c.state.settle_depths(c.options.depth)
+    if not rows:
+        return False
     new: list[NewURL] = []
-    for row in c.state.settle_depths(c.options.depth):
+    for row in rows:
         path, owner = c.tree.assign(row.key, "page")
         if owner is not None:
             c.state.mark(row.key, state="merged", outcome="merged", final_url=owner)
