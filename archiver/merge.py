@@ -16,6 +16,9 @@ Rules (tree.md §11):
 - every file's bytes are checked against its record's SHA-256 as they are copied (a hard link when
   the shard is on the same file system; the relinking replaces a file, never writes into it), so a
   damaged shard is refused (exit 1) before anything appears at ``TREE``;
+- every record's depth and referrer are settled once over the union of the shards' discoveries
+  (their ``found`` tables; :meth:`archiver.capture.state.State.settle_depths`), the shortest paths a
+  single process finds over its own (tree.md §8);
 - the result is built in a temporary folder beside ``TREE`` and renamed into place: an interrupted
   merge leaves nothing at ``TREE``.
 """
@@ -34,7 +37,7 @@ from pathlib import Path
 import msgspec
 
 from archiver.capture.relink import final_records, public, relink
-from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, Row, State, row_from
+from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, SCHEMA_VERSION, Row, State, row_from
 from archiver.capture.writer import TreeWriter
 from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, Record, read_header, write_records
@@ -89,6 +92,13 @@ class _Shard:
     def table(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         return list(self.db.execute(sql, args))
 
+    def found(self) -> sqlite3.Cursor | list[tuple[object, ...]]:
+        """The shard's discoveries (rows of ``found``; none in a state older than the table)."""
+        table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'found'"
+        if self.db.execute(table).fetchone() is None:
+            return []
+        return self.db.execute("SELECT src, step, inherit, keys FROM found")
+
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
@@ -108,7 +118,7 @@ def _open_shard(root: Path) -> _Shard:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     except sqlite3.Error as e:
         raise FormatError(f"unreadable crawl state: {e}", subject=str(db_path)) from None
-    if version is None or int(version[0]) > 1:
+    if version is None or int(version[0]) > SCHEMA_VERSION:
         db.close()
         raise FormatError("crawl state of an unknown schema", subject=str(db_path))
     return _Shard(root, header, db)
@@ -220,6 +230,7 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
         state = State(stage / RESERVED_DIR / STATE_NAME)
         try:
             _merge_state(state, shards, chosen)
+            state.settle_depths()  # once, over every shard's discoveries (tree.md §8)
             complete = state.count("pending") == 0 and all(s.meta("complete") == "1" for s in shards)
             result.complete = complete
             writer = TreeWriter(stage, stage / RESERVED_DIR / "tmp")
@@ -246,8 +257,9 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
 
 def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Record, _Shard]]) -> None:
     """Write the union of the shards' crawl states into ``state``: per key the most final row (the
-    one of the shard whose file was kept, for stored files), the kept records, their documents'
-    links, every path, move, blob and seed."""
+    one of the shard whose file was kept, for stored files) with the smallest depth and referrer any
+    shard knows, the kept records, their documents' links, every path, move, blob, discovery and
+    seed."""
     keeper: dict[str, _Shard] = {}  # key → the shard whose stored file of that key was kept
     for record, shard in chosen.values():
         for key in record.urls:
@@ -314,6 +326,7 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
             for sha, path in shard.table("SELECT sha256, path FROM blobs"):
                 if path in chosen:
                     db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", (sha, path))
+            db.executemany("INSERT INTO found (src, step, inherit, keys) VALUES (?, ?, ?, ?)", shard.found())
             for url, folder, title in shard.table("SELECT url, folder, title FROM seeds ORDER BY seq"):
                 state.add_seed(str(url), folder, title)  # type: ignore[arg-type]
         first = shards[0]

@@ -60,6 +60,7 @@ PURE: dict[str, set[str]] = {
     "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "capture/codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
+    "capture/depths.py": {"__future__", "collections.abc", "heapq"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
     "warc/replay_rules.py": WARC | {"collections.abc", "archiver", "archiver.errors", "brotli"},

@@ -16,11 +16,12 @@ Each completed URL is one state transaction (its outcome, its manifest record, t
 revealed) followed by one manifest line (:class:`archiver.tree.ManifestWriter`). Files are written
 atomically (:mod:`.writer`); a page whose bytes equal an earlier page's is a hard link to it.
 
-When the frontier is empty, :func:`.relink.relink` points every link at what the tree finally holds,
-so the tree does not depend on the order the crawl met things. Then the manifest is rewritten from
-the state, one record per path sorted by path; the header option ``"incomplete": true`` marks a run
-that stopped with URLs still pending. The report (:mod:`.report`) is written to
-``_archiver/report.json``.
+When the frontier is empty, every row takes the shortest depth and referrer over the discoveries
+(:func:`.linker.revive_within_depth`; tree.md §8) and :func:`.relink.relink` points every link at what
+the tree finally holds, so the tree does not depend on the order the crawl met things. Then the
+manifest is rewritten from the state, one record per path sorted by path; the header option
+``"incomplete": true`` marks a run that stopped with URLs still pending. The report is
+``_archiver/report.json`` (:mod:`.report`).
 
 Redirects: a page that redirects to a URL with another tree path leaves a small *redirect stub* at its
 own path (a ``<meta http-equiv=refresh>`` page, recorded with the 3xx status) so links to it work from
@@ -48,7 +49,7 @@ from archiver import urls
 from archiver.capture import interrupt, rewrite_html, transport
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
-from archiver.capture.linker import BUDGET_REASON, Linker
+from archiver.capture.linker import BUDGET_REASON, Linker, note_refused, revive_within_depth
 from archiver.capture.options import CaptureOptions
 from archiver.capture.policy import Hint, Scope, redact
 from archiver.capture.progress import Progress
@@ -343,8 +344,11 @@ class Crawler:
         finally:
             self.fetching.pop(key, None)
 
-    async def answer(self, url: str, resource_type: str, referrer: str | None) -> Reply | None:
-        """The renderer's routing callback: every browser request is answered from here."""
+    async def answer(
+        self, url: str, resource_type: str, referrer: str | None, source: str | None = None
+    ) -> Reply | None:
+        """The renderer's routing callback: every browser request (of the page of key ``source``)
+        is answered from here."""
         from archiver.capture.render import Reply
 
         try:
@@ -367,8 +371,8 @@ class Crawler:
             return None  # large media the tree leaves on the live web: the page renders without it
         result = await self.get(key, referrer, page=resource_type == "document")
         if result.outcome in ("refused", "skipped"):
-            if result.outcome == "refused" and self.state.row(key) is None:
-                self._note_refused(key, resource_type, referrer, result.reason)
+            if result.outcome == "refused":
+                note_refused(self, key, resource_type, referrer, result.reason, source)
             return None
         if result.status is None:
             return None
@@ -377,14 +381,6 @@ class Crawler:
         if result.file is not None:
             return Reply(result.status, headers, path=result.file)
         return Reply(result.status, headers, body=result.body or b"")
-
-    def _note_refused(self, key: str, resource_type: str, referrer: str | None, reason: str) -> None:
-        """A request of the browser's own (a script's ``fetch()``, a script or meta refresh moving
-        the page on, a script file) that the address guard refused: in the report like any other."""
-        kind = "page" if resource_type == "document" else "asset"
-        with self.state.transaction():
-            self.state.add([NewURL(key, kind, 0, referrer, state="refused", reason=reason)])
-            self.state.finish(key, state="refused", outcome="refused", reason=reason)
 
     # ---- writing
 
@@ -451,7 +447,7 @@ class Crawler:
         note = ""
         if self.renderer is not None:
             try:
-                text = await self.renderer.render(result.final_url)
+                text = await self.renderer.render(result.final_url, key)
                 rendered = True
             except CaptureError as e:
                 note = f"{e.message}; stored as fetched, unrendered"
@@ -567,6 +563,9 @@ class Crawler:
                     path=final_path,
                     state="merged" if owner else "pending",
                     final_url=owner,
+                    source=row.key,  # where the redirecting URL stood (formats/tree.md §8)
+                    step=0,
+                    inherit=True,
                 )
             )
             stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
@@ -576,7 +575,8 @@ class Crawler:
                 self.state.put_record(target)
         elif not is_html and self.scope.want_asset(final):
             final_path, _ = self.tree.assign(final, "asset")
-            new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path))
+            new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path,
+                              source=row.key, inherit=True))  # fmt: skip
             stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
         else:
             stub = await self._stub(path, None, result.final_url, row.key, chain_status, hop)
@@ -797,9 +797,9 @@ class Crawler:
                     self.inflight[row.key] = task
             if not self.inflight:
                 wait = self.state.waiting()  # work leased to other workers, or a retry due later
-                if wait is None:
+                if wait is None and not revive_within_depth(self):
                     return
-                await asyncio.sleep(wait)
+                await asyncio.sleep(wait or 0)
                 continue
             done, _ = await asyncio.wait(self.inflight.values(), return_when=asyncio.FIRST_COMPLETED)
             for key in [k for k, t in self.inflight.items() if t in done]:

@@ -87,6 +87,13 @@ class CrawlState(Protocol):
 
     def redirected_to(self, key: str) -> list[tuple[str, str | None]]: ...
 
+    def settle_depths(self, max_depth: int | None = None) -> list[Row]:
+        """The frontier is empty: every row takes the depth and referrer of the crawl's recorded
+        discoveries (formats/crawl-state.md §2); returns the page rows skipped for the depth limit
+        that are now within ``max_depth`` (a shared state returns none: its shards settle when the
+        crawl is complete, §6.6)."""
+        ...
+
     def finish(
         self,
         key: str,

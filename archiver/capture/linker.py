@@ -1,5 +1,8 @@
 """The change callback of one document being stored: each reference it holds goes through the one
-decision (:meth:`archiver.capture.policy.Scope.decide`), gets its tree path, and joins the frontier."""
+decision (:meth:`archiver.capture.policy.Scope.decide`), gets its tree path, and joins the frontier;
+and, when the frontier is empty, the pages skipped for the depth limit that the crawl's final depths
+bring within it (:func:`revive_within_depth`); the browser's own requests that were refused
+(:func:`note_refused`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from archiver.urls import Kind
 if TYPE_CHECKING:
     from archiver.capture.crawl import Crawler
 
-__all__ = ["BUDGET_REASON", "Linker"]
+__all__ = ["BUDGET_REASON", "Linker", "note_refused", "revive_within_depth"]
 
 #: Why a page was left out under ``max_pages`` (state._LIMIT_REASONS: a freed place revives it).
 BUDGET_REASON = "beyond the page budget"
@@ -74,6 +77,7 @@ class Linker:
                 path=path,
                 state="merged" if merged_into else "pending",
                 final_url=merged_into,
+                source=self.referrer,
             )
         elif hint == "stylesheet" and not self.new[key].stylesheet:
             old = self.new[key]
@@ -92,5 +96,55 @@ class Linker:
             return
         kind: Kind = urls.guess_kind(key) if hint == "link" else "asset"
         self.new[key] = NewURL(
-            key, kind, self.depth + 1, self.referrer, 1, state="skipped", reason=decision.reason
+            key,
+            kind,
+            self.depth + 1,
+            self.referrer,
+            1,
+            state="skipped",
+            reason=decision.reason,
+            source=self.referrer,
         )
+
+
+def note_refused(
+    crawler: Crawler, key: str, resource_type: str, referrer: str | None, reason: str, source: str | None
+) -> None:
+    """A request of the browser's own (a script's ``fetch()``, a script or meta refresh moving the
+    page on, a script file) that the address guard refused: in the report like any other, found by
+    the page rendering (the key ``source``) one step deeper, as its assets and links are (each time,
+    so the discovery is recorded whichever page met the URL first)."""
+    state = crawler.state
+    by = state.row(source) if source else None
+    depth, referrer = (by.depth + 1, by.key) if by else (0, referrer)
+    kind: Kind = "page" if resource_type == "document" else "asset"
+    new = NewURL(key, kind, depth, referrer, state="refused", reason=reason, source=by.key if by else None)
+    with state.transaction():
+        known = state.row(key) is not None
+        state.add([new])
+        if not known:
+            state.finish(key, state="refused", outcome="refused", reason=reason)
+
+
+def revive_within_depth(crawler: Crawler) -> bool:
+    """The frontier is empty: every row takes its final depth and referrer (formats/crawl-state.md
+    §2). A page skipped for the depth limit that they bring within it (it was found by a page fetched
+    before a shorter path to that page was known) joins the frontier after all, is merged into the
+    key holding its path (tree.md §3.3), or waits beyond the page budget. True when it is not empty
+    any more."""
+    c = crawler
+    rows = c.state.settle_depths(c.options.depth)
+    if not rows:
+        return False
+    new: list[NewURL] = []
+    for row in rows:
+        path, owner = c.tree.assign(row.key, "page")
+        if owner is not None:
+            c.state.mark(row.key, state="merged", outcome="merged", final_url=owner)
+        elif c.charge_page(row.key):
+            new.append(NewURL(row.key, "page", row.depth, row.referrer, row.priority, path=path))
+        else:
+            c.state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
+    with c.state.transaction():
+        c.tree.flush()
+        return bool(c.state.add(new))

@@ -1,6 +1,7 @@
 """A worker's shard of a Redis-shared crawl seen alone (formats/crawl-state.md §6.6): the rows it
 finished or decided, the crawl's merged aliases of its files, and the shard's SQLite settled like a
-finished single-process capture's once the crawl is complete."""
+finished single-process capture's once the crawl is complete (depths and referrers included, as far
+as the crawl-wide rows and the shard's own discoveries tell them)."""
 
 from __future__ import annotations
 
@@ -135,12 +136,14 @@ def settle(state: RedisState) -> None:
             [(r.final_url, r.key) for r in merged],
         )
     crawl_wide_discovery(state)
+    state.local.settle_depths()
 
 
 def crawl_wide_discovery(state: RedisState) -> None:
     """Give the shard's rows the depth and referrer the crawl finally knows of their keys (the Redis
-    row keeps the smallest of every worker's discoveries, as a single process's row does): a file's
-    manifest record then names the same depth and referrer whichever worker stored it."""
+    row keeps the smallest of every worker's discoveries as it met them); the shard's own recorded
+    discoveries then shorten what they can (``settle_depths``), and ``archiver merge`` finds the
+    shortest over every shard's (formats/crawl-state.md §6.6)."""
     keys = [str(k) for (k,) in state.local.db.execute("SELECT key FROM urls")]
     updates: list[tuple[int, str | None, str]] = []
     try:

@@ -143,9 +143,10 @@ def resolve_href(src: str, href: str) -> str | None:
 
 def final_records(state: CrawlState, rows: Iterable[Row] | None = None) -> Iterator[Record]:
     """The manifest records of the tree, from the state: one per path, sorted by path, each listing
-    every URL merged into it (tree.md §3.3) and the smallest known depth and referrer of its URLs
-    (a redirect stub keeps its own). ``rows``: the rows to take them from (default: the state's;
-    a shard of a shared crawl gives its own)."""
+    every URL merged into it (tree.md §3.3) and the smallest depth and referrer of its URLs' rows
+    (settled over the crawl's discoveries when its frontier emptied, tree.md §8; a redirect stub
+    keeps its own). ``rows``: the rows to take them from (default: the state's; a shard of a shared
+    crawl gives its own)."""
     known_rows: dict[str, Row] = {}
     merged: dict[str, list[str]] = {}
     for r in state.rows() if rows is None else rows:

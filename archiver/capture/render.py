@@ -49,8 +49,9 @@ class Reply:
     path: Path | None = None
 
 
-#: ``answer(url, resource_type, referrer)`` → the reply, or None to abort the request.
-Answer = Callable[[str, str, "str | None"], Awaitable["Reply | None"]]
+#: ``answer(url, resource_type, referrer, source)`` → the reply, or None to abort the request;
+#: ``source`` is what :meth:`Renderer.render` was given for the page making the request.
+Answer = Callable[[str, str, "str | None", "str | None"], Awaitable["Reply | None"]]
 
 #: One scroll step: scroll a viewport down, then wait until the page has processed the scroll: two
 #: animation frames (the first runs before the frame that shows the new position is drawn, the
@@ -115,6 +116,7 @@ class Renderer:
         self._loaded: set[Any] = set()
         self._background: set[asyncio.Future[None]] = set()
         self._requests: dict[Any, int] = {}
+        self._sources: dict[Any, str | None] = {}
 
     async def __aenter__(self) -> Renderer:
         await self.start()
@@ -190,7 +192,7 @@ class Renderer:
             if page is not None:
                 self._requests[page] = self._requests.get(page, 0) + 1
             referrer = request.headers.get("referer")
-            reply = await self.answer(request.url, request.resource_type, referrer)
+            reply = await self.answer(request.url, request.resource_type, referrer, self._sources.get(page))
             if reply is None:
                 await route.abort("blockedbyclient")
                 return
@@ -206,13 +208,14 @@ class Renderer:
         with contextlib.suppress(Exception):
             await page.wait_for_load_state("networkidle", timeout=self.settle * 1000)
 
-    async def render(self, url: str) -> str:
-        """The rendered DOM of ``url`` with its doctype. Raises :class:`CaptureError` when the page
-        does not load."""
+    async def render(self, url: str, source: str | None = None) -> str:
+        """The rendered DOM of ``url`` with its doctype; ``source`` goes to ``answer`` with every
+        request the page makes. Raises :class:`CaptureError` when the page does not load."""
         if self._context is None:
             raise CaptureError("the renderer is not started", subject=url)
         async with self._tabs:
             page = await self._context.new_page()
+            self._sources[page] = source
             try:
                 try:
                     await page.goto(url, wait_until="load", timeout=self.timeout * 1000)
@@ -249,5 +252,6 @@ class Renderer:
             finally:
                 self._loaded.discard(page)
                 self._requests.pop(page, None)
+                self._sources.pop(page, None)
                 with contextlib.suppress(Exception):
                     await page.close()

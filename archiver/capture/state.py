@@ -7,10 +7,10 @@ finished work; a file written just before the stop is simply written again, atom
 WAL with ``synchronous=NORMAL``: a commit survives the process being killed; a power cut may lose
 the last few commits (never the database's consistency), which a resume then simply redoes.
 
-Schema (version 1; other tools may read it, only the capture writes it):
+Schema (version 2; other tools may read it, only the capture writes it):
 
 ``meta(key TEXT PRIMARY KEY, value TEXT)``
-    ``schema`` (``"1"``), ``home``, ``created`` (RFC 3339), ``complete`` (``"1"`` once a run ended with
+    ``schema`` (``"2"``), ``home``, ``created`` (RFC 3339), ``complete`` (``"1"`` once a run ended with
     nothing pending, ``"0"`` while work remains).
 ``urls(key TEXT PRIMARY KEY, kind, state, depth, referrer, priority, seq, path, outcome, reason,
 status, attempts, final_url, stylesheet)``
@@ -34,6 +34,13 @@ status, attempts, final_url, stylesheet)``
     tree finally holds.
 ``seeds(url TEXT PRIMARY KEY, seq INTEGER, folder TEXT, title TEXT)``
     the seeds, with a bookmark's folder and title.
+``found(src TEXT, step INTEGER, inherit INTEGER, keys TEXT)`` (version 2)
+    every discovery: the document of ``src`` revealed each of ``keys`` (newline-separated; a key
+    never holds one), or redirected to it, ``step`` links deeper, naming ``src`` as its referrer or,
+    with ``inherit``, ``src``'s own referrer. One row per unit that adds them (so a document done
+    twice is there twice). The frontier's empty end gives every row the shortest depth and referrer
+    over these (:mod:`.depths`). A version 1 file gains the table when opened; the rows' stored
+    depth and referrer stand for the discoveries made before.
 """
 
 from __future__ import annotations
@@ -46,11 +53,21 @@ from pathlib import Path
 
 import msgspec
 
+from archiver.capture import depths
 from archiver.tree import Record
 
-__all__ = ["FINAL_STATES", "ROW_COLUMNS", "SCHEMA_VERSION", "NewURL", "Row", "State", "row_from"]
+__all__ = [
+    "DEPTH_REASON",
+    "FINAL_STATES",
+    "ROW_COLUMNS",
+    "SCHEMA_VERSION",
+    "NewURL",
+    "Row",
+    "State",
+    "row_from",
+]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FINAL_STATES = frozenset({"done", "failed", "unconfirmed", "skipped", "refused", "merged"})
 
 _SCHEMA = """
@@ -81,10 +98,13 @@ CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, path TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, key TEXT NOT NULL, local INTEGER NOT NULL,
                                   PRIMARY KEY (src, key));
 CREATE TABLE IF NOT EXISTS seeds (url TEXT PRIMARY KEY, seq INTEGER NOT NULL, folder TEXT, title TEXT);
+CREATE TABLE IF NOT EXISTS found (src TEXT NOT NULL, step INTEGER NOT NULL, inherit INTEGER NOT NULL,
+                                  keys TEXT NOT NULL);
 """
 
 #: Reasons a row is skipped that a later reference can undo (a shorter path, a resumed budget).
-_LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
+DEPTH_REASON = "beyond the depth limit"
+_LIMIT_REASONS = (DEPTH_REASON, "beyond the page budget")
 
 _record_encoder = msgspec.json.Encoder()
 _record_decoder = msgspec.json.Decoder(Record)
@@ -112,7 +132,9 @@ class Row:
 
 @dataclass(frozen=True)
 class NewURL:
-    """A reference to add to the frontier when the document that revealed it completes."""
+    """A reference to add to the frontier when the document that revealed it completes. ``source``:
+    the key of that document, recorded as a discovery (``found``) with ``step`` and ``inherit``
+    (:mod:`.depths`); None for a seed, or a copy of a row known already."""
 
     key: str
     kind: str
@@ -124,6 +146,9 @@ class NewURL:
     state: str = "pending"
     final_url: str | None = None
     reason: str = ""
+    source: str | None = None
+    step: int = 1
+    inherit: bool = False
 
 
 #: The columns of ``urls`` a :class:`Row` holds, in its order (for ``SELECT`` and ``INSERT``).
@@ -156,10 +181,10 @@ class State:
         self.db.execute("PRAGMA wal_autocheckpoint=8192")
         self.db.executescript(_SCHEMA)
         version = self.get("schema")
-        if version is None:
-            self.set("schema", str(SCHEMA_VERSION))
-        elif int(version) > SCHEMA_VERSION:
+        if version is not None and int(version) > SCHEMA_VERSION:
             raise ValueError(f"{path}: crawl state schema {version} is newer than this archiver reads")
+        if version != str(SCHEMA_VERSION):  # new, or version 1 given the found table above
+            self.set("schema", str(SCHEMA_VERSION))
         (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
         # key → (depth, referrer, stylesheet) that the row is known to be at least as good as, for
         # rows that a later reference cannot bring back to the frontier (not skipped for a limit):
@@ -253,10 +278,53 @@ class State:
             self._settled[new.key] = (new.depth, new.referrer or "", new.stylesheet or settled[2])
         return False
 
+    def _found(self, items: list[NewURL]) -> None:
+        """Record the discoveries among ``items`` (every one, also those that improve no row), one
+        row per document and kind of step: a statement per unit, not per reference."""
+        groups: dict[tuple[str, int, int], list[str]] = {}
+        for n in items:
+            if n.source is not None:
+                groups.setdefault((n.source, n.step, int(n.inherit)), []).append(n.key)
+        if groups:
+            self.db.executemany(
+                "INSERT INTO found (src, step, inherit, keys) VALUES (?, ?, ?, ?)",
+                [(*group, "\n".join(keys)) for group, keys in groups.items()],
+            )
+
+    def found(self) -> Iterator[depths.Edge]:
+        """Every recorded discovery, ``(source, key, step, inherit)``."""
+        for src, step, inherit, keys in self.db.execute("SELECT src, step, inherit, keys FROM found"):
+            for key in str(keys).split("\n"):
+                yield str(src), key, int(step), bool(inherit)
+
     def add(self, items: Iterable[NewURL]) -> list[str]:
         """Add references to the frontier in one transaction; returns the keys that were new."""
+        items = list(items)
         with self.transaction():
+            self._found(items)
             return [item.key for item in items if self._add(item)]
+
+    def settle_depths(self, max_depth: int | None = None) -> list[Row]:
+        """Give every row the depth and referrer of the shortest path over the recorded discoveries
+        from the seeds, its stored ones standing for discoveries not recorded (:func:`.depths.shortest`),
+        in one transaction; the end of a crawl's frontier does it (formats/crawl-state.md §2).
+        Returns the page rows skipped for the depth limit that are now within ``max_depth``."""
+        with self.transaction():
+            stored = {
+                str(k): (int(d), str(r or ""))
+                for k, d, r in self.db.execute("SELECT key, depth, referrer FROM urls")
+            }
+            seeds = [str(u) for (u,) in self.db.execute("SELECT url FROM seeds")]
+            labels = depths.shortest(seeds, self.found(), stored)
+            changed = [(d, r or None, k) for k, (d, r) in labels.items() if stored.get(k, (d, r)) != (d, r)]
+            self.db.executemany("UPDATE urls SET depth = ?, referrer = ? WHERE key = ?", changed)
+            if max_depth is None:
+                return []
+            query = (
+                f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'skipped' AND kind = 'page'"
+                " AND reason = ? AND depth <= ? ORDER BY seq"
+            )
+            return [row_from(v) for v in self.db.execute(query, (DEPTH_REASON, max_depth))]
 
     def skipped_for(self, reason: str, kind: str) -> Iterator[Row]:
         """The rows of ``kind`` skipped for ``reason`` (a limit of _LIMIT_REASONS), in discovery order."""
@@ -409,6 +477,7 @@ class State:
         """Complete ``key`` in one transaction: its final state, its record (and any extra one, such
         as a redirect stub), the page-bytes entry for hard links, and the references it revealed.
         Returns the keys that were new to the frontier."""
+        new = list(new)
         with self.transaction():
             self.db.execute(
                 "UPDATE urls SET state = ?, outcome = ?, reason = ?, status = ?, final_url = ?,"
@@ -424,6 +493,7 @@ class State:
                 self.db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", blob)
             if links is not None:
                 self.set_links(*links)
+            self._found(new)
             return [item.key for item in new if self._add(item)]
 
     def set_links(self, src: str, links: dict[str, bool]) -> None:

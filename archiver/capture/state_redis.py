@@ -464,6 +464,11 @@ class RedisState:
         except Down:
             return self.local.redirected_to(key)
 
+    def settle_depths(self, max_depth: int | None = None) -> list[Row]:
+        """None here: the discoveries are in every worker's shard, which settles its own rows when
+        the crawl is complete (:func:`.redis_shard.settle`)."""
+        return []
+
     def _finished(self, result: Any) -> None:
         if not result or int(result[0]) == 0:
             self.refused += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,6 +212,13 @@ def test_no_connection_to_another_port_of_the_seed_host(
     assert f"127.0.0.1:{b}" in report.outcome(f"http://127.1:{b}/img-3.png").reason  # type: ignore[union-attr]
     for page in (tmp_path / "tree").glob("*.html"):  # a refused navigation left no browser error page
         assert "neterror" not in page.read_text(encoding="utf-8"), page.name
+    if render:  # the browser's own requests: found by the page rendering, a step deeper (tree.md §8)
+        db = sqlite3.connect(tmp_path / "tree/_archiver/crawl.sqlite")
+        rows = {k: (d, r) for k, d, r in db.execute("SELECT key, depth, referrer FROM urls")}
+        db.close()
+        for n, t in enumerate(targets):
+            assert rows[_key(f"http://{t}/fetch-{n}", home)] == (1, _key(home, home))
+            assert rows[_key(f"http://{t}/js-{n}", home)] == (2, _key(f"js-{n}.html", home))
 
 
 @pytest.mark.parametrize("render", [False, pytest.param(True, marks=pytest.mark.browser)])

@@ -101,6 +101,42 @@ def test_merge_of_two_shards_is_the_single_process_tree(single: Path, tmp_path: 
     ]
 
 
+def _manifest(tree: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in (tree / "_archiver/manifest.jsonl").read_text().splitlines()]
+
+
+def _alter_states(shards: list[Path], *statements: str) -> None:
+    for i, shard in enumerate(shards):
+        db = sqlite3.connect(shard / "_archiver/crawl.sqlite")
+        for sql in statements:
+            db.execute(sql.replace("{i}", str(i + 1)))
+        db.commit()
+        db.close()
+
+
+def test_merge_finds_depths_over_every_shards_discoveries(single: Path, tmp_path: Path) -> None:
+    """Every shard's rows too deep, with another referrer (workers that met the shorter paths after
+    taking the URLs): the merged records name the single process's depth and referrer all the same,
+    the shortest path over the shards' recorded discoveries (tree.md §8, §11)."""
+    shards = [_shard(single, tmp_path / f"s{i}", lambda p, i=i: _split(p, 2, 3) == i) for i in range(2)]
+    _alter_states(shards, "UPDATE urls SET depth = depth + {i}, referrer = 'https://stale.example/{i}'")
+    merge(shards, tmp_path / "merged")
+    assert _manifest(tmp_path / "merged") == _manifest(single)
+    db = sqlite3.connect(tmp_path / "merged/_archiver/crawl.sqlite")
+    assert db.execute(
+        "SELECT COUNT(*) FROM urls WHERE referrer LIKE 'https://stale.example/%'"
+    ).fetchone() == (0,)
+    db.close()
+
+
+def test_shards_older_than_the_discoveries_merge_by_their_rows(single: Path, tmp_path: Path) -> None:
+    """Shards of a version 1 state (no ``found`` table): their rows' depth and referrer stand."""
+    shards = [_shard(single, tmp_path / f"s{i}", lambda p, i=i: _split(p, 2, 5) == i) for i in range(2)]
+    _alter_states(shards, "DROP TABLE found", "UPDATE meta SET value = '1' WHERE key = 'schema'")
+    merge(shards, tmp_path / "merged")
+    assert _manifest(tmp_path / "merged") == _manifest(single)
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(min_value=1, max_value=4), salt=st.integers(min_value=0, max_value=10_000))
 def test_merge_of_any_partition(single: Path, tmp_path: Path, n: int, salt: int) -> None:

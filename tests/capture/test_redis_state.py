@@ -164,6 +164,37 @@ def test_redirected_to_lists_the_rows_redirecting_to_a_key(make: Maker) -> None:
     assert make().redirected_to(A + "new") == [(A + "old", "old.html")]
 
 
+def test_the_end_of_the_crawl_settles_depths_over_the_discoveries(make: Maker) -> None:
+    """A page taken before the shorter path to it was known names its discovery one step too deep
+    in the frontier's rows; the end of the crawl settles every row over the recorded discoveries
+    (§2 ``settle_depths``; a shared state's shard when the crawl is complete, §6.6)."""
+    one = make()
+    s2, b, c, d = A + "s2", A + "b", A + "c", A + "d"
+    for seed in (A, s2):
+        one.add_seed(seed)
+    one.add([NewURL(A, "page", 0, None), NewURL(s2, "page", 0, None)])
+    held = [r.key for r in one.claim("page", 2)]
+    assert held == [A, s2]
+
+    def done(key: str, *found: NewURL) -> None:
+        one.finish(key, state="done", outcome="ok", new=list(found))
+
+    done(A, NewURL(b, "page", 1, A, source=A))
+    for key, found in ((b, NewURL(c, "page", 2, b, source=b)), (c, NewURL(d, "page", 3, c, source=c))):
+        (row,) = one.claim("page", 1, exclude=[s2])
+        assert row.key == key
+        done(key, found)
+    done(s2, NewURL(c, "page", 1, s2, source=s2))  # the shorter path to c, met after c was done
+    (row,) = one.claim("page", 1)
+    assert (row.key, row.depth) == (d, 3)
+    done(d)
+    assert one.settle_depths(max_depth=5) == []
+    one.set("complete", "1")
+    shard = one.local if isinstance(one, RedisState) else one
+    rows = {r.key: (r.depth, r.referrer) for r in shard.rows()}
+    assert rows == {A: (0, None), s2: (0, None), b: (1, A), c: (1, s2), d: (2, c)}
+
+
 # ---- §6: only a shared state
 
 

@@ -1,0 +1,65 @@
+"""A crawl's final depths and referrers: shortest paths over the discoveries it recorded
+(formats/tree.md §8, formats/crawl-state.md §2).
+
+Pure: no network, no filesystem, no clock.
+
+A **discovery** is one edge ``(source, key, step, inherit)``: the document of ``source`` revealed
+``key`` (a link, an asset, a stylesheet's ``url()``, a request its rendering made), one step deeper
+(``step`` 1); or ``source`` redirected to ``key``, which then stands where ``source`` stood
+(``inherit``: the key takes the source's own referrer; ``step`` 0 for a page target, 1 for an asset
+target). A key's **label** is ``(depth, referrer)``, ordered as ``add`` orders them: depth first, then
+the referrer as a string (``""`` for none). Seeds are ``(0, "")``; every other key's label is the
+smallest candidate over its discoveries, ``(depth(source) + step, referrer)`` where ``referrer`` is
+``source`` itself, or the source's referrer when ``inherit``. That is a shortest path from the seeds
+with the weights 0 and 1, found once at the end of the crawl (Dijkstra), so it does not depend on the
+order in which the workers met the discoveries.
+
+``bounds`` are labels already known to be reachable (a row's stored depth and referrer, which ``add``
+kept as the smallest of the discoveries it met): they stand for discoveries not recorded as edges (a
+crawl state older than the edges, a discovery another worker recorded). Every stored label is the
+label of a real path, never smaller than the shortest, so with every edge recorded the bounds change
+nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+
+__all__ = ["ROOT", "Edge", "Label", "shortest"]
+
+#: ``(depth, referrer)``, the referrer ``""`` when there is none (a seed, a seed's redirect target).
+Label = tuple[int, str]
+#: ``(source, key, step, inherit)``: the columns of the state's ``found`` table, in its order.
+Edge = tuple[str, str, int, "bool | int"]
+#: A seed's label.
+ROOT: Label = (0, "")
+
+
+def shortest(
+    seeds: Iterable[str], edges: Iterable[Edge], bounds: Mapping[str, Label] | None = None
+) -> dict[str, Label]:
+    """Every key's label (see the module docstring): the seeds at :data:`ROOT`, each key of
+    ``bounds`` at most its bound, every key an edge reaches from those at its shortest. Keys that
+    are neither seeds, bounded nor reachable are left out. Raises ``ValueError`` on a negative step."""
+    out: dict[str, list[tuple[str, int, bool]]] = {}
+    for source, key, step, inherit in edges:
+        if step < 0:
+            raise ValueError(f"a discovery of {key!r} by {source!r} has a negative step ({step})")
+        out.setdefault(source, []).append((key, step, bool(inherit)))
+    best: dict[str, Label] = dict(bounds or {})
+    for seed in seeds:
+        best[seed] = ROOT
+    heap = [(depth, referrer, key) for key, (depth, referrer) in best.items()]
+    heapq.heapify(heap)
+    while heap:
+        depth, referrer, source = heapq.heappop(heap)
+        if best[source] != (depth, referrer):
+            continue  # improved since it was queued: its better label is queued too
+        for key, step, inherit in out.get(source, ()):
+            candidate = (depth + step, referrer if inherit else source)
+            have = best.get(key)
+            if have is None or candidate < have:
+                best[key] = candidate
+                heapq.heappush(heap, (candidate[0], candidate[1], key))
+    return best
