@@ -94,7 +94,7 @@ def capture(
     whole crawl: formats/crawl-state.md §6.8). Assets: on a seed's
     registrable domain unless ``assets_any_host``, not on the skip list (``skip_extensions``, default
     tree.md §6.3), at most ``asset_cap`` bytes (larger ones are skipped, never truncated). Pages have a
-    cap of their own, the larger of ``asset_cap`` and 64 MiB (``crawl.PAGE_CAP``).
+    cap of their own, the larger of ``asset_cap`` and 64 MiB (``responses.PAGE_CAP``).
 
     Rendering (``render``) uses Chromium (``chromium``, else ``$ARCHIVER_CHROMIUM``, Playwright's own,
     ``/usr/bin/chromium``) with ``tabs`` pages at once and a settle of at most ``settle`` seconds;

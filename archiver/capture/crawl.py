@@ -8,8 +8,9 @@ depth, then discovery:
   another source), render (:mod:`.render`; the browser's requests come back here and are answered
   from what was already fetched, or fetched once), rewrite (:mod:`.rewrite_html`, every reference
   through :class:`.linker.Linker` and :meth:`archiver.capture.policy.Scope.decide`), write at its
-  tree path (:mod:`.treepaths`, :mod:`.writer`);
-- **asset**: fetch (or take what the browser already fetched), rewrite stylesheets
+  tree path (:mod:`.treepaths`, :mod:`.writer`); a page that redirects or is no HTML leaves a
+  redirect stub (:mod:`.redirects`);
+- **asset**: fetch (or take what the browser already fetched, :mod:`.responses`), rewrite stylesheets
   (:mod:`archiver.css_refs`), write at its tree path.
 
 Each completed URL is one state transaction (its outcome, its manifest record, the references it
@@ -32,78 +33,46 @@ record's ``redirects``. An asset that redirects is stored at its own path.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import fcntl
 import hashlib
 import os
 import sys
 import time
 import traceback
-from collections import OrderedDict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archiver import urls
-from archiver.capture import interrupt, rewrite_html, transport
+from archiver.capture import interrupt, redirects, rewrite_html, transport
+from archiver.capture.budget import PageBudget
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
-from archiver.capture.linker import BUDGET_REASON, Linker, note_refused, revive_within_depth
+from archiver.capture.linker import Linker, revive_within_depth
 from archiver.capture.options import CaptureOptions
-from archiver.capture.policy import Hint, Scope, redact
+from archiver.capture.outfolder import check_out, lock_folder
+from archiver.capture.policy import Scope, redact
 from archiver.capture.progress import Progress
 from archiver.capture.relink import final_records, public, relink
 from archiver.capture.report import CaptureReport, Item, write_report
+from archiver.capture.responses import Responses
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.textcodec import decode_css, decode_html
 from archiver.capture.transport import Transport
 from archiver.capture.treepaths import TreePaths
-from archiver.capture.writer import TreeWriter, hash_file, stub_html
+from archiver.capture.writer import TreeWriter, hash_file, now
 from archiver.css_refs import rewrite_stylesheet
-from archiver.errors import CaptureError, URLError, UsageError
-from archiver.tree import Header, ManifestWriter, Record, WarcRef, write_records
+from archiver.errors import CaptureError, UsageError
+from archiver.tree import Header, ManifestWriter, Record, write_records
 from archiver.urls import RESERVED_DIR
 
 if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only by a rendering run
-    from archiver.capture.render import Renderer, Reply
+    from archiver.capture.render import Renderer
 
 __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "run_capture"]
 
 STATE_NAME = "crawl.sqlite"
 REPORT_NAME = urls.REPORT_NAME
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_RAW_CACHE_BYTES = 256 << 20
 _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-#: The size cap of a page (``--asset-cap`` is for assets; a larger one raises this too): an HTML
-#: document this large is a runaway response, not a page to keep.
-PAGE_CAP = 64 << 20
-
-
-def _lock_folder(reserved: Path, out: Path) -> int:
-    """An open descriptor of ``reserved`` holding its exclusive ``flock`` (closing it releases the
-    lock, and so does the end of the process, however it ends); one line if another run holds it."""
-    fd = os.open(reserved, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise UsageError(
-            "another capture is running in this folder; wait for it to end", subject=str(out)
-        ) from None
-    return fd
-
-
-_stamp: tuple[int, str] = (-1, "")
-
-
-def _now() -> str:
-    """The current UTC time, to the second (RFC 3339); formatted once per second."""
-    global _stamp
-    second = int(time.time())
-    if second != _stamp[0]:
-        _stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return _stamp[1]
 
 
 class Crawler:
@@ -124,7 +93,15 @@ class Crawler:
         self.tmp = self.reserved / "tmp"
         self.open_state: StateFactory = options.state or State
         self.writer = TreeWriter(out, self.tmp)
-        self._check_out()
+        check_out(
+            out,
+            self.reserved,
+            self.tmp,
+            STATE_NAME,
+            resume=options.resume,
+            open_state=self.open_state,
+            writer=self.writer,
+        )
         self.state: CrawlState = self.open_state(self.reserved / STATE_NAME)
         home = self.state.get("home") or keys[0]
         self.home = home
@@ -172,12 +149,10 @@ class Crawler:
         self.fetcher: Transport | None = None
         self.renderer: Renderer | None = None
         self.manifest: ManifestWriter | None = None
-        self.raw: OrderedDict[str, FetchResult] = OrderedDict()
-        self.raw_bytes = 0
-        self.spooled: dict[str, FetchResult] = {}
-        self.fetching: dict[str, asyncio.Future[FetchResult]] = {}
-        self.pages_charged = 0
-        self.charged: set[str] = set()
+        self.responses = Responses(self)
+        self.get = self.responses.get
+        self.answer = self.responses.answer
+        self.budget = PageBudget(self)
         self.pages_done = 0
         self.assets_done = 0
         self.bytes_written = 0
@@ -186,201 +161,8 @@ class Crawler:
         self._keys: dict[str, str] = {}
         self._asset_links: dict[str, tuple[str, dict[str, bool]]] = {}
 
-    # ---- set-up
-
-    def _check_out(self) -> None:
-        out = self.out
-        if out.exists() and not out.is_dir():
-            raise UsageError("not a folder", subject=str(out))
-        has_state = (self.reserved / STATE_NAME).exists()
-        if out.exists() and any(out.iterdir()) and not has_state:
-            raise UsageError(
-                "folder is not empty and holds no capture to resume; choose an empty or new folder",
-                subject=str(out),
-            )
-        if has_state and not self.options.resume:
-            os.close(_lock_folder(self.reserved, out))  # never delete a capture that is running
-            self._discard_previous()
-        try:
-            self.tmp.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"cannot create the folder: {e.strerror}", subject=str(out)) from None
-
-    def _discard_previous(self) -> None:
-        """``resume=False`` on a folder holding a capture: delete that capture (every file its state
-        recorded, its metadata, then the folders left empty) so this run starts afresh. Files the
-        capture did not write are left alone."""
-        old = self.open_state(self.reserved / STATE_NAME)
-        try:
-            paths = [record.path for record in old.records()] + list(old.paths_map())
-        finally:
-            old.close()
-        for rel in paths:
-            target = self.out / rel
-            if ".." not in rel.split("/") and target.is_file():
-                target.unlink()
-        for name in (
-            STATE_NAME,
-            STATE_NAME + "-wal",
-            STATE_NAME + "-shm",
-            "manifest.jsonl",
-            "manifest.jsonl.tmp",
-        ):
-            with contextlib.suppress(FileNotFoundError):
-                (self.reserved / name).unlink()
-        if self.tmp.is_dir():
-            self.writer.empty_tmp(remove=True)
-        from archiver.warc.record import WARC_DIR, discard
-
-        discard(self.reserved / WARC_DIR)
-        for folder in sorted((p for p in self.out.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            with contextlib.suppress(OSError):
-                folder.rmdir()  # only empty ones go
-
     def fetcher_robots(self, key: str) -> bool | None:
         return self.fetcher.robots_allows(key) if self.fetcher is not None else None
-
-    def charge_page(self, key: str) -> bool:
-        """May ``key`` join the frontier as a page under ``max_pages`` (unless the state keeps it)?"""
-        limit = None if self.state.counts_pages else self.options.max_pages
-        if limit is None:
-            return True
-        if key in self.charged or key in self.tree.paths:
-            return True
-        if self.tree.alias_of(key, "page") is not None:  # shares a charged page's file: not a page
-            return True
-        row = self.state.row(key)
-        if row is not None and row.state != "skipped":
-            return True
-        if self.pages_charged >= limit:
-            return False
-        self.pages_charged += 1
-        self.charged.add(key)
-        return True
-
-    def release_page(self, key: str) -> None:
-        """A page charged to ``max_pages`` ended without storing a page (an error status, a failure,
-        robots, not HTML): ``max_pages`` counts stored pages, so its place goes to the best page
-        waiting beyond the budget (``prefer``/``avoid`` order, then depth and discovery), whose
-        links the end of the run makes local (tree.md §6)."""
-        if key not in self.charged:
-            return
-        self.charged.discard(key)
-        self.pages_charged -= 1
-        waiting = list(self.state.skipped_for(BUDGET_REASON, "page"))
-        if not waiting:
-            return
-        best = min(waiting, key=lambda r: (self.scope.priority(r.key), r.depth, r.seq))
-        if self.charge_page(best.key):
-            self.state.add([NewURL(best.key, "page", best.depth, best.referrer, best.priority)])
-
-    def _charge_by_priority(self, doc_text: str, base: str, depth: int) -> None:
-        """Under ``max_pages``, let the pages a document links to into the frontier in priority order
-        (``prefer`` first, ``avoid`` last), not in the order they appear: the budget goes to the
-        pages the user cares about."""
-        found: dict[str, int] = {}
-
-        def collect(ref: str, hint: Hint) -> str | None:
-            d = self.scope.decide(ref, base, hint, depth, self.fetcher_robots)
-            if d.action == "local" and d.kind == "page" and d.url is not None:
-                found.setdefault(d.url, len(found))
-            return None
-
-        rewrite_html.rewrite(rewrite_html.parse(doc_text), collect)
-        for key in sorted(found, key=lambda k: (self.scope.priority(k), found[k])):
-            self.charge_page(key)
-
-    # ---- the raw cache (what was fetched, as fetched, for the browser and the stages)
-
-    def _remember(self, key: str, result: FetchResult) -> None:
-        if result.file is not None:
-            self.spooled[key] = result
-            return
-        old = self.raw.pop(key, None)
-        if old is not None and old.body is not None:
-            self.raw_bytes -= len(old.body)
-        self.raw[key] = result
-        self.raw_bytes += len(result.body or b"")
-        while self.raw_bytes > _RAW_CACHE_BYTES and len(self.raw) > 1:
-            _k, dropped = self.raw.popitem(last=False)
-            self.raw_bytes -= len(dropped.body or b"")
-
-    def _cached(self, key: str) -> FetchResult | None:
-        hit = self.raw.get(key)
-        if hit is not None:
-            self.raw.move_to_end(key)
-            return hit
-        return self.spooled.get(key)
-
-    async def get(
-        self, key: str, referrer: str | None, accept: str = "*/*", *, page: bool = False
-    ) -> FetchResult:
-        """``key``'s response: from the cache, from a fetch already under way, or fetched now
-        (``page``: with the page size cap, not the asset cap)."""
-        hit = self._cached(key)
-        if hit is not None:
-            return hit
-        running = self.fetching.get(key)
-        if running is not None:
-            return await asyncio.shield(running)
-        assert self.fetcher is not None
-        future: asyncio.Future[FetchResult] = asyncio.get_running_loop().create_future()
-        self.fetching[key] = future
-        try:
-            cap = max(self.options.asset_cap, PAGE_CAP) if page else "default"
-            result = await self.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
-            self._remember(key, result)
-            if result.final_url != key and result.outcome in ("ok", "redirected"):
-                with contextlib.suppress(URLError):
-                    final_key = urls.dedup_key(result.final_url, self.scope.hygiene)
-                    if final_key not in self.raw and result.file is None:
-                        self._remember(final_key, dataclasses.replace(result, url=final_key, redirects=[]))
-            future.set_result(result)
-            return result
-        except BaseException as e:
-            future.set_exception(e)
-            future.exception()  # mark retrieved
-            raise
-        finally:
-            self.fetching.pop(key, None)
-
-    async def answer(
-        self, url: str, resource_type: str, referrer: str | None, source: str | None = None
-    ) -> Reply | None:
-        """The renderer's routing callback: every browser request (of the page of key ``source``)
-        is answered from here."""
-        from archiver.capture.render import Reply
-
-        try:
-            key = urls.dedup_key(urls.canonicalize(url), self.scope.hygiene)
-        except URLError:
-            return None
-        row = self.state.row(key)
-        if (
-            row is not None
-            and row.state == "done"
-            and row.path
-            and not row.stylesheet
-            and row.kind == "asset"
-        ):
-            record = self.state.record(row.path)
-            file = self.out / row.path
-            if record is not None and record.media_type != "text/css" and file.is_file():
-                return Reply(200, {"content-type": record.media_type}, path=file)
-        if urls.ext(key) in self.scope.skip_extensions:
-            return None  # large media the tree leaves on the live web: the page renders without it
-        result = await self.get(key, referrer, page=resource_type == "document")
-        if result.outcome in ("refused", "skipped"):
-            if result.outcome == "refused":
-                note_refused(self, key, resource_type, referrer, result.reason, source)
-            return None
-        if result.status is None:
-            return None
-        headers = dict(result.headers)
-        headers.pop("location", None)
-        if result.file is not None:
-            return Reply(result.status, headers, path=result.file)
-        return Reply(result.status, headers, body=result.body or b"")
 
     # ---- writing
 
@@ -397,7 +179,7 @@ class Crawler:
             self.tree.flush()
             self.state.finish(key, record=record, extra_records=extra or [], **kwargs)
         if record is None or record.kind != "page":
-            self.release_page(key)
+            self.budget.release(key)
         manifest = self.manifest
         if manifest is not None:
             for line in [*(extra or []), *([record] if record else [])]:
@@ -437,10 +219,10 @@ class Crawler:
         if final != key:
             final_path = self.tree.local_path(final, "page") if is_html else None
             if final_path != path:
-                await self._page_redirect(row, result, path, final, is_html)
+                await redirects.page_redirect(self, row, result, path, final, is_html)
                 return
         if not is_html:
-            await self._page_not_html(row, result, path)
+            await redirects.not_html(self, row, result, path)
             return
         text = decode_html(result.read(), result.charset)
         rendered = False
@@ -453,8 +235,7 @@ class Crawler:
                 note = f"{e.message}; stored as fetched, unrendered"
         doc = rewrite_html.parse(text)
         base = rewrite_html.base_url(doc, result.final_url)
-        if self.options.max_pages is not None and not self.state.counts_pages:
-            self._charge_by_priority(text, base, row.depth)
+        self.budget.charge_links(text, base, row.depth)
         linker = Linker(self, path, base, row.depth, key)
         out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap")
         data = out.html.encode("utf-8")
@@ -473,7 +254,7 @@ class Crawler:
             urls=[final, *sorted(same - {final})],
             title=out.title,
             status=result.status,
-            fetched=result.fetched or _now(),
+            fetched=result.fetched or now(),
             depth=row.depth,
             referrer=row.referrer,
             redirects=sorted({k for k, p in self.state.redirected_to(final) if p != path}),
@@ -494,103 +275,6 @@ class Crawler:
             links=(path, linker.links),
         )
         self.pages_done += 1
-
-    async def _page_not_html(self, row: Row, result: FetchResult, page_path: str) -> None:
-        """A link that looked like a page answered with something else: store it as an asset and
-        leave a redirect stub at the page path."""
-        asset_path = self.tree.second(row.key, "asset")
-        record, new = await self._store_asset_bytes(row, result, asset_path)
-        stub = await self._stub(page_path, asset_path, asset_path, row.key, result.status or 200, result.warc)
-        await self._finish(
-            row.key,
-            state="done",
-            outcome="ok",
-            reason="not HTML: stored as an asset",
-            status=result.status,
-            final_url=result.final_url,
-            record=record,
-            extra=[stub],
-            new=new,
-            links=self._asset_links.pop(row.key, None),
-        )
-        self.assets_done += 1
-
-    async def _stub(
-        self,
-        path: str,
-        target_path: str | None,
-        shown: str,
-        key: str,
-        status: int,
-        warc: WarcRef | None = None,
-    ) -> Record:
-        href = urls.rel(path, target_path) if target_path else shown
-        data = stub_html(href, shown)
-        await self._write(path, data)
-        self.bytes_written += len(data)
-        return Record(
-            path=path,
-            kind="page",
-            media_type="text/html",
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            urls=[key],
-            title="Moved",
-            status=status,
-            fetched=_now(),
-            warc=warc,
-        )
-
-    async def _page_redirect(
-        self, row: Row, result: FetchResult, path: str, final: str, is_html: bool
-    ) -> None:
-        chain_status = 301
-        hop = result.redirect_warcs[0] if result.redirect_warcs else None  # this URL's own 3xx
-        moved_to_root = final.split("://", 1)[-1].partition("/")[2] == "" and path != "index.html"
-        note = f"redirected to {redact(final)}"
-        if moved_to_root:
-            note += " (to the site root: the page has probably moved away)"
-        new: list[NewURL] = []
-        if is_html and self.scope.page_in_scope(final) and self.fetcher_robots(final) is not False:
-            final_path, owner = self.tree.assign(final, "page")
-            new.append(
-                NewURL(
-                    final,
-                    "page",
-                    row.depth,
-                    row.referrer,
-                    self.scope.priority(final),
-                    path=final_path,
-                    state="merged" if owner else "pending",
-                    final_url=owner,
-                    source=row.key,  # where the redirecting URL stood (formats/tree.md §8)
-                    step=0,
-                    inherit=True,
-                )
-            )
-            stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
-            target = self.state.record(final_path)
-            if target is not None and row.key not in target.redirects:
-                target.redirects = sorted({*target.redirects, row.key})
-                self.state.put_record(target)
-        elif not is_html and self.scope.want_asset(final):
-            final_path, _ = self.tree.assign(final, "asset")
-            new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path,
-                              source=row.key, inherit=True))  # fmt: skip
-            stub = await self._stub(path, final_path, final_path, row.key, chain_status, hop)
-        else:
-            stub = await self._stub(path, None, result.final_url, row.key, chain_status, hop)
-            note += " (outside the capture: the stub links to the live URL)"
-        await self._finish(
-            row.key,
-            state="done",
-            outcome="redirected",
-            reason=note,
-            status=chain_status,
-            final_url=final,
-            record=stub,
-            new=new,
-        )
 
     # ---- asset stage
 
@@ -616,7 +300,7 @@ class Crawler:
         elif result.file is not None:
             sha, size = hash_file(result.file)
             await self._write(path, source=result.file)
-            self.spooled.pop(row.key, None)
+            self.responses.spooled.pop(row.key, None)
             result.file = self.out / path
         else:
             data = result.body or b""
@@ -632,7 +316,7 @@ class Crawler:
             sha256=sha,
             urls=[row.key],
             status=result.status,
-            fetched=result.fetched or _now(),
+            fetched=result.fetched or now(),
             depth=row.depth,
             referrer=row.referrer,
             warc=result.warc,
@@ -668,7 +352,7 @@ class Crawler:
         state = self.state
         if state.get("home") is None:
             state.set("home", self.home)
-            state.set("created", _now())
+            state.set("created", now())
         for key in self.seed_keys:
             folder, title = self.options.seed_info.get(key, (None, None))
             state.add_seed(key, folder, title)
@@ -696,11 +380,7 @@ class Crawler:
         if self.options.refresh:
             state.refresh()
         state.requeue(("failed", "unconfirmed"), self.options.max_attempts)
-        # pages already charged to the budget: the pages stored and those still to fetch (failed
-        # ones were requeued above when they get another try; the others left the budget)
-        self.pages_charged = sum(1 for r in state.records() if r.kind == "page") + state.count(
-            "pending", "page"
-        )
+        self.budget.start()
         state.set("complete", "0")
 
     async def _task(self, row: Row) -> None:
@@ -721,7 +401,7 @@ class Crawler:
         """Capture until the frontier is empty; returns the report. One run at a time per folder:
         the reserved folder is locked (``flock``) while it runs, and a second run on the same folder
         is refused with one line (the lock goes with the process, also when it is killed)."""
-        fd = _lock_folder(self.reserved, self.out)
+        fd = lock_folder(self.reserved, self.out)
         try:
             return await self._run()
         finally:
@@ -820,7 +500,7 @@ class Crawler:
             options["incomplete"] = True
         seeds = [redact(url) for url, _f, _t in self.state.seeds()] or [redact(k) for k in self.seed_keys]
         return Header(
-            home=redact(self.home), created=self.state.get("created") or _now(), seeds=seeds, options=options
+            home=redact(self.home), created=self.state.get("created") or now(), seeds=seeds, options=options
         )
 
     def finalize(self) -> None:

@@ -39,7 +39,7 @@ class Linker:
     def decide(self, ref: str, hint: Hint) -> Decision:
         c = self.crawler
         decision = c.scope.decide(ref, self.base, hint, self.depth, c.fetcher_robots)
-        if decision.action == "local" and decision.kind == "page" and not c.charge_page(decision.url or ""):
+        if decision.action == "local" and decision.kind == "page" and not c.budget.charge(decision.url or ""):
             return Decision(
                 "absolute",
                 None if "://" in ref else decision.url,
@@ -138,13 +138,15 @@ def revive_within_depth(crawler: Crawler) -> bool:
         return False
     new: list[NewURL] = []
     for row in rows:
+        # charged before its path is given out (a key with a path counts as charged already)
+        if c.tree.alias_of(row.key, "page") is None and not c.budget.charge(row.key):
+            c.state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
+            continue
         path, owner = c.tree.assign(row.key, "page")
         if owner is not None:
             c.state.mark(row.key, state="merged", outcome="merged", final_url=owner)
-        elif c.charge_page(row.key):
-            new.append(NewURL(row.key, "page", row.depth, row.referrer, row.priority, path=path))
         else:
-            c.state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
+            new.append(NewURL(row.key, "page", row.depth, row.referrer, row.priority, path=path))
     with c.state.transaction():
         c.tree.flush()
         return bool(c.state.add(new))

@@ -149,11 +149,20 @@ def final_records(state: CrawlState, rows: Iterable[Row] | None = None) -> Itera
     crawl gives its own)."""
     known_rows: dict[str, Row] = {}
     merged: dict[str, list[str]] = {}
+    moved_here: dict[str, list[tuple[str, str | None]]] = {}  # target key → (redirecting key, path)
     for r in state.rows() if rows is None else rows:
         known_rows[r.key] = r
         if r.state == "merged" and r.final_url:
             merged.setdefault(r.final_url, []).append(r.key)
+        if r.outcome == "redirected" and r.final_url:
+            moved_here.setdefault(r.final_url, []).append((r.key, r.path))
     for record in state.records():
+        if record.kind == "page" and not 300 <= (record.status or 200) < 400:
+            # every URL that redirected to this page, also one whose stub was written while the
+            # page was being stored (or by another worker): tree.md §9.1
+            sources = {k for key in record.urls for k, p in moved_here.get(key, []) if p != record.path}
+            if not sources <= set(record.redirects):
+                record.redirects = sorted({*record.redirects, *sources})
         if record.urls:
             keys = set(record.urls)
             for k in list(keys):

@@ -13,9 +13,11 @@ import contextlib
 import hashlib
 import html
 import os
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["TreeWriter", "hash_file", "stub_html"]
+__all__ = ["TreeWriter", "hash_file", "now", "stub_html"]
 
 
 class TreeWriter:
@@ -93,3 +95,15 @@ def hash_file(path: Path) -> tuple[str, int]:
             digest.update(chunk)
             size += len(chunk)
     return digest.hexdigest(), size
+
+
+_stamp: tuple[int, str] = (-1, "")
+
+
+def now() -> str:
+    """The current UTC time, to the second (RFC 3339); formatted once per second."""
+    global _stamp
+    second = int(time.time())
+    if second != _stamp[0]:
+        _stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _stamp[1]

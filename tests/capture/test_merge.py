@@ -246,3 +246,32 @@ def test_usage_errors(single: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
         argv = ["merge", str(tmp_path / "plain"), "-o", str(out)]
     code, err = _run(argv, capsys)
     assert code == 2 and err.startswith("archiver: ") and err.count("\n") == 1
+
+
+def test_a_page_lists_every_url_that_redirected_to_it(tmp_path: Path) -> None:
+    """A redirect stub finished while its target page was being stored (or by another worker, whose
+    shard holds no record of the target) still ends in the target's ``redirects`` (tree.md §9.1):
+    the end of the crawl takes them from the rows, not from the moment the stub was written."""
+    from archiver.capture.relink import final_records
+    from archiver.capture.state import NewURL, State
+    from archiver.tree import Record
+
+    base = "http://127.0.0.1:9/"
+    state = State(tmp_path / "crawl.sqlite")
+    try:
+        state.add([NewURL(base + "a/", "page", 0, None, path="a/index.html"),
+                   NewURL(base + "a", "page", 1, base + "a/", path="a.html"),
+                   NewURL(base + "b", "page", 1, base + "a/", path="b.html")])  # fmt: skip
+        page = Record(path="a/index.html", kind="page", media_type="text/html", size=1, sha256="0" * 64,
+                      urls=[base + "a/"], status=200)  # fmt: skip
+        state.finish(base + "a/", state="done", outcome="ok", status=200, record=page)
+        for key, path in ((base + "a", "a.html"), (base + "b", "b.html")):  # both after the page
+            stub = Record(path=path, kind="page", media_type="text/html", size=1, sha256="1" * 64,
+                          urls=[key], status=301, title="Moved")  # fmt: skip
+            moved = {"state": "done", "outcome": "redirected", "status": 301, "final_url": base + "a/"}
+            state.finish(key, record=stub, **moved)
+        records = {r.path: r for r in final_records(state)}
+    finally:
+        state.close()
+    assert records["a/index.html"].redirects == [base + "a", base + "b"]
+    assert records["a.html"].redirects == [] and records["b.html"].redirects == []

@@ -146,8 +146,8 @@ def _links(tree: Path) -> dict[str, set[str]]:
 
 def _merged_is_single(shards: list[Path], single: Path) -> None:
     """``archiver merge`` of the shards gives the single process's tree: the same files with the same
-    bytes, the same manifest records apart from fetch times, depth and referrer included
-    (formats/tree.md §11)."""
+    bytes, the same manifest records apart from fetch times and which of a file's aliases was
+    fetched, depth and referrer included (formats/tree.md §11)."""
     out = shards[0].parent / "merged"
     assert cli.main(["merge", *map(str, shards), "-o", str(out)]) == 0
     assert _stored(out) == _stored(single)
@@ -156,7 +156,12 @@ def _merged_is_single(shards: list[Path], single: Path) -> None:
     assert [f for f in files if not f.startswith(private)] == sorted(_stored(single))
 
     def records(tree: Path, drop: tuple[str, ...]) -> list[dict[str, Any]]:
-        return [{k: v for k, v in r.items() if k not in drop} for r in _records(tree)]
+        # of URLs sharing one file (aliases, tree.md §3.3) the one met first is fetched and listed
+        # first: which one that is depends on timing, like the fetch time (tree.md §11)
+        return [
+            {k: sorted(v) if k == "urls" else v for k, v in r.items() if k not in drop}
+            for r in _records(tree)
+        ]
 
     assert records(out, ("fetched", "depth", "referrer")) == records(single, ("fetched", "depth", "referrer"))
     # depth and referrer too: the shortest path over every shard's discoveries (tree.md §8, §11)

@@ -1,0 +1,98 @@
+"""The page budget of a single-process capture, ``--max-pages N`` (a shared crawl keeps its budget in
+the scripts instead: formats/crawl-state.md §6.8, ``CrawlState.counts_pages``).
+
+A page is *charged* when it is found: the first N pages found join the frontier, the others are
+written absolute and recorded skipped ``beyond the page budget`` (:data:`.linker.BUDGET_REASON`).
+A document's links are charged in priority order (``--prefer`` first, ``--avoid`` last), then in
+the order they appear. An alias of a charged page (another URL of the same file, tree.md §3.3) is
+not charged: it is never fetched. ``N`` counts stored pages, so a charged page that ends without
+storing one (an error status, a failure, robots.txt, not HTML) gives its place to the best page
+waiting beyond the budget, whose links the end of the run makes local (tree.md §6).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archiver.capture import rewrite_html
+from archiver.capture.linker import BUDGET_REASON
+from archiver.capture.state import NewURL
+
+if TYPE_CHECKING:
+    from archiver.capture.crawl import Crawler
+    from archiver.capture.policy import Hint
+
+__all__ = ["PageBudget"]
+
+
+class PageBudget:
+    """The budget of one run of ``crawler`` (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.pages_charged = 0
+        self.charged: set[str] = set()
+
+    @property
+    def limit(self) -> int | None:
+        c = self.crawler
+        return None if c.state.counts_pages else c.options.max_pages
+
+    def start(self) -> None:
+        """A run (or a resumed one) begins: the pages stored and those still to fetch are charged
+        already (failed ones were requeued when they get another try; the others left it)."""
+        state = self.crawler.state
+        stored = sum(1 for r in state.records() if r.kind == "page")
+        self.pages_charged = stored + state.count("pending", "page")
+
+    def charge(self, key: str) -> bool:
+        """May ``key`` join the frontier as a page?"""
+        limit = self.limit
+        if limit is None:
+            return True
+        c = self.crawler
+        if key in self.charged or key in c.tree.paths:
+            return True
+        if c.tree.alias_of(key, "page") is not None:  # shares a charged page's file: not a page
+            return True
+        row = c.state.row(key)
+        if row is not None and row.state != "skipped":
+            return True
+        if self.pages_charged >= limit:
+            return False
+        self.pages_charged += 1
+        self.charged.add(key)
+        return True
+
+    def release(self, key: str) -> None:
+        """The charged page ``key`` ended without storing a page: its place goes to the best page
+        waiting beyond the budget (priority, then depth and discovery)."""
+        if key not in self.charged:
+            return
+        self.charged.discard(key)
+        self.pages_charged -= 1
+        c = self.crawler
+        waiting = list(c.state.skipped_for(BUDGET_REASON, "page"))
+        if not waiting:
+            return
+        best = min(waiting, key=lambda r: (c.scope.priority(r.key), r.depth, r.seq))
+        if self.charge(best.key):
+            c.state.add([NewURL(best.key, "page", best.depth, best.referrer, best.priority)])
+
+    def charge_links(self, doc_text: str, base: str, depth: int) -> None:
+        """Charge the pages the document ``doc_text`` (at ``base``, at ``depth``) links to in priority
+        order, before its links are written: the budget goes to the pages the user cares about."""
+        if self.limit is None:
+            return
+        c = self.crawler
+        found: dict[str, int] = {}
+
+        def collect(ref: str, hint: Hint) -> str | None:
+            d = c.scope.decide(ref, base, hint, depth, c.fetcher_robots)
+            if d.action == "local" and d.kind == "page" and d.url is not None:
+                found.setdefault(d.url, len(found))
+            return None
+
+        rewrite_html.rewrite(rewrite_html.parse(doc_text), collect)
+        for key in sorted(found, key=lambda k: (c.scope.priority(k), found[k])):
+            self.charge(key)

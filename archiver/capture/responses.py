@@ -1,0 +1,130 @@
+"""What a capture fetched, as fetched, for the browser and the stages: a bounded cache of answers
+(in memory up to :data:`RAW_CACHE_BYTES`, the oldest dropped first; large bodies as their temporary
+files), one fetch per URL however many ask for it at once, and the answers to the browser's
+requests while a page renders (from the tree when the asset is stored already, else fetched once
+through the transport; a refused request is a recorded outcome, never a request sent)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from archiver import urls
+from archiver.capture.linker import note_refused
+from archiver.errors import URLError
+
+if TYPE_CHECKING:
+    from archiver.capture.crawl import Crawler
+    from archiver.capture.fetch import FetchResult
+    from archiver.capture.render import Reply
+
+__all__ = ["PAGE_CAP", "RAW_CACHE_BYTES", "Responses"]
+
+RAW_CACHE_BYTES = 256 << 20
+#: The size cap of a page (``--asset-cap`` is for assets; a larger one raises this too): an HTML
+#: document this large is a runaway response, not a page to keep.
+PAGE_CAP = 64 << 20
+
+
+class Responses:
+    """The answers of one run of ``crawler`` (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.raw: OrderedDict[str, FetchResult] = OrderedDict()
+        self.raw_bytes = 0
+        self.spooled: dict[str, FetchResult] = {}
+        self.fetching: dict[str, asyncio.Future[FetchResult]] = {}
+
+    def remember(self, key: str, result: FetchResult) -> None:
+        if result.file is not None:
+            self.spooled[key] = result
+            return
+        old = self.raw.pop(key, None)
+        if old is not None and old.body is not None:
+            self.raw_bytes -= len(old.body)
+        self.raw[key] = result
+        self.raw_bytes += len(result.body or b"")
+        while self.raw_bytes > RAW_CACHE_BYTES and len(self.raw) > 1:
+            _k, dropped = self.raw.popitem(last=False)
+            self.raw_bytes -= len(dropped.body or b"")
+
+    def cached(self, key: str) -> FetchResult | None:
+        hit = self.raw.get(key)
+        if hit is not None:
+            self.raw.move_to_end(key)
+            return hit
+        return self.spooled.get(key)
+
+    async def get(
+        self, key: str, referrer: str | None, accept: str = "*/*", *, page: bool = False
+    ) -> FetchResult:
+        """``key``'s response: from the cache, from a fetch already under way, or fetched now
+        (``page``: with the page size cap, not the asset cap)."""
+        hit = self.cached(key)
+        if hit is not None:
+            return hit
+        running = self.fetching.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        assert self.crawler.fetcher is not None
+        future: asyncio.Future[FetchResult] = asyncio.get_running_loop().create_future()
+        self.fetching[key] = future
+        try:
+            cap = max(self.crawler.options.asset_cap, PAGE_CAP) if page else "default"
+            result = await self.crawler.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
+            self.remember(key, result)
+            if result.final_url != key and result.outcome in ("ok", "redirected"):
+                with contextlib.suppress(URLError):
+                    final_key = urls.dedup_key(result.final_url, self.crawler.scope.hygiene)
+                    if final_key not in self.raw and result.file is None:
+                        self.remember(final_key, dataclasses.replace(result, url=final_key, redirects=[]))
+            future.set_result(result)
+            return result
+        except BaseException as e:
+            future.set_exception(e)
+            future.exception()  # mark retrieved
+            raise
+        finally:
+            self.fetching.pop(key, None)
+
+    async def answer(
+        self, url: str, resource_type: str, referrer: str | None, source: str | None = None
+    ) -> Reply | None:
+        """The renderer's routing callback: every browser request (of the page of key ``source``)
+        is answered from here."""
+        from archiver.capture.render import Reply
+
+        try:
+            key = urls.dedup_key(urls.canonicalize(url), self.crawler.scope.hygiene)
+        except URLError:
+            return None
+        row = self.crawler.state.row(key)
+        if (
+            row is not None
+            and row.state == "done"
+            and row.path
+            and not row.stylesheet
+            and row.kind == "asset"
+        ):
+            record = self.crawler.state.record(row.path)
+            file = self.crawler.out / row.path
+            if record is not None and record.media_type != "text/css" and file.is_file():
+                return Reply(200, {"content-type": record.media_type}, path=file)
+        if urls.ext(key) in self.crawler.scope.skip_extensions:
+            return None  # large media the tree leaves on the live web: the page renders without it
+        result = await self.get(key, referrer, page=resource_type == "document")
+        if result.outcome in ("refused", "skipped"):
+            if result.outcome == "refused":
+                note_refused(self.crawler, key, resource_type, referrer, result.reason, source)
+            return None
+        if result.status is None:
+            return None
+        headers = dict(result.headers)
+        headers.pop("location", None)
+        if result.file is not None:
+            return Reply(result.status, headers, path=result.file)
+        return Reply(result.status, headers, body=result.body or b"")
