@@ -513,7 +513,9 @@ class Crawler:
         complete = self.state.count("pending") == 0
         shard = self.state.shard()  # this folder's own rows (all of them, with one worker)
         if complete:
-            relink(shard, self.out, self.scope.hygiene, self.writer)
+            # a transport other than the live network is an archive: what it lacks, it always lacks
+            fixed = self.options.transport is not None
+            relink(shard, self.out, self.scope.hygiene, self.writer, drop_candidates=fixed)
         self.state.set("complete", "1" if complete else "0")
         records = [public(record) for record in final_records(self.state, rows=shard.rows())]
         write_records(self.out, self._header(incomplete=not complete), records)

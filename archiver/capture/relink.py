@@ -5,6 +5,11 @@ URL, so it still works from disk; an absolute link to something stored after all
 shorter path, retried on a later run) becomes relative; a link written before a §4.5 clash moved its
 target follows the move. Runs when the frontier is empty, from the links the state recorded for every
 document, so the tree does not depend on the order in which the crawl met things.
+
+With ``drop_candidates`` (the WARC import, formats/warc.md §8.4: an archive answers the same on every
+run, and a browser records only the ``srcset`` candidate it picked), a ``srcset`` candidate that was
+not stored is left out of its attribute when another candidate of it was stored, instead of becoming
+its absolute URL: a browser offline, whatever its viewport or pixel density, then picks a stored one.
 """
 
 from __future__ import annotations
@@ -31,13 +36,20 @@ if TYPE_CHECKING:
 __all__ = ["final_records", "public", "relink", "resolve_href"]
 
 
-def relink(state: CrawlState, out: Path, hygiene: Hygiene, writer: TreeWriter) -> None:
+def relink(
+    state: CrawlState,
+    out: Path,
+    hygiene: Hygiene,
+    writer: TreeWriter,
+    *,
+    drop_candidates: bool = False,
+) -> None:
     """Point every link at what the tree finally holds: a relative link to something that was not
     stored (skipped, failed, refused …) becomes its absolute URL, so it still works from disk;
     an absolute link to something stored after all (reached by a shorter path, retried on a later
     run) becomes relative. Only documents with such links are rewritten (atomically), and their
     records updated. Runs when the frontier is empty, so the result does not depend on the order
-    in which the crawl happened to meet things."""
+    in which the crawl happened to meet things. ``drop_candidates``: see the module docstring."""
     stored: dict[str, str] = {}  # key → tree path of every stored file (stubs included)
     merged: list[Row] = []
     for r in state.rows():
@@ -61,7 +73,7 @@ def relink(state: CrawlState, out: Path, hygiene: Hygiene, writer: TreeWriter) -
         record = state.record(src)
         if record is None or not (out / src).is_file():
             continue
-        _relink_one(state, out, hygiene, writer, src, record, stored, by_path, moves)
+        _relink_one(state, out, hygiene, writer, src, record, stored, by_path, moves, drop_candidates)
 
 
 def _relink_one(
@@ -74,8 +86,10 @@ def _relink_one(
     stored: dict[str, str],
     by_path: dict[str, str],
     moves: dict[str, str] | None = None,
+    drop_candidates: bool = False,
 ) -> None:
     links: dict[str, bool] = {}
+    unstored: set[str] = set()  # references (as written) to what the tree does not hold
 
     def change(ref: str, hint: Hint) -> str | None:
         if hint == "absolute" or urls.ref_action(ref) == "keep":
@@ -91,6 +105,7 @@ def _relink_one(
                 links[key] = True
                 return urls.rel(src, stored[key]) + ("" if "#" in key else fragment)
             links[key] = False
+            unstored.add(ref)
             return None
         target = resolve_href(src, text)
         key = by_path.get(target) if target else None
@@ -105,6 +120,7 @@ def _relink_one(
             links[key] = True
             return None
         links[key] = False
+        unstored.add(ref)
         return key + ("" if "#" in key else fragment)
 
     path = out / src
@@ -115,7 +131,10 @@ def _relink_one(
         ).text
     else:
         text = path.read_text(encoding="utf-8")
-        new_text = rewrite_html.rewrite(rewrite_html.parse(text), change, noscript="keep").html
+        drop = unstored.__contains__ if drop_candidates else None
+        new_text = rewrite_html.rewrite(
+            rewrite_html.parse(text), change, noscript="keep", drop_candidate=drop
+        ).html
     if new_text != text:
         data = new_text.encode("utf-8")
         writer.write(src, data)

@@ -25,7 +25,9 @@ not assumed.
    function, and writes back what it returns (``None`` leaves the reference as it was): element
    attributes (the shared table :mod:`archiver.html_refs`), ``srcset`` candidates (WHATWG parsing,
    :mod:`archiver.srcset`), ``style`` attributes and ``<style>`` elements (:mod:`archiver.css_refs`),
-   a meta refresh URL, and ``<iframe srcdoc>`` documents (recursively);
+   a meta refresh URL, and ``<iframe srcdoc>`` documents (recursively); with ``drop_candidate``,
+   a ``srcset`` candidate it names (after ``change`` saw it) is left out of its attribute, unless no
+   candidate would be left;
 6. drops ``integrity`` and ``crossorigin`` from elements whose reference changed (the local copy is
    rewritten, and CORS has no meaning for ``file://``);
 7. makes the document declare ``<meta charset="utf-8">`` first in ``<head>`` (the serialised text is
@@ -57,10 +59,12 @@ from archiver.html_refs import (
     parse_refresh,
 )
 
-__all__ = ["Change", "HTMLResult", "base_url", "parse", "rewrite", "title_of"]
+__all__ = ["Change", "DropCandidate", "HTMLResult", "base_url", "parse", "rewrite", "title_of"]
 
 #: ``change(reference, hint)`` → the text to write instead, or None to leave the reference as it is.
 Change = Callable[[str, Hint], "str | None"]
+#: ``drop(candidate URL as written)`` → whether to leave that ``srcset`` candidate out.
+DropCandidate = Callable[[str], bool]
 
 # What each use of a URL attribute (archiver.html_refs) is to the capture policy: a frame is a page.
 _HINTS: dict[Use, Hint] = {"link": "link", "frame": "link", "absolute": "absolute", "style": "stylesheet"}
@@ -128,9 +132,15 @@ def _css_change(change: Change) -> Callable[[str, Role], str | None]:
 
 
 class _Rewriter:
-    def __init__(self, change: Change, noscript: Literal["unwrap", "drop", "keep"]) -> None:
+    def __init__(
+        self,
+        change: Change,
+        noscript: Literal["unwrap", "drop", "keep"],
+        drop_candidate: DropCandidate | None = None,
+    ) -> None:
         self.change = change
         self.noscript = noscript
+        self.drop_candidate = drop_candidate
         self.changed: list[str] = []
 
     def _apply(self, node: LexborNode, attr: str, value: str, hint: Hint) -> bool:
@@ -153,9 +163,17 @@ class _Rewriter:
                 return new
             return ref
 
-        new_value = srcset.rewrite(value, one)
-        if len(self.changed) > before:
-            node.attrs[attr] = new_value
+        written = srcset.parse(value)
+        candidates = [srcset.Candidate(one(c.url), c.descriptors) for c in written]
+        dropped = False
+        if self.drop_candidate is not None:
+            kept = [
+                new for old, new in zip(written, candidates, strict=True) if not self.drop_candidate(old.url)
+            ]
+            if kept and len(kept) < len(candidates):
+                candidates, dropped = kept, True
+        if len(self.changed) > before or dropped:
+            node.attrs[attr] = srcset.serialize(candidates)
             return True
         return False
 
@@ -226,7 +244,7 @@ class _Rewriter:
             srcdoc = node.attributes.get("srcdoc")
             if srcdoc:
                 inner = parse(srcdoc)
-                _Rewriter(self.change, self.noscript).document(inner)
+                _Rewriter(self.change, self.noscript, self.drop_candidate).document(inner)
                 node.attrs["srcdoc"] = inner.html or ""
         touched = False
         for found in attribute_refs(tag, node.attributes):
@@ -297,11 +315,14 @@ def rewrite(
     change: Change,
     *,
     noscript: Literal["unwrap", "drop", "keep"] = "unwrap",
+    drop_candidate: DropCandidate | None = None,
 ) -> HTMLResult:
     """Rewrite ``doc`` in place as the module docstring says, and serialise it (doctype kept).
-    ``change`` is called once per reference; resolve references against :func:`base_url` in it."""
+    ``change`` is called once per reference; resolve references against :func:`base_url` in it.
+    ``drop_candidate`` (called after ``change`` saw a ``srcset``'s candidates) leaves the candidates
+    it names out of their attribute, as long as one is left."""
     title = title_of(doc)
-    rewriter = _Rewriter(change, noscript)
+    rewriter = _Rewriter(change, noscript, drop_candidate)
     rewriter.document(doc)
     out = doc.html or ""
     # Lexbor writes every doctype as <!DOCTYPE html>; the original one decides quirks mode: keep it.

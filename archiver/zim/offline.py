@@ -22,7 +22,8 @@ problem (formats/zim.md §7). So pack switches them off in the stored files only
   ``http:``/``https:`` or scheme-relative ``//`` URL.
 
 A page is tokenised only when some ``//`` in it follows what starts such an attribute value or CSS
-URL (a cheap look that lets the pages without one, most of them, through at the cost of a search).
+URL, or is inside a ``srcset`` value (a cheap look that lets the pages without one, most of them,
+through at the cost of a search).
 
 Every change is an insertion ``(offset, b"", text)``, recorded with the zimcheck-safe edits, so
 ``extract`` gives back the original bytes. Files that already hold a marker are left alone (the
@@ -66,10 +67,19 @@ _BEFORE = re.compile(
     re.I,
 )  # fmt: skip
 _WINDOW = 512  # bytes before a "//" that _BEFORE looks at
+# A srcset's external candidate need not be its first (``a.png 1x, https://x/b.png 2x``, what an
+# import leaves of a candidate its archive lacks): any "//" inside a srcset value is worth a look.
+_SRCSET_SLASHES = re.compile(
+    rb"\s(?:" + "|".join(sorted({a for (_t, a) in SRCSET_ATTRIBUTES})).encode()
+    + rb""")\s*=\s*(?:"[^"]*//|'[^']*//|[^\s"'<>`]*//)""",
+    re.I,
+)  # fmt: skip
 
 
 def _worth_a_look(data: bytes) -> bool:
     at = data.find(b"//")
+    if at >= 0 and _SRCSET_SLASHES.search(data):
+        return True
     while at >= 0:
         if _BEFORE.search(data, max(0, at - _WINDOW), at):
             return True

@@ -115,6 +115,26 @@ def test_srcset_candidates_are_rewritten_one_by_one() -> None:
     assert 'srcset="L/img/w_600,c_fill/photo.jpg 600w, L/img/w_1200,c_fill/photo.jpg 1200w"' in out
 
 
+def test_srcset_candidates_dropped_but_never_the_last() -> None:
+    """``drop_candidate`` leaves out the candidates it names (after ``change`` saw every one), but
+    never all of an attribute's: what is left, or the whole attribute, is rewritten as usual."""
+    seen: list[str] = []
+
+    def change(ref: str, hint: str) -> str:
+        seen.append(ref)
+        return "L" + ref
+
+    doc = rh.parse(
+        '<img src="a.png" srcset="a.png 1x, b.png 2x"><picture><source srcset="c.avif"></picture>'
+        '<img srcset="w1.png 300w, w2.png 600w,w3.png 1200w">'
+    )
+    out = rh.rewrite(
+        doc, change, drop_candidate=lambda ref: ref in ("b.png", "c.avif", "w1.png", "w3.png")
+    ).html
+    assert 'srcset="La.png 1x"' in out and 'srcset="Lc.avif"' in out and 'srcset="Lw2.png 600w"' in out
+    assert seen == ["a.png", "a.png", "b.png", "c.avif", "w1.png", "w2.png", "w3.png"]
+
+
 def test_style_element_and_attribute() -> None:
     out = rh.rewrite(
         rh.parse((SITE / "demo" / "styles.html").read_text(encoding="utf-8")), lambda r, h: "L" + r

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from warcio.warcwriter import WARCWriter
 
 from archiver import urls
 from archiver.fixture import FixtureServer
@@ -119,6 +120,35 @@ def test_wacz_round_trip_gives_the_same_tree(site: list[Path], tmp_path: Path, o
         return {r.path: r.sha256 for r in read_records(root)}
 
     assert tree(tmp_path / "from-wacz") == tree(tmp_path / "from-warc")
+
+
+def test_srcset_candidates_the_archive_lacks_are_left_out(tmp_path: Path, offline: list[object]) -> None:
+    """A browser records only the srcset candidate it picked (pywb's proxy driven by Chromium): a
+    candidate the archive lacks is left out of its attribute when another one is stored, so no
+    viewport or pixel density picks a missing one, and a ZIM keeps the srcset (formats/warc.md §8.4);
+    a srcset none of whose candidates is stored keeps its absolute URLs, as any missing reference."""
+    body = (
+        '<img src="/one.png" srcset="/one.png 1x, /two.png 2x">'
+        '<img src="/w1.png" srcset="/w1.png 300w, /w2.png 600w, /w3.png 1200w" sizes="600px">'
+        '<picture><source srcset="/p.avif" type="image/avif"><img src="/one.png"></picture>'
+    )
+    warc = tmp_path / "browser.warc.gz"
+    with warc.open("wb") as f:
+        w = WARCWriter(f, gzip=True)
+        import_corpus._response(w, "", import_corpus.html("Home", body))
+        for name in ("one.png", "w2.png"):
+            import_corpus._response(w, name, PNG, media="image/png")
+    code, _report, err = _import(tmp_path / "tree", warc)
+    assert code == 0, err
+    assert offline == []
+    home = (tmp_path / "tree" / "index.html").read_text()
+    assert 'srcset="_archiver/site.test/one.png 1x"' in home
+    assert 'src="http://site.test/w1.png" srcset="_archiver/site.test/w2.png 600w"' in home
+    assert 'srcset="http://site.test/p.avif"' in home
+    r = run("pack", tmp_path / "tree", "--format", "zim", "-o", tmp_path / "home.zim")
+    assert r.returncode == 0, r.stderr
+    r = run("verify", tmp_path / "home.zim")
+    assert r.returncode == 0, r.stdout
 
 
 def test_wget_warc_of_the_fixture_site(tmp_path: Path, offline: list[object]) -> None:

@@ -92,6 +92,21 @@ def test_switched_off_page_keeps_its_dom_and_gives_the_bytes_back() -> None:
         assert kept in out
 
 
+def test_an_external_srcset_candidate_after_local_ones_is_seen() -> None:
+    """The first look finds an external candidate that is not a srcset's first (an import keeps the
+    absolute URL of a candidate its archive lacks after the ones it holds): switched off too."""
+    for tag in (
+        '<img src="a.png" srcset="a.png 1x, https://ext.test/b.png 2x">',
+        "<img src=a.png srcset='a.png 300w,\n //ext.test/b.png 600w'>",
+        '<link rel="preload" as="image" href="a.png" imagesrcset="a.png 1x, https://ext.test/b.png 2x">',
+    ):
+        doc = page("Later", tag)
+        out, _ = zimcheck_safe(doc, switch_off(doc), undo_markers)
+        assert PREFIX + b"srcset" in out or PREFIX + b"imagesrcset" in out, tag
+        _, problems = check_document("later.html", out, "text/html", lambda p: p == "a.png")
+        assert [p for p in problems if "external" in p.message] == [], tag
+
+
 def test_what_is_never_touched() -> None:
     body = (
         "<script>document.write('<img src=\"https://ext.test/a.png\">')</script>"
