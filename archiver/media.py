@@ -1,4 +1,5 @@
-"""Media types from file names, the same table for every module (tree inference, ZIM, serve, gwtar).
+"""Media types from file names, the same table for every module (tree inference, ZIM, serve, gwtar),
+and from a ``Content-Type`` value (the live fetcher and the WARC replay read it alike).
 
 Pure: no network, no filesystem, no clock. Python's ``mimetypes`` reads the host's
 ``/etc/mime.types``, so two machines could disagree; this table is fixed, and only falls back to
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import mimetypes
 
-__all__ = ["COMPRESSED_TYPES", "is_text", "media_type_for"]
+__all__ = ["COMPRESSED_TYPES", "is_text", "media_type_for", "parse_content_type"]
 
 _TABLE = {
     ".html": "text/html",
@@ -93,3 +94,16 @@ def is_text(media_type: str) -> bool:
         "image/svg+xml",
         "application/manifest+json",
     }
+
+
+def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
+    """The media type (lower case) and the charset of a ``Content-Type`` value, None where absent."""
+    if not value:
+        return None, None
+    media, _, params = value.partition(";")
+    charset = None
+    for param in params.split(";"):
+        name, _, v = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = v.strip().strip("\"'") or None
+    return media.strip().lower() or None, charset

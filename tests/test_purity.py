@@ -63,7 +63,9 @@ PURE: dict[str, set[str]] = {
     "capture/depths.py": {"__future__", "collections.abc", "heapq"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
-    "warc/replay_rules.py": WARC | {"collections.abc", "archiver", "archiver.errors", "brotli"},
+    "warc/replay_rules.py": WARC | {
+        "collections.abc", "archiver", "archiver.errors", "archiver.media", "brotli",
+    },
 }  # fmt: skip
 
 

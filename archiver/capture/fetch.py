@@ -81,7 +81,6 @@ from archiver.capture.fetched import (
     FetchPolicy,
     FetchResult,
     Outcome,
-    media_of,
     redirect_step,
     retry_after,
     target_of,
@@ -98,6 +97,7 @@ from archiver.capture.guard import (
     system_resolver,
 )
 from archiver.errors import URLError
+from archiver.media import parse_content_type
 
 if TYPE_CHECKING:  # the WARC recorder is imported only by a recording capture
     from archiver.tree import WarcRef
@@ -481,7 +481,7 @@ class Fetcher:
         exchange: Exchange | None,
     ) -> FetchResult:
         kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
-        media, charset = media_of(response.headers)
+        media, charset = parse_content_type(response.headers.get("content-type"))
         status = response.status_code
         result = FetchResult(url, current, "ok", status, "", media, charset, kept)
         if status in _REDIRECT_STATUS:

@@ -1,7 +1,7 @@
 """What one fetch is given and gives back, and the pure decisions around it: the fetch policy
 (:class:`FetchPolicy`), the outcome of a fetch (:class:`FetchResult`, :data:`Outcome`), one redirect
 hop (:func:`redirect_step`, shared by the live fetcher of :mod:`.fetch` and the WARC replay of
-:mod:`archiver.warc.replay`), and the header readings (``Retry-After``, ``Content-Type``) and the
+:mod:`archiver.warc.replay`), and the reading of ``Retry-After`` and the
 request target of a URL. No network, no clock but ``Retry-After``'s date."""
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from archiver.capture.policy import redact
 from archiver.errors import URLError
 
 if TYPE_CHECKING:
-    import httpx
-
     from archiver.tree import WarcRef
 
 __all__ = [
@@ -28,7 +26,6 @@ __all__ = [
     "FetchPolicy",
     "FetchResult",
     "Outcome",
-    "media_of",
     "redirect_step",
     "retry_after",
     "target_of",
@@ -110,20 +107,6 @@ def retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-def media_of(headers: httpx.Headers) -> tuple[str | None, str | None]:
-    """The media type (lower case) and charset of a response's ``Content-Type``."""
-    value = headers.get("content-type")
-    if not value:
-        return None, None
-    media, _, params = value.partition(";")
-    charset = None
-    for param in params.split(";"):
-        name, _, v = param.partition("=")
-        if name.strip().lower() == "charset":
-            charset = v.strip().strip("\"'") or None
-    return media.strip().lower() or None, charset
 
 
 def redirect_step(

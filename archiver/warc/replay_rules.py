@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from archiver import urls
 from archiver.errors import URLError
+from archiver.media import parse_content_type as media_of
 
 try:  # optional at import time: without it a br body is an outcome, not a crash
     import brotli
@@ -145,19 +146,6 @@ def parse_http_head(head: bytes) -> tuple[int | None, dict[str, str]]:
         if sep and name.strip():
             fields.setdefault(name.strip().lower(), value.strip())
     return status, fields
-
-
-def media_of(content_type: str | None) -> tuple[str | None, str | None]:
-    """(media type, charset) of a Content-Type value, as the live fetcher reads them."""
-    if not content_type:
-        return None, None
-    media, _, params = content_type.partition(";")
-    charset = None
-    for param in params.split(";"):
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset":
-            charset = value.strip().strip("\"'") or None
-    return media.strip().lower() or None, charset
 
 
 Failure = Literal["failed", "unconfirmed"]
