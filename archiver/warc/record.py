@@ -215,6 +215,12 @@ class Exchange:
         return self._body
 
     async def _decoded(self, raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        if self.decoder.identity:  # most bodies: nothing to undo
+            async for chunk in raw:
+                self.feed(chunk)
+                yield chunk
+            self.complete = True
+            return
         async for chunk in raw:
             self.feed(chunk)
             for piece in self.decoder.feed(chunk):
