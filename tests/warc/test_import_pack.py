@@ -102,24 +102,31 @@ def _shot(context: Any, url: str, *, settle: bool) -> bytes:
     return shot
 
 
+def served_shares(
+    contexts: tuple[Any, Any], port: int, gwtar: Path, zim: Path, pages: list[str]
+) -> dict[tuple[str, str], float]:
+    """``(kind, page) → share of pixels`` that differ between each page of the gwtar (its member
+    URL) and of the ZIM (entries under ``site/``), served by ``archiver serve``, and the live page
+    (the fixture server again on ``port``, the one the archive names)."""
+    archived, live = contexts
+    shares: dict[tuple[str, str], float] = {}
+    with FixtureServer(port=port) as server, running([gwtar, zim]) as base:
+        for path in pages:
+            want = _shot(live, server.url_for(path.replace("?", "%3F")), settle=True)
+            for kind, url in (
+                ("gwtar", f"{base}{gwtar.name}/~/{quote(path)}"),
+                ("zim", f"{base}{zim.stem}/{quote(path)}"),
+            ):
+                shares[(kind, path)] = _differing_share(want, _shot(archived, url, settle=False))
+    return shares
+
+
 def test_packed_pages_served_look_like_the_live_ones(
     wget: Wget, packed: Path, contexts: tuple[Any, Any]
 ) -> None:
     """Each page of the gwtar (its member URL) and of the ZIM, served by ``archiver serve`` (whose
     Content-Security-Policy keeps the pages off the live site), against the live page."""
-    archived, live = contexts
-    shares: dict[tuple[str, str], float] = {}
-    with (
-        FixtureServer(port=wget.port) as server,
-        running([packed / "site.gwtar.html", packed / "site.zim"]) as base,
-    ):
-        for path in wget.pages:
-            want = _shot(live, server.url_for(path.replace("?", "%3F")), settle=True)
-            for kind, url in (
-                ("gwtar", f"{base}site.gwtar.html/~/{quote(path)}"),
-                ("zim", f"{base}site/{quote(path)}"),
-            ):
-                shares[(kind, path)] = _differing_share(want, _shot(archived, url, settle=False))
+    shares = served_shares(contexts, wget.port, packed / "site.gwtar.html", packed / "site.zim", wget.pages)
     for (kind, path), share in sorted(shares.items()):
         print(f"wget → {kind} fidelity {path}: {share:.4%}")
     over = {k: s for k, s in shares.items() if s > 0.005}

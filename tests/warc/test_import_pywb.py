@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urldefrag
+from urllib.parse import urldefrag
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -45,11 +45,10 @@ from archiver import urls
 from archiver.capture import browser
 from archiver.errors import URLError
 from archiver.fixture import FixtureServer
-from archiver.serve import running
 from tests.capture.test_capture_site import PAGES
-from tests.capture.test_offline import SCROLL_THROUGH, _differing_share
+from tests.capture.test_offline import SCROLL_THROUGH
 from tests.warc.conftest import no_network
-from tests.warc.test_import_pack import _shot
+from tests.warc.test_import_pack import served_shares
 from tests.warc.test_warc import ROOT, run
 from tests.zim.test_interop import ZIMCHECK
 
@@ -220,20 +219,8 @@ def test_every_packed_page_served_looks_like_the_live_one(
 ) -> None:
     """Each page of the rendered gwtar (its member URL) and ZIM, served by ``archiver serve`` (whose
     Content-Security-Policy keeps the pages off the live site), against the live page."""
-    archived, live = contexts
-    gwtar, zim = RENDERED["gwtar"], RENDERED["zim"]
-    shares: dict[tuple[str, str], float] = {}
-    with (
-        FixtureServer(port=recorded.port) as server,
-        running([recorded.out / gwtar, recorded.out / zim]) as base,
-    ):
-        for path in PAGES:
-            want = _shot(live, server.url_for(path.replace("?", "%3F")), settle=True)
-            for kind, url in (
-                ("gwtar", f"{base}{gwtar}/~/{quote(path)}"),
-                ("zim", f"{base}site/{quote(path)}"),
-            ):
-                shares[(kind, path)] = _differing_share(want, _shot(archived, url, settle=False))
+    out = recorded.out
+    shares = served_shares(contexts, recorded.port, out / RENDERED["gwtar"], out / RENDERED["zim"], PAGES)
     for (kind, path), share in sorted(shares.items()):
         print(f"pywb → {kind} fidelity {path}: {share:.4%}")
     for kind in ("gwtar", "zim"):
