@@ -93,14 +93,20 @@ def test_imported_page_looks_like_the_live_one(
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
     page.add_style_tag(content=STILL)
     from_disk = page.screenshot(full_page=True)
-    page.close()
-    page = live.new_page()
-    page.goto(imported.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
-    page.evaluate(SCROLL_THROUGH)
+    other = live.new_page()
+    other.goto(imported.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
+    other.evaluate(SCROLL_THROUGH)
     with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_load_state("networkidle", timeout=15_000)
-    page.add_style_tag(content=STILL)
-    share = _differing_share(page.screenshot(full_page=True), from_disk)
+        other.wait_for_load_state("networkidle", timeout=15_000)
+    other.add_style_tag(content=STILL)
+    share = _differing_share(other.screenshot(full_page=True), from_disk)
+    if share > 0.005:  # a second look once both have settled again (a loaded machine may paint a
+        for p in (page, other):  # late image, or run a lazy loader's callback, between the two)
+            p.evaluate(SCROLL_THROUGH)
+            with contextlib.suppress(PlaywrightTimeout):
+                p.wait_for_load_state("networkidle", timeout=15_000)
+        share = _differing_share(other.screenshot(full_page=True), page.screenshot(full_page=True))
     page.close()
+    other.close()
     print(f"import fidelity {page_path}: {share:.4%} of pixels differ")
     assert share <= 0.005
