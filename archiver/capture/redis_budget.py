@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from archiver.capture.linker import BUDGET_REASON
 from archiver.capture.redis_conn import Down
+from archiver.capture.redis_shard import crawl_fields
 from archiver.tree import Record
 
 if TYPE_CHECKING:
@@ -38,16 +39,12 @@ def keep_skipped(state: RedisState) -> None:
         return
     local = state.local
     keys = [str(k) for (k,) in local.db.execute("SELECT key FROM urls WHERE state = 'pending'")]
-    skipped = []
     try:
-        for start in range(0, len(keys), 500):
-            batch = keys[start : start + 500]
-            pipe = state.r.pipeline(transaction=False)
-            for key in batch:
-                pipe.hmget(state.prefix + "u:" + key, "state", "reason")
-            for key, (st, reason) in zip(batch, state._try(pipe.execute), strict=True):
-                if st == "skipped" and reason == BUDGET_REASON:
-                    skipped.append(key)
+        skipped = [
+            key
+            for key, (st, reason) in crawl_fields(state, keys, "state", "reason")
+            if st == "skipped" and reason == BUDGET_REASON
+        ]
     except Down:
         return  # Redis gone at the very end: the shard keeps what it knew
     with local.transaction():

@@ -15,7 +15,7 @@ from archiver.capture.state import NewURL, Row, State
 if TYPE_CHECKING:
     from archiver.capture.state_redis import RedisState
 
-__all__ = ["Shard", "aliases", "row_of", "settle"]
+__all__ = ["Shard", "aliases", "crawl_fields", "row_of", "settle"]
 
 
 def row_of(key: str, f: dict[str, str]) -> Row:
@@ -139,22 +139,29 @@ def settle(state: RedisState) -> None:
     state.local.settle_depths()
 
 
+def crawl_fields(state: RedisState, keys: list[str], *fields: str) -> Iterator[tuple[str, list[Any]]]:
+    """``(key, values)`` of ``fields`` in the crawl-wide row of each of ``keys``, 500 keys per round
+    trip; raises :class:`.redis_conn.Down` when Redis is away."""
+    for start in range(0, len(keys), 500):
+        batch = keys[start : start + 500]
+        pipe = state.r.pipeline(transaction=False)
+        for key in batch:
+            pipe.hmget(state.prefix + "u:" + key, *fields)
+        yield from zip(batch, state._try(pipe.execute), strict=True)
+
+
 def crawl_wide_discovery(state: RedisState) -> None:
     """Give the shard's rows the depth and referrer the crawl finally knows of their keys (the Redis
     row keeps the smallest of every worker's discoveries as it met them); the shard's own recorded
     discoveries then shorten what they can (``settle_depths``), and ``archiver merge`` finds the
     shortest over every shard's (formats/crawl-state.md §6.6)."""
     keys = [str(k) for (k,) in state.local.db.execute("SELECT key FROM urls")]
-    updates: list[tuple[int, str | None, str]] = []
     try:
-        for start in range(0, len(keys), 500):
-            batch = keys[start : start + 500]
-            pipe = state.r.pipeline(transaction=False)
-            for key in batch:
-                pipe.hmget(state.prefix + "u:" + key, "depth", "referrer")
-            for key, (depth, referrer) in zip(batch, state._try(pipe.execute), strict=True):
-                if depth is not None:
-                    updates.append((int(depth), referrer, key))
+        updates = [
+            (int(depth), referrer, key)
+            for key, (depth, referrer) in crawl_fields(state, keys, "depth", "referrer")
+            if depth is not None
+        ]
     except Down:
         return  # Redis gone at the very end: the shard keeps what it knew
     with state.local.transaction():
