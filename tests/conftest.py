@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # CI runs are reproducible (derandomize) and every property runs at least 1,000 examples.
@@ -15,3 +17,26 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+#: The files that take longest, each a few tests around a fixture that records or mirrors the whole
+#: fixture site and compares every page in Chromium: run first, so that on two workers (pytest-xdist,
+#: ``--dist loadfile --no-loadscope-reorder`` in tools/bootstrap) neither ends waiting for the other.
+#: After them, files with more tests first (what xdist's own reordering does).
+SLOW_FIRST = (
+    "tests/warc/test_import_pywb.py",
+    "tests/warc/test_import_pack.py",
+    "tests/warc/test_import_render.py",
+    "tests/capture/test_offline.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    counts = Counter(item.nodeid.partition("::")[0] for item in items)
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        name = item.nodeid.partition("::")[0]
+        return rank.get(name, len(rank)), -counts[name]
+
+    items.sort(key=order)  # stable: the tests of one file keep their order

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageChops
+from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from archiver.capture import browser
 from tests.capture.conftest import Captured
 from tests.capture.test_capture_site import PAGES
+from tests.pixels import both, settle, settled_share
 
 pytestmark = pytest.mark.browser
 
@@ -37,6 +39,15 @@ FONTS = """async () => {
   await document.fonts.ready;
   return [...document.fonts].map(f => [f.family.replace(/"/g, ''), f.status]);
 }"""
+
+
+def settle_scrolled(page: Page) -> None:
+    """Scroll through (lazy images load), let scripts, modules and lazy images finish (bounded: a
+    busy machine may never be idle), then settle for the screenshot."""
+    page.evaluate(SCROLL_THROUGH)
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_load_state("networkidle", timeout=15_000)
+    settle(page)
 
 
 @pytest.fixture(scope="module")
@@ -78,18 +89,16 @@ def test_page_from_disk(rendered: Captured, contexts: tuple[Any, Any], page_path
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
     assert page.evaluate(IMAGES_NOT_SHOWN) == []
     assert ["Acme Field Sans", "loaded"] in page.evaluate(FONTS)
+    settle(page)
     page.add_style_tag(content=STILL)
-    from_disk = page.screenshot(full_page=True)
-    page.close()
 
-    page = live.new_page()
-    page.goto(rendered.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
-    page.evaluate(SCROLL_THROUGH)
-    # scripts, modules and lazy images done (bounded: a busy machine may never be idle)
-    with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_load_state("networkidle", timeout=15_000)
-    page.add_style_tag(content=STILL)
-    share = _differing_share(page.screenshot(full_page=True), from_disk)
+    live_page = live.new_page()
+    live_page.goto(rendered.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
+    settle_scrolled(live_page)
+    live_page.add_style_tag(content=STILL)
+    shoot = both(live_page, page, again=settle_scrolled, full_page=True)
+    share = settled_share(shoot, _differing_share, name=f"offline-{page_path}")
     page.close()
+    live_page.close()
     print(f"fidelity {page_path}: {share:.4%} of pixels differ")
     assert share <= 0.005

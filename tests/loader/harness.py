@@ -21,6 +21,7 @@ from typing import Any
 from playwright.sync_api import Browser, BrowserContext, Page
 
 from archiver.fixture import FixtureConfig, FixtureServer, load_generated, site_root
+from tests.pixels import settle
 
 __all__ = [
     "MODES",
@@ -218,19 +219,6 @@ def wait_ready(page: Page, path: str | None = None, timeout: float = 20_000) -> 
     )
     page.evaluate("gwtar.idle()")
     settle(page)
-
-
-_SETTLE_JS = """async () => {
-  await document.fonts.ready;
-  await Promise.all([...document.images].filter(i => i.currentSrc).map(i => i.decode().catch(() => null)));
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-}"""
-
-
-def settle(page: Page) -> None:
-    """Wait until fonts are loaded, every image with a source is decoded (or has failed), and two
-    frames have been painted: what a screenshot needs, for the archive and its reference alike."""
-    page.evaluate(_SETTLE_JS)
 
 
 _DIFF_JS = """async ([a, b, mask]) => {

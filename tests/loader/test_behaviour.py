@@ -16,6 +16,7 @@ from archiver import gwtar
 from archiver.fixture import FixtureConfig, FixtureServer, site_root
 from tests.loader.harness import StallingServer, Wire, open_gwtar, pixel_diff, serve, solo_pages, wait_ready
 from tests.loader.trees import SCRIPT_ORDER, features_tree
+from tests.pixels import both, settle, settled_share
 
 pytestmark = pytest.mark.browser
 VISIBLE_IMAGES_DECODED = (
@@ -78,9 +79,8 @@ def test_features_page_is_faithful(
         with FixtureServer(FixtureConfig(root=features_dir, robots=None)) as static:
             ref.goto(static.url)
             ref.wait_for_function("document.getElementById('notes').textContent === 'from the archive'")
-            ref.evaluate("document.fonts.ready")
+            settle(ref)
             want_order = ref.evaluate("window.order")
-            want = ref.screenshot()
         assert sorted(want_order) == sorted(SCRIPT_ORDER)
         with serve("range", features_gwtar) as served:
             open_gwtar(page, served)
@@ -100,7 +100,8 @@ def test_features_page_is_faithful(
                 problems: gwtar.problems.filter(p => p.kind !== 'missing'),
                 missing: gwtar.problems.filter(p => p.kind === 'missing').map(p => p.path),
             })""")
-            shot = page.screenshot()
+            settle(page)
+            diff = settled_share(both(ref, page), lambda a, b: pixel_diff(scratch, a, b), name="features")
         assert got["order"] == want_order, "scripts run in the order the original runs them"
         assert got["compat"] == "CSS1Compat" and got["doctype"] == "html"
         assert got["html"] == ["de", "root", "kept"]
@@ -111,7 +112,7 @@ def test_features_page_is_faithful(
         assert got["font"] == ["loaded"]
         assert got["problems"] == []
         assert got["missing"] == [], "the unused woff candidate is never asked for"
-        assert pixel_diff(scratch, want, shot) <= 0.005
+        assert diff <= 0.005
 
 
 @pytest.mark.parametrize("mode", ["range", "file"])
@@ -488,17 +489,17 @@ def test_singlefile_input_matches_the_page_from_disk(context: BrowserContext, tm
     gwtar.pack(original, tmp_path / "page.gwtar.html")
     ref, scratch, page = context.new_page(), context.new_page(), context.new_page()
     ref.goto(original.as_uri())
-    ref.evaluate("document.fonts.ready")
-    want = (ref.evaluate("window.order"), ref.screenshot())
+    settle(ref)
+    want = ref.evaluate("window.order")
     with serve("nomulti", tmp_path / "page.gwtar.html") as served:
         open_gwtar(page, served)
         got = page.evaluate(
             "({order: window.order, lang: document.documentElement.lang, problems: gwtar.problems})"
         )
-        shot = page.screenshot()
-    assert want[0] == ["inline-1", "data-js", "inline-2"]
-    assert got == {"order": want[0], "lang": "fr", "problems": []}
-    assert pixel_diff(scratch, want[1], shot) <= 0.005
+        diff = settled_share(both(ref, page), lambda a, b: pixel_diff(scratch, a, b), name="singlefile")
+    assert want == ["inline-1", "data-js", "inline-2"]
+    assert got == {"order": want, "lang": "fr", "problems": []}
+    assert diff <= 0.005
 
 
 def test_dropping_the_file_opens_it(context: BrowserContext, mini_gwtar: Path) -> None:

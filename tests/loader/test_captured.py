@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from archiver import gwtar
 from archiver.capture import capture
 from archiver.fixture import FixtureServer
 from tests.loader.harness import ANIMATED_JS, open_gwtar, pixel_diff, serve, wait_ready
+from tests.pixels import both, settle, settled_share
 
 pytestmark = pytest.mark.browser
 
@@ -49,11 +51,13 @@ def test_captured_pages_match_the_tree_from_disk(browser: Browser, captured: tup
             open_gwtar(page, served)
             for path in pages:
                 ref.goto((tree / path).as_uri())
-                ref.evaluate("document.fonts.ready")
+                settle(ref)
                 mask = ref.evaluate(ANIMATED_JS)
                 page.evaluate("p => gwtar.go(p)", path)
                 wait_ready(page, path)
-                share = pixel_diff(scratch, ref.screenshot(), page.screenshot(), mask)
+                share = settled_share(
+                    both(ref, page), partial(pixel_diff, scratch, mask=mask), name=f"captured-{path}"
+                )
                 if share > 0.005:
                     differ[path] = share
             problems = page.evaluate("gwtar.problems.filter(p => p.kind !== 'missing')")

@@ -8,7 +8,6 @@ page and no exception, is tests/warc/test_import_pywb.py: Chromium through pywb'
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 from dataclasses import dataclass
@@ -17,11 +16,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from archiver.fixture import FixtureServer
 from archiver.serve import running
-from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share
+from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share, settle_scrolled
+from tests.pixels import both, settle, settled_share
 from tests.warc.conftest import no_network
 from tests.warc.test_warc import run
 from tests.zim.test_interop import ZIMCHECK
@@ -86,42 +85,52 @@ def test_pack_gwtar_and_zim_from_a_wget_warc(wget: Wget, packed: Path) -> None:
 # rendered capture's requests (test_import_render.py), and the complete path of issue 16, Chromium
 # recorded by pywb's proxy and packed to gwtar and ZIM with every page within 0.5 % and no page
 # excepted (test_import_pywb.py).
-WGET_MISSES = {"demo/js-generated.html", "gallery/index.html"}
+WGET_MISSES = frozenset({"demo/js-generated.html", "gallery/index.html"})
 
 
-def _shot(context: Any, url: str, *, settle: bool) -> bytes:
+def _open(context: Any, url: str, *, idle: bool) -> Any:
+    """``url`` in a new page of ``context``, scrolled through (and, if ``idle``, with its scripts and
+    lazy images done), settled and stilled for a screenshot."""
     page = context.new_page()
     page.goto(url, wait_until="load")
-    page.evaluate(SCROLL_THROUGH)
-    if settle:
-        with contextlib.suppress(PlaywrightTimeout):
-            page.wait_for_load_state("networkidle", timeout=15_000)
+    if idle:
+        settle_scrolled(page)
+    else:
+        page.evaluate(SCROLL_THROUGH)
+        settle(page)
     page.add_style_tag(content=STILL)
-    shot = page.screenshot(full_page=True)
-    page.close()
-    return shot
+    return page
 
 
 def served_shares(
-    contexts: tuple[Any, Any], port: int, gwtar: Path, zim: Path, pages: list[str]
+    contexts: tuple[Any, Any],
+    port: int,
+    gwtar: Path,
+    zim: Path,
+    pages: list[str],
+    differing: frozenset[str] = frozenset(),
 ) -> dict[tuple[str, str], float]:
     """``(kind, page) → share of pixels`` that differ between each page of the gwtar (its member
     URL) and of the ZIM (entries under ``site/``), served by ``archiver serve``, and the live page
-    (the fixture server again on ``port``, the one the archive names)."""
+    (the fixture server again on ``port``, the one the archive names); the pages in ``differing``,
+    known to differ, get one look instead of four."""
     archived, live = contexts
     shares: dict[tuple[str, str], float] = {}
     with FixtureServer(port=port) as server, running([gwtar, zim]) as base:
         for path in pages:
-            want = _shot(live, server.url_for(path.replace("?", "%3F")), settle=True)
+            want = _open(live, server.url_for(path.replace("?", "%3F")), idle=True)
             for kind, url in (
                 ("gwtar", f"{base}{gwtar.name}/~/{quote(path)}"),
                 ("zim", f"{base}{zim.stem}/{quote(path)}"),
             ):
-                share = _differing_share(want, _shot(archived, url, settle=False))
-                if share > 0.005:  # a second look, both settled again (a loaded machine may paint a
-                    want = _shot(live, server.url_for(path.replace("?", "%3F")), settle=True)
-                    share = _differing_share(want, _shot(archived, url, settle=True))  # late image)
-                shares[(kind, path)] = share
+                got = _open(archived, url, idle=False)
+                shoot = both(want, got, again=settle_scrolled, full_page=True)
+                looks = 1 if path in differing else 4
+                shares[(kind, path)] = settled_share(
+                    shoot, _differing_share, looks=looks, name=f"{kind}-{path}"
+                )
+                got.close()
+            want.close()
     return shares
 
 
@@ -130,7 +139,9 @@ def test_packed_pages_served_look_like_the_live_ones(
 ) -> None:
     """Each page of the gwtar (its member URL) and of the ZIM, served by ``archiver serve`` (whose
     Content-Security-Policy keeps the pages off the live site), against the live page."""
-    shares = served_shares(contexts, wget.port, packed / "site.gwtar.html", packed / "site.zim", wget.pages)
+    shares = served_shares(
+        contexts, wget.port, packed / "site.gwtar.html", packed / "site.zim", wget.pages, WGET_MISSES
+    )
     for (kind, path), share in sorted(shares.items()):
         print(f"wget → {kind} fidelity {path}: {share:.4%}")
     over = {k: s for k, s in shares.items() if s > 0.005}

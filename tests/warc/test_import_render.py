@@ -6,7 +6,6 @@ at most 0.5 % of its pixels (the comparison of tests/capture/test_offline.py).""
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from warcio.capture_http import capture_http
 
 from archiver.capture import capture
 from archiver.fixture import JS_MARKER, JS_PAGE, FixtureServer
 from archiver.tree import read_records
 from tests.capture.test_capture_site import PAGES
-from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share
+from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share, settle_scrolled
+from tests.pixels import both, settle, settled_share
 from tests.warc.conftest import no_network
 from tests.warc.test_warc import run
 
@@ -91,21 +90,14 @@ def test_imported_page_looks_like_the_live_one(
     page.goto((imported.tree / page_path).as_uri(), wait_until="load")
     page.evaluate(SCROLL_THROUGH)
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
+    settle(page)
     page.add_style_tag(content=STILL)
-    from_disk = page.screenshot(full_page=True)
     other = live.new_page()
     other.goto(imported.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
-    other.evaluate(SCROLL_THROUGH)
-    with contextlib.suppress(PlaywrightTimeout):
-        other.wait_for_load_state("networkidle", timeout=15_000)
+    settle_scrolled(other)
     other.add_style_tag(content=STILL)
-    share = _differing_share(other.screenshot(full_page=True), from_disk)
-    if share > 0.005:  # a second look once both have settled again (a loaded machine may paint a
-        for p in (page, other):  # late image, or run a lazy loader's callback, between the two)
-            p.evaluate(SCROLL_THROUGH)
-            with contextlib.suppress(PlaywrightTimeout):
-                p.wait_for_load_state("networkidle", timeout=15_000)
-        share = _differing_share(other.screenshot(full_page=True), page.screenshot(full_page=True))
+    shoot = both(other, page, again=settle_scrolled, full_page=True)
+    share = settled_share(shoot, _differing_share, name=f"import-{page_path}")
     page.close()
     other.close()
     print(f"import fidelity {page_path}: {share:.4%} of pixels differ")
