@@ -1,0 +1,62 @@
+"""The ``archiver`` command line: one thin function per command (parse, call the library, print).
+
+Exit codes (also in README.md): 0 success; 1 an archive, tree or manifest that is invalid, damaged
+or hostile, not repairable, or another archiver error; 2 a usage error, a bad URL, an unreadable file,
+or no FEC data; 4 a capture failure; 5 a missing outside program; 70 a bug (with a traceback);
+130 interrupted. Without ``--debug`` an error is one line on stderr: ``archiver: <input>: <what>``.
+
+The package, a module a job: ``parser`` (the argparse parser, archiver's usage errors, the argument
+types), the commands by what they do (``capture``: capture and merge; ``pack``: gwtar, ZIM and WACZ;
+``readers``: verify, ls, extract, repair; ``serve``: serve, demo, map) and ``output`` (printing and
+writing helpers the commands share). A command's module is imported when the command runs, so
+``archiver --help`` imports none of them, nor the capture, zim or warc packages behind them.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from archiver import __version__
+from archiver.cli.parser import _parser
+from archiver.cli.parser import _size as _size
+from archiver.errors import EXIT_BUG, ArchiverError
+
+if TYPE_CHECKING:
+    from archiver.cli.capture import capture_options as capture_options
+
+__all__ = ["main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``archiver.cli.capture_options``, from its command's module on first use (not at start-up)."""
+    if name == "capture_options":
+        from archiver.cli import capture
+
+        return capture.capture_options
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ArchiverError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"archiver: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("archiver: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception:
+        traceback.print_exc()
+        print(f"archiver {__version__}: internal error, a bug: please report it with the traceback above",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_BUG

@@ -1,0 +1,129 @@
+"""``archiver pack``: a tree, gwtar, ZIM or SingleFile page, the shard folders of one crawl, or WARC
+and WACZ files (imported first) into a gwtar or ZIM file; WARC files into a WACZ."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from archiver.cli.output import _print_json, _writing
+from archiver.cli.readers import _is_warc
+from archiver.errors import UsageError
+from archiver.progress import bytes_meter, wanted
+
+
+def _cmd_pack(args: argparse.Namespace) -> int:
+    if args.format == "wacz":
+        return _pack_wacz(args)
+    if args.format == "gwtar" and (args.metadata or args.allow_incomplete):
+        raise UsageError("ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack")
+    if args.format == "zim" and args.single_page:
+        raise UsageError("--single-page applies to --format gwtar", subject="pack")
+    paths = [Path(p) for p in args.path]
+    if all(p.is_file() and _is_warc(p) for p in paths):
+        from archiver.warc.importer import imported_tree
+
+        with imported_tree(paths, Path(args.out), render=not args.no_render, chromium=args.chromium,
+                           progress=False if args.json else None) as tree:  # fmt: skip
+            return _pack_one(args, tree)
+    if args.no_render or args.chromium:
+        raise UsageError("--no-render and --chromium apply to WARC and WACZ input", subject="pack")
+    if len(paths) > 1 and all(p.is_dir() for p in paths):  # the shard folders of one crawl
+        from archiver import safefs
+        from archiver.merge import merge
+
+        with safefs.temp_dir(Path(args.out)) as work:
+            merge(paths, work / "tree")
+            return _pack_one(args, work / "tree")
+    if len(paths) != 1:
+        raise UsageError("--format gwtar and zim pack one tree, gwtar, ZIM or HTML file, the shard"
+                         " folders of one crawl, or WARC and WACZ files (several WARC files to a WACZ:"
+                         " --format wacz)", subject="pack")  # fmt: skip
+    return _pack_one(args, paths[0])
+
+
+def _pack_one(args: argparse.Namespace, src: Path) -> int:
+    """``pack`` of one tree, gwtar, ZIM or HTML file to gwtar or ZIM."""
+    out = Path(args.out)
+    if args.format == "gwtar":
+        from archiver import gwtar
+
+        fec = args.fec_redundancy / 100 if args.add_fec_data else None
+        with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
+            result = _writing(
+                lambda: gwtar.pack(
+                    src, out, main=args.main, single_page=args.single_page, fec=fec, progress=meter
+                ),
+                out,
+            )
+        doc: dict[str, Any] = {
+            "format": "gwtar",
+            "path": str(result.path),
+            "size": result.size,
+            "members": result.members,
+            "pages": result.pages,
+            "main": result.main,
+        }
+        if args.add_fec_data:
+            doc["fec"] = {"redundancy_percent": args.fec_redundancy}
+    else:
+        from archiver import zim
+
+        with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
+            result_zim = _writing(
+                lambda: zim.pack(
+                    src,
+                    out,
+                    metadata=dict(args.metadata or []),
+                    allow_incomplete=args.allow_incomplete,
+                    main=args.main,
+                    progress=meter,
+                ),
+                out,
+            )
+        doc = {
+            "format": "zim",
+            "path": str(result_zim.path),
+            "size": result_zim.size,
+            "entries": result_zim.entries,
+            "redirects": result_zim.redirects,
+            "main": result_zim.main,
+            "warnings": result_zim.warnings,
+            "skipped": [{"path": p, "reason": r} for p, r in result_zim.skipped],
+        }
+        for path, reason in result_zim.skipped:
+            print(f"archiver: {out}: left out {path}: {reason}", file=sys.stderr)
+        if not args.json:
+            for line in result_zim.warnings:
+                print(f"archiver: {out}: {line}", file=sys.stderr)
+        if args.add_fec_data:
+            from archiver import par2
+
+            par2.add_sidecar(result_zim.path, redundancy=args.fec_redundancy / 100)
+            doc["fec_sidecars"] = [str(p) for p in par2.sidecar_files(result_zim.path)]
+    if args.json:
+        _print_json(doc)
+    else:
+        extra = f", FEC {args.fec_redundancy:g} %" if args.add_fec_data else ""
+        print(f"{doc['path']}: {doc['size']} bytes ({args.format}{extra}), main page {doc['main']}")
+    return 0
+
+
+def _pack_wacz(args: argparse.Namespace) -> int:
+    from archiver.warc import wacz
+
+    if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
+            or args.no_render or args.chromium):  # fmt: skip
+        raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
+    out = Path(args.out)
+    result = _writing(lambda: wacz.pack([Path(p) for p in args.path], out), out)
+    if args.json:
+        _print_json({"format": "wacz", "path": str(result.path), "size": result.size, "warcs": result.warcs,
+                     "records": result.records, "pages": result.pages, "index": result.index,
+                     "main": result.main})  # fmt: skip
+    else:
+        print(f"{result.path}: {result.size} bytes (wacz, {result.warcs} WARC, {result.records} records, "
+              f"{result.pages} pages, {result.index}), main page {result.main}")  # fmt: skip
+    return 0

@@ -1,0 +1,422 @@
+"""The ``archiver`` argument parser: every command and its flags, usage errors as one line, and the
+argparse types that check flag values (counts, sizes, ports, seconds, extensions, hosts, NAME=VALUE).
+
+Each command's function is named by its module and imported when the command runs (:func:`_command`):
+``archiver --help`` and a usage error import no command module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable
+from importlib import import_module
+from typing import NoReturn
+
+from archiver import __version__
+from archiver.errors import UsageError
+
+# ----------------------------------------------------------------------------------- argument types
+
+
+def _words(text: str) -> list[str]:
+    """``contact,about`` → ``["contact", "about"]`` (blank items dropped)."""
+    return [w.strip() for w in text.split(",") if w.strip()]
+
+
+def _extensions(text: str) -> frozenset[str]:
+    """``mp4,.ZIP`` → ``{".mp4", ".zip"}``; an empty text is the empty list (store every asset)."""
+    out = set()
+    for word in _words(text):
+        ext = "." + word.lower().lstrip(".")
+        if ext == "." or "/" in ext:
+            raise argparse.ArgumentTypeError(f"not a file extension: {word!r}")
+        out.add(ext)
+    return frozenset(out)
+
+
+def _allow_host(text: str) -> str:
+    """``--allow-host HOST`` or ``HOST:PORT``, checked (any spelling of an address is allowed)."""
+    from archiver.capture.fetch import HostRule
+    from archiver.errors import URLError
+
+    try:
+        HostRule.parse(text)
+    except URLError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+
+    return parse
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "k": 10**3,
+    "m": 10**6,
+    "g": 10**9,
+    "t": 10**12,
+    "ki": 1 << 10,
+    "mi": 1 << 20,
+    "gi": 1 << 30,
+}
+
+
+def _size(text: str) -> int:
+    """An argparse type: a size in bytes, ``1G``/``1GB`` (10⁹), ``500M``, ``64MiB`` (2²⁰ units), ``4096``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", text.lower())
+    if m is None or (m.group(2) or "") not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"expected a size such as 1G, 500M or 4096, got {text!r}")
+    value = int(float(m.group(1)) * _SIZE_UNITS[m.group(2) or ""])
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: the system picks a free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, zero or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _metadata_pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+# ------------------------------------------------------------------------------------------- parser
+
+
+_NO_CHECK_HELP = "ZIM: skip the MD5 checksum (a read of the whole file); the structure is always checked"
+
+
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command function ``name`` of ``archiver.cli.<module>``, imported when the command runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        command: Callable[[argparse.Namespace], int] = getattr(import_module(f"archiver.cli.{module}"), name)
+        return command(args)
+
+    return run
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with archiver's error form: one line, ``archiver: <command> <option>: <what is
+    wrong>`` and a pointer to ``--help``, exit 2 (not the usage block and ``error: argument …``)."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("archiver").strip()
+        named = re.match(r"argument ([^:]+): (.*)", message, re.S)
+        required = re.match(r"the following arguments are required: (.*)", message, re.S)
+        if named:
+            subject = f"{where} {named.group(1).split('/')[-1]}".strip()
+            message = named.group(2)
+        elif required:
+            subject, message = where, f"missing {required.group(1)}"
+        else:
+            subject = where
+        message = " ".join(message.split())
+        hint = " ".join(["archiver", *where.split(), "--help"])
+        line = f"{subject}: {message}" if subject else message
+        self.exit(UsageError.exit_code, f"archiver: {line} (see {hint})\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="archiver",
+        description="Turn websites into durable, self-contained archives and serve them back.",
+    )
+    parser.add_argument("--version", action="version", version=f"archiver {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+
+    p = command("demo", "serve the bundled demo site on 127.0.0.1 and run every stage on it")
+    p.add_argument("-o", "--out", default="out/demo", help="output folder (default: out/demo)")
+    p.add_argument("--serve", action="store_true", help="keep serving the site until Ctrl-C")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=_command("serve", "_cmd_demo"))
+
+    p = command("capture", "render a site in Chromium and write its canonical mirror tree")
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
+    p.add_argument("-o", "--out", help="the tree's folder (resumed if it exists; required)")
+    p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
+    g = p.add_argument_group("seeds")
+    g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
+    g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")
+    g = p.add_argument_group("scope (which pages are followed)")
+    g.add_argument("--depth", type=_count(0), default=3, help="link depth from the seeds (default 3)")
+    g.add_argument(
+        "--max-pages",
+        type=_count(1),
+        metavar="N",
+        help="store at most this many pages (with --state: for the whole crawl, all workers together)",
+    )
+    g.add_argument("--subdomains", action="store_true", help="follow pages on the seed's registrable domain")
+    g.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="DOMAIN",
+        help="also follow DOMAIN, subdomains too",
+    )
+    g.add_argument("--include", action="append", default=[], metavar="PREFIX", help="only pages under PREFIX")
+    g.add_argument("--scope", metavar="PREFIX", help="the same as one --include")
+    g.add_argument("--exclude", action="append", default=[], metavar="PREFIX", help="skip pages under PREFIX")
+    g.add_argument(
+        "--prefer",
+        type=_words,
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="comma-separated path words whose pages go first under --max-pages (e.g. contact,about)",
+    )
+    g.add_argument(
+        "--avoid",
+        type=_words,
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="comma-separated path words whose pages go last (wins over --prefer; e.g. blog,login,cart)",
+    )
+    g = p.add_argument_group("assets")
+    g.add_argument(
+        "--assets-any-host", action="store_true", help="store assets from any host (default: the seed's site)"
+    )
+    g.add_argument(
+        "--skip-ext",
+        type=_extensions,
+        metavar="EXTS",
+        help="comma-separated extensions never stored, replacing the default list of media and archives "
+        '(formats/tree.md 6.3); "" stores every type',
+    )
+    g.add_argument(
+        "--asset-cap",
+        type=_count(0),
+        default=25 << 20,
+        metavar="BYTES",
+        help="skip larger assets (25 MiB)",
+    )
+    g = p.add_argument_group("politeness and safety")
+    g.add_argument(
+        "--delay",
+        type=_seconds,
+        metavar="SECONDS",
+        help="between requests to one host (default 1; a robots.txt Crawl-delay raises it)",
+    )
+    g.add_argument(
+        "--concurrency",
+        type=_count(1),
+        default=12,
+        metavar="N",
+        help="requests at once, one a host (12)",
+    )
+    g.add_argument("--timeout", type=_seconds, default=30, metavar="SECONDS", help="per request (default 30)")
+    g.add_argument(
+        "--retries",
+        type=_count(0),
+        default=3,
+        metavar="N",
+        help="retries on 5xx, network error (3)",
+    )
+    g.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
+    g.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="allow hosts on loopback, private and link-local addresses (the seeds' own origins always are)",
+    )
+    g.add_argument(
+        "--allow-host",
+        type=_allow_host,
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="allow this private host, on every port or on PORT only (the seeds' own origins always are)",
+    )
+    g = p.add_argument_group("rendering")
+    g.add_argument("--no-render", action="store_true", help="fetch HTML without a browser (fast)")
+    g.add_argument("--chromium", metavar="PATH", help="the Chromium executable (default: see README)")
+    g.add_argument("--tabs", type=_count(1), default=3, metavar="N", help="pages rendered at once (3)")
+    g.add_argument(
+        "--settle",
+        type=_seconds,
+        default=1.5,
+        metavar="SECONDS",
+        help="settle wait at most (1.5)",
+    )
+    g = p.add_argument_group("WARC (formats/warc.md 7)")
+    g.add_argument(
+        "--warc",
+        action="store_true",
+        help="also record every HTTP exchange (the browser's too) as WARC/1.1 in _archiver/warc/",
+    )
+    g.add_argument(
+        "--warc-max-size",
+        type=_size,
+        default=10**9,
+        metavar="SIZE",
+        help="start a new WARC file past this size (default 1G; 500M, 64MiB …)",
+    )
+    g = p.add_argument_group("import (formats/warc.md 8)")
+    g.add_argument(
+        "--from-warc",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="build the tree from the records of these WARC or WACZ files, never the network; "
+        "seeds: the URLs given, else the WACZ pages, else the first WARC's first HTML page",
+    )
+    g = p.add_argument_group("resuming")
+    g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")
+    g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
+    g = p.add_argument_group("many workers (formats/crawl-state.md 6)")
+    g.add_argument(
+        "--state",
+        metavar="redis://HOST:PORT/DB",
+        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each; "
+        "Ctrl-C or SIGTERM stops a worker, its URLs going back to the others at once (exit 130)",
+    )
+    g.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --state)")
+    g.add_argument(
+        "--lease",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a URL goes back to the others if this worker stops renewing it for this long (30)",
+    )
+    g.add_argument(
+        "--status",
+        action="store_true",
+        help="print the whole crawl's progress (with --state, --crawl) and exit",
+    )
+    p.set_defaults(func=_command("capture", "_cmd_capture"))
+
+    p = command(
+        "pack", "pack a tree, gwtar, ZIM or SingleFile page into a ZIM or gwtar file; WARCs into a WACZ"
+    )
+    p.add_argument(
+        "path",
+        nargs="+",
+        help="a tree folder, .gwtar.html, .zim, or SingleFile .html; WARC or WACZ files (imported "
+        "first: formats/warc.md 8); wacz: WARC files",
+    )
+    p.add_argument("--format", choices=["gwtar", "zim", "wacz"], required=True)
+    p.add_argument("-o", "--out", required=True, help="the output file")
+    p.add_argument("--main", help="the main page (a tree path)")
+    p.add_argument("--single-page", action="store_true", help="gwtar: only the main page and its assets")
+    p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
+    p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
+    p.add_argument("--allow-incomplete", action="store_true", help="zim: pack an unfinished capture")
+    p.add_argument("--no-render", action="store_true", help="WARC/WACZ input: import without Chromium")
+    p.add_argument("--chromium", metavar="PATH", help="WARC/WACZ input: the Chromium that renders")
+    p.add_argument(
+        "--metadata",
+        action="append",
+        type=_metadata_pair,
+        metavar="NAME=VALUE",
+        help="zim metadata (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_command("pack", "_cmd_pack"))
+
+    p = command("merge", "merge the shard folders of one crawl's workers into one capture tree")
+    p.add_argument("shards", nargs="+", metavar="SHARD", help="capture folders of one crawl")
+    p.add_argument("-o", "--out", required=True, help="the merged tree (a new or empty folder)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_command("capture", "_cmd_merge"))
+
+    p = command("verify", "check archives: offsets, sizes, hashes, tar structure, links, FEC data")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+    p.add_argument("-r", "--recursive", action="store_true", help="verify every archive in folders")
+    p.add_argument(
+        "--strict", action="store_true", help="count warnings (metadata style, no checksum …) as problems"
+    )
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument(
+        "--no-links",
+        action="store_true",
+        help="integrity only: leave out the check of internal links (trees, gwtar, ZIM)",
+    )
+    p.set_defaults(func=_command("readers", "_cmd_verify"))
+
+    p = command("ls", "list the members of a gwtar, the entries of a ZIM or the records of a WARC or WACZ")
+    p.add_argument("archive")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
+    p.set_defaults(func=_command("readers", "_cmd_ls"))
+
+    p = command("extract", "extract a gwtar or ZIM into a tree, safely")
+    p.add_argument("archive")
+    p.add_argument("-o", "--out", required=True, help="the folder to extract into")
+    p.add_argument("--force", action="store_true", help="write into a non-empty folder, replacing files")
+    p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
+    p.add_argument(
+        "--keep-symlinks",
+        action="store_true",
+        help="gwtar: extract link members too (only those that resolve inside the folder)",
+    )
+    p.set_defaults(func=_command("readers", "_cmd_extract"))
+
+    p = command("repair", "repair a file from its PAR2 recovery data")
+    p.add_argument("file")
+    p.add_argument("-o", "--out", help="write the repaired file here instead of in place")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_command("readers", "_cmd_repair"))
+
+    p = command("serve", "serve gwtar files, ZIM files and trees with correct HTTP Range")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--gwtar-mime", default="text/html", help="media type for gwtar files (or x-gwtar)")
+    p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
+    p.add_argument("--quiet", action="store_true", help="no access log")
+    p.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
+    p.add_argument("--domain", default="localhost", help="each archive at <name>.DOMAIN (default localhost)")
+    p.add_argument("--allow-live", action="store_true", help="let archived pages load from the live web")
+    p.add_argument("--header-timeout", type=float, default=30.0, help="seconds to send a header (30)")
+    p.add_argument("--keep-alive-timeout", type=float, default=75.0, help="idle seconds allowed (75)")
+    p.add_argument("--max-connections", type=int, default=1024, help="open connections at most (1024)")
+    p.add_argument("--send-timeout", type=float, default=60.0, help="seconds a response may stall (60)")
+    p.set_defaults(func=_command("serve", "_cmd_serve"))
+
+    p = command("map", "show where URLs land in a tree (canonical URL, dedup key, tree path)")
+    p.add_argument("urls", nargs="+", metavar="URL")
+    p.add_argument("--home", help="the tree's home URL; URLs are resolved against it")
+    p.add_argument("--kind", choices=["auto", "page", "asset"], default="auto")
+    p.add_argument("--json", action="store_true", help="one JSON object per URL")
+    p.set_defaults(func=_command("serve", "_cmd_map"))
+    return parser
