@@ -33,7 +33,7 @@ import msgspec
 
 from archiver import __version__, safefs, tree
 from archiver.errors import FormatError, UsageError
-from archiver.gwtar import layout, refs
+from archiver.gwtar import layout, refs, rules
 from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.gwtar.loader import loader_source
 from archiver.media import media_type_for
@@ -136,7 +136,7 @@ def pack(
             raise UsageError("is neither a tree folder, a ZIM nor a SingleFile .html page", subject=str(src))
         if main is not None:
             raise UsageError("--main applies to tree input only", subject=str(src))
-        if layout.MAGIC_COMMENT in _read_prefix(src, 1024):
+        if rules.MAGIC_COMMENT in _read_prefix(src, 1024):
             raise UsageError("is already a gwtar (extract it to a tree first)", subject=str(src))
         from archiver.gwtar.singlefile import singlefile_source
 
@@ -353,9 +353,9 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
     late: set[str] = set()
     if header is not None:
         for record in tree.read_records(root):
-            if record.path in layout.EXCLUDED or tree.is_private(record.path):
+            if record.path in rules.EXCLUDED or tree.is_private(record.path):
                 continue  # a private file is left out even when the manifest names it
-            why = layout.member_path_problem(record.path)
+            why = rules.member_path_problem(record.path)
             if why:
                 raise FormatError(f"manifest names an impossible path: {why}", subject=record.path)
             full = root / record.path
@@ -384,9 +384,9 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
         when = created or header.created
     else:
         for rel, full, st in _walk(str(root)):
-            if rel in layout.EXCLUDED:
+            if rel in rules.EXCLUDED:
                 continue
-            why = layout.member_path_problem(rel)
+            why = rules.member_path_problem(rel)
             if why:
                 raise FormatError(f"cannot be a member: {why}", subject=full)
             is_page = rel.lower().endswith((".html", ".htm"))

@@ -16,7 +16,7 @@ import pytest
 
 from archiver import tree
 from archiver.errors import EnvironmentProblem, FormatError, UsageError
-from archiver.gwtar import PackResult, layout, loader_source, pack, verify
+from archiver.gwtar import PackResult, layout, loader_source, pack, parse, verify
 from archiver.gwtar import open as open_gwtar
 from archiver.gwtar import write as write_module
 from tests.gwtar.corpus import MINI, STUB_LOADER
@@ -217,10 +217,10 @@ def test_a_loader_that_cannot_be_embedded_is_refused(tmp_path: Path) -> None:
 
 def test_header_meta_matches_pack_result(mini_gwtar: PackResult) -> None:
     data = mini_gwtar.path.read_bytes()
-    ph = layout.parse_header(data[: mini_gwtar.overhead])
+    ph = parse.parse_header(data[: mini_gwtar.overhead])
     assert ph.problems == [] and ph.meta is not None
     assert ph.meta["members"] == 15 and ph.meta["pages"] == 7
-    offset, size, _ = layout.index_location(ph.meta)  # type: ignore[misc]
+    offset, size, _ = parse.index_location(ph.meta)  # type: ignore[misc]
     assert mini_gwtar.index_offset == mini_gwtar.overhead + offset
     index = json.loads(data[mini_gwtar.index_offset : mini_gwtar.index_offset + size])
     assert index["format"] == "archiver-gwtar-index" and len(index["members"]) == 15
