@@ -21,7 +21,8 @@ CORE = {
 GWTAR = {
     "__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
     "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
-    "archiver.gwtar.refs", "contextlib", "archiver.css_refs", "archiver.html_refs", "archiver.urls",
+    "archiver.gwtar.refs", "archiver.gwtar.rules", "contextlib", "archiver.css_refs", "archiver.html_refs",
+    "archiver.urls",
 }  # fmt: skip
 PAR2 = {
     "__future__", "collections.abc", "dataclasses", "hashlib", "math", "re", "struct", "typing", "zlib",
@@ -53,7 +54,8 @@ WARC = {
 PURE: dict[str, set[str]] = {
     "urls.py": CORE, "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
     "css_refs.py": REFS, "html_refs.py": REFS,
-    "tar.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/refs.py": GWTAR,
+    "tar.py": GWTAR, "gwtar/rules.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/parse.py": GWTAR,
+    "gwtar/refs.py": GWTAR,
     "par2/packets.py": PAR2, "par2/layout.py": PAR2, "par2/results.py": PAR2,
     "zim/metadata.py": ZIM, "zim/links.py": ZIM, "zim/page.py": ZIM, "zim/icon.py": ZIM,
     "zim/zimsafe.py": ZIM, "zim/offline.py": ZIM,

@@ -17,9 +17,9 @@
 from __future__ import annotations
 
 from archiver.gwtar.extract import extract, ls
-from archiver.gwtar.layout import Problem
 from archiver.gwtar.loader import loader_source
 from archiver.gwtar.read import GwtarReader, Member, MemberReader, open
+from archiver.gwtar.rules import Problem
 from archiver.gwtar.verify import Report, verify, verify_main
 from archiver.gwtar.write import PackResult, pack
 

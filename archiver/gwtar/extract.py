@@ -23,7 +23,7 @@ from pathlib import Path
 
 from archiver import safefs
 from archiver.errors import FormatError
-from archiver.gwtar import layout
+from archiver.gwtar import rules
 from archiver.gwtar.read import GwtarReader, Member, TarEntry, TarWalk
 from archiver.gwtar.read import open as open_gwtar
 
@@ -65,9 +65,9 @@ def _plan(path: Path, entries: list[TarEntry], keep_symlinks: bool = False) -> l
     folders: set[str] = set()
     for entry in entries:
         name = entry.name.rstrip("/") if entry.typeflag == b"5" else entry.name
-        if entry.typeflag in _FILE_TYPES and name == layout.INDEX_PATH:
+        if entry.typeflag in _FILE_TYPES and name == rules.INDEX_PATH:
             continue
-        why = layout.member_path_problem(name)
+        why = rules.member_path_problem(name)
         if why:
             raise _refuse(path, entry, why)
         if entry.typeflag in _FILE_TYPES:
@@ -85,7 +85,7 @@ def _plan(path: Path, entries: list[TarEntry], keep_symlinks: bool = False) -> l
             target = entry.linkname.rstrip("/")
             if not keep_symlinks:
                 raise _refuse(path, entry, f"hard link to {target!r} (use --keep-symlinks to keep links)")
-            if layout.member_path_problem(target) or target not in files:
+            if rules.member_path_problem(target) or target not in files:
                 raise _refuse(
                     path, entry, f"hard link to {entry.linkname!r}, which is not an earlier file member"
                 )

@@ -1,6 +1,6 @@
-"""The gwtar byte layout (formats/gwtar.md): member order, the v1 ``assets`` manifest, the extension-1
-metadata and site index, the header text with its fixed-width fields, every offset; and the inverse,
-parsing a header back into fields and problems.
+"""The gwtar byte layout as written (formats/gwtar.md): member order, the v1 ``assets`` manifest,
+the extension-1 metadata and site index, the header text with its fixed-width fields, every offset.
+Parsing a header back is :mod:`archiver.gwtar.parse`; what both share is :mod:`archiver.gwtar.rules`.
 
 Pure: no network, no filesystem, no clock.
 
@@ -12,7 +12,6 @@ placeholders (64 zeros) patched in place afterwards at the positions the plan re
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,40 +19,31 @@ from typing import Any, Literal
 from archiver import tar
 from archiver.errors import FormatError
 from archiver.gwtar.refs import Category
-from archiver.urls import PRIVATE_NAMES, RESERVED_DIR
+from archiver.gwtar.rules import (
+    EXTENSION_VERSION,
+    INDEX_PATH,
+    META_ID,
+    OFFSET_DIGITS,
+    OVERHEAD_DIGITS,
+    TOTAL_DIGITS,
+    is_array_index,
+    member_path_problem,
+    v1_data_offsets,
+)
 
 __all__ = [
-    "END_MARK",
-    "EXCLUDED",
-    "EXTENSION_VERSION",
-    "INDEX_PATH",
     "LARGE",
-    "MAGIC",
-    "MAGIC_COMMENT",
-    "META_ID",
-    "RESERVED_ENTRY_FIELDS",
     "ZERO_HASH",
     "MemberSpec",
     "Meta",
-    "ParsedHeader",
     "Plan",
-    "Problem",
-    "index_location",
-    "is_array_index",
-    "js_order",
     "listing_problem",
     "loader_problem",
-    "member_path_problem",
     "order_members",
-    "parse_header",
     "plan",
     "script_json",
-    "v1_data_offsets",
 ]
 
-MAGIC_COMMENT = b"<!-- Gwtar self-extracting HTML archive, v1 -->"
-MAGIC = b"<html>\n" + MAGIC_COMMENT + b"\n"
-END_MARK = b"<!-- GWTAR END\n"
 #: The header is UTF-8 (its JSON is ASCII): so is the document the loader writes each page into, and
 #: so are the scripts a page loads, whatever a server or a browser's guess would say (gwtar.md §2).
 CHARSET_LINE = '<meta charset="utf-8">\n'
@@ -61,46 +51,11 @@ CHARSET_LINE = '<meta charset="utf-8">\n'
 #: file: no byte of the tar body is ever markup, whatever a member holds (``-->``, ``<img>``,
 #: ``<script>``), and the element is hidden (gwtar.md §2).
 BODY_GUARD = "<plaintext hidden>\n"
-EXTENSION_VERSION = 1
-INDEX_PATH = "_archiver/gwtar-index.json"
-META_ID = "archiver-gwtar"
 ZERO_HASH = "0" * 64
-OVERHEAD_DIGITS = 12
-TOTAL_DIGITS = 24
-OFFSET_DIGITS = 24
 #: Assets above this size go after everything else (formats/gwtar.md §5.2).
 LARGE = 4 << 20
-#: Tree files never packed: the tree's private files (urls.PRIVATE_NAMES), and a site index left by
-#: an earlier extract.
-EXCLUDED = frozenset({f"{RESERVED_DIR}/{name}" for name in PRIVATE_NAMES} | {INDEX_PATH})
-#: Fields the v1 loader adds to each manifest entry at run time; a manifest must not use them.
-RESERVED_ENTRY_FIELDS = frozenset(
-    {"name", "byteRangeStart", "byteRangeEnd", "urlString", "data", "status", "rendered"}
-)
-_MAX_SAFE = 2**53 - 1  # JavaScript numbers are exact up to here
 
 Kind = Literal["page", "asset"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with an archive: the member it concerns (None for the file as a whole), the
-    byte offset in the file where it shows (None when there is none), and one line saying what."""
-
-    member: str | None
-    offset: int | None
-    message: str
-
-    def line(self, subject: str) -> str:
-        where = []
-        if self.offset is not None:
-            where.append(f"offset {self.offset}")
-        if self.member is not None:
-            where.append(f"member {json.dumps(self.member, ensure_ascii=False)}")
-        return f"{subject}: {', '.join(where)}: {self.message}" if where else f"{subject}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"member": self.member, "offset": self.offset, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -142,34 +97,6 @@ def script_json(obj: Any, *, indent: int | None = None) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
-
-
-def is_array_index(key: str) -> bool:
-    """True for keys JavaScript orders before all others in ``Object.entries`` (canonical integers
-    below 2**32 - 1)."""
-    return bool(_ARRAY_INDEX.fullmatch(key)) and int(key) < 2**32 - 1
-
-
-def member_path_problem(path: str) -> str | None:
-    """Why ``path`` cannot be a member name (absolute, ``..``, empty or ``.`` segments, NUL, a
-    backslash-free POSIX path is required), or None."""
-    if not path:
-        return "empty name"
-    if "\x00" in path:
-        return "name contains NUL"
-    if path.startswith("/"):
-        return "absolute name"
-    parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        return "name has an empty, '.' or '..' segment"
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "name is not valid UTF-8"
-    return None
-
-
 def listing_problem(path: str, size: int) -> str | None:
     """Why a member cannot be listed in the v1 manifest (its name or size needs more than one ustar
     header, or its key would confuse the v1 loader), or None."""
@@ -194,18 +121,6 @@ def loader_problem(text: str) -> str | None:
     if "<!--" in text:
         return "contains '<!--' (the header must hold exactly one '<!-- GWTAR END' and no script comments)"
     return None
-
-
-def v1_data_offsets(sizes: Sequence[int]) -> list[int]:
-    """Data offsets (relative to the tar start) the v1 loader computes for listed members of these
-    sizes: the first at 512, each next one after a 512-byte header and the previous data padded to
-    512."""
-    out: list[int] = []
-    pos = tar.BLOCK
-    for size in sizes:
-        out.append(pos)
-        pos += tar.BLOCK + tar.data_span(size)
-    return out
 
 
 def _is_late(spec: MemberSpec) -> bool:
@@ -485,257 +400,3 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
         mtime=mtime,
         _index_parts=parts,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading a header back
-
-
-@dataclass
-class ParsedHeader:
-    """The fields of a gwtar header and the problems found in it. ``fatal`` means the file cannot be
-    read as a gwtar at all (no magic, no terminator, unreadable numeric fields or manifest).
-    ``manifest`` lists ``(key, entry)`` in the order the v1 loader walks them (:func:`js_order`)."""
-
-    overhead: int | None = None
-    total: int | None = None
-    end: int | None = None
-    manifest: list[tuple[str, dict[str, Any]]] | None = None
-    manifest_is_array: bool = False
-    meta: dict[str, Any] | None = None
-    extension: bool = False
-    problems: list[Problem] = field(default_factory=list)
-    fatal_problem: Problem | None = None
-
-    @property
-    def fatal(self) -> bool:
-        return self.fatal_problem is not None
-
-    def fail(self, message: str, offset: int | None = None, *, fatal: bool = False) -> None:
-        problem = Problem(None, offset, message)
-        self.problems.append(problem)
-        if fatal and self.fatal_problem is None:
-            self.fatal_problem = problem
-
-
-def js_order(pairs: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """``Object.entries`` order of an object given as (key, value) pairs in text order: array-index
-    keys first in numeric order, then the others in text order; a repeated key keeps its first
-    position and its last value."""
-    values: dict[str, Any] = {}
-    for key, value in pairs:
-        values[key] = value  # dict keeps the first insertion position, the last value
-    ints = sorted((k for k in values if is_array_index(k)), key=int)
-    return [(k, values[k]) for k in ints] + [(k, v) for k, v in values.items() if not is_array_index(k)]
-
-
-_OVERHEAD_RE = re.compile(rb'let overhead = parseInt\("([^"\n]{0,64})"\)')
-_TOTAL_RE = re.compile(rb'let totalArchiveSize = parseInt\("([^"\n]{0,64})"\)')
-_META_OPEN = f'<script type="application/json" id="{META_ID}">'.encode()
-_EXT_LINE = b"<!-- archiver gwtar "
-_V1_KEY = re.compile(r".+-asset-[0-9]+\.[0-9A-Za-z]+")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-def _number_field(
-    ph: ParsedHeader, data: bytes, regex: re.Pattern[bytes], name: str, width: int
-) -> int | None:
-    m = regex.search(data)
-    if m is None:
-        ph.fail(f"no '{name} = parseInt(\"…\")' field in the header", fatal=True)
-        return None
-    raw = m.group(1)
-    text = raw.decode("ascii", "replace")
-    if not raw.isdigit() or not raw.isascii():
-        ph.fail(f"{name} is not a decimal number: {text!r}", m.start(1), fatal=True)
-        return None
-    if len(raw) != width:
-        ph.fail(f"{name} has {len(raw)} digits, v1 fixes {width}: {text!r}", m.start(1))
-    return int(raw)
-
-
-def _is_size(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_SAFE
-
-
-def _parse_json(text: bytes) -> Any:
-    pairs_seen: list[str] = []
-
-    def hook(pairs: list[tuple[str, Any]]) -> Any:
-        keys = [k for k, _ in pairs]
-        if len(set(keys)) != len(keys):
-            pairs_seen.extend(k for k in keys if keys.count(k) > 1)
-        return _Pairs(pairs)
-
-    value = json.loads(text.decode("utf-8"), object_pairs_hook=hook)
-    return value, sorted(set(pairs_seen))
-
-
-class _Pairs(list):  # type: ignore[type-arg]
-    """A JSON object as its (key, value) pairs in text order."""
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, _Pairs):
-        return {k: _plain(v) for k, v in value}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def parse_header(data: bytes) -> ParsedHeader:
-    """Parse the header at the start of ``data`` (the file's first bytes, at least up to and including
-    ``<!-- GWTAR END``). Never raises: every problem is in the result (research §5 items 1–4)."""
-    ph = ParsedHeader()
-    if not data.startswith(MAGIC) and MAGIC_COMMENT not in data[:1024]:
-        ph.fail("not a gwtar: no '<!-- Gwtar self-extracting HTML archive, v1 -->' in the first 1 KB", 0,
-                fatal=True)  # fmt: skip
-        return ph
-    if not data.startswith(b"<html>"):
-        ph.fail("the file does not start with '<html>'", 0)
-    end_at = data.find(END_MARK)
-    if end_at < 0:
-        ph.fail("no '<!-- GWTAR END' line: the header is truncated or too large", len(data), fatal=True)
-        return ph
-    ph.end = end_at + len(END_MARK)
-    head = data[: ph.end]
-    ph.extension = _EXT_LINE in head[:1024]
-
-    ph.overhead = _number_field(ph, head, _OVERHEAD_RE, "overhead", OVERHEAD_DIGITS)
-    ph.total = _number_field(ph, head, _TOTAL_RE, "totalArchiveSize", TOTAL_DIGITS)
-    if ph.overhead is not None and ph.overhead != ph.end:
-        ph.fail(f"overhead is {ph.overhead} but '<!-- GWTAR END' ends the header at {ph.end}", ph.end)
-    if ph.overhead is not None and ph.total is not None and ph.total < ph.overhead + 2 * tar.BLOCK:
-        ph.fail(f"totalArchiveSize {ph.total} leaves no room for a tar after overhead {ph.overhead}",
-                fatal=True)  # fmt: skip
-    if ph.overhead is not None and ph.overhead > ph.end and END_MARK in data[ph.end : ph.overhead]:
-        ph.fail("'<!-- GWTAR END' appears more than once in the header", ph.end)
-
-    try:
-        _parse_manifest(ph, head)
-    except RecursionError:
-        ph.fail("the manifest is nested too deeply", fatal=True)
-    try:
-        _parse_meta(ph, head)
-    except RecursionError:
-        ph.fail("the metadata is nested too deeply")
-    return ph
-
-
-def _parse_manifest(ph: ParsedHeader, head: bytes) -> None:
-    start = head.find(b"let assets = ")
-    if start < 0:
-        ph.fail("no 'let assets = ' manifest in the header", fatal=True)
-        return
-    start += len(b"let assets = ")
-    close = head.find(b"</script>", start)
-    if close < 0:
-        ph.fail("the manifest's <script> is not closed", start, fatal=True)
-        return
-    text = head[start:close].strip()
-    if text.endswith(b";"):
-        text = text[:-1].rstrip()
-    try:
-        value, dupes = _parse_json(text)
-    except RecursionError:
-        ph.fail("the manifest is not valid JSON: nested too deeply", start, fatal=True)
-        return
-    except (ValueError, UnicodeDecodeError) as e:
-        ph.fail(f"the manifest is not valid JSON: {str(e)[:120]}", start, fatal=True)
-        return
-    for key in dupes:
-        ph.fail(f"manifest key {key!r} appears more than once", start)
-    if isinstance(value, _Pairs):
-        pairs = list(value)
-    elif isinstance(value, list):
-        ph.manifest_is_array = True
-        pairs = [(str(i), v) for i, v in enumerate(value)]
-    else:
-        ph.fail("the manifest is neither a JSON object nor an array", start, fatal=True)
-        return
-    ordered = js_order(pairs)
-    manifest: list[tuple[str, dict[str, Any]]] = []
-    for key, entry in ordered:
-        if not isinstance(entry, _Pairs):
-            ph.fail(f"manifest entry {key!r} is not an object", start)
-            entry = _Pairs()
-        manifest.append((key, _plain(entry)))
-    ph.manifest = manifest
-    keys = [k for k, _ in manifest]
-    if "0" not in keys:
-        ph.fail('the manifest has no entry "0" (the main page)', start)
-    for key, entry in manifest:
-        if not _is_size(entry.get("size")):
-            ph.fail(f"manifest entry {key!r}: size is not a non-negative integer: {entry.get('size')!r}",
-                    start, fatal=True)  # fmt: skip
-        h = entry.get("hash")
-        if h is None:
-            ph.fail(f"manifest entry {key!r} has no hash", start)
-        elif not isinstance(h, str) or not _HEX64.fullmatch(h):
-            ph.fail(f"manifest entry {key!r}: hash is not 64 lowercase hex digits", start)
-        if not isinstance(entry.get("content-type"), str):
-            ph.fail(f"manifest entry {key!r} has no content-type", start)
-        if key == "0":
-            if entry.get("content-type") != "text/html":
-                ph.fail(f'manifest entry "0": content-type is {entry.get("content-type")!r}, not text/html',
-                        start)  # fmt: skip
-            if not isinstance(entry.get("basename"), str) or not entry.get("basename"):
-                ph.fail('manifest entry "0" has no basename', start)
-        elif not ph.manifest_is_array:
-            if is_array_index(key):
-                ph.fail(f"manifest key {key!r} looks like an array index: v1 readers move it first", start)
-            elif not ph.extension and not _V1_KEY.fullmatch(key):
-                ph.fail(f"manifest key {key!r} is not of the v1 form BASE-asset-N.EXT", start)
-
-
-def _parse_meta(ph: ParsedHeader, head: bytes) -> None:
-    start = head.find(_META_OPEN)
-    if start < 0:
-        if ph.extension:
-            ph.fail(f'the header names archiver gwtar but has no <script id="{META_ID}"> element', 0)
-        return
-    start += len(_META_OPEN)
-    close = head.find(b"</script>", start)
-    if close < 0:
-        ph.fail("the metadata <script> is not closed", start)
-        return
-    try:
-        value, _ = _parse_json(head[start:close])
-    except RecursionError:
-        ph.fail("the metadata is not valid JSON: nested too deeply", start)
-        return
-    except (ValueError, UnicodeDecodeError) as e:
-        ph.fail(f"the metadata is not valid JSON: {str(e)[:120]}", start)
-        return
-    meta = _plain(value)
-    if not isinstance(meta, dict) or meta.get("format") != META_ID:
-        ph.fail(f"the metadata element is not an object with format {META_ID!r}", start)
-        return
-    if not isinstance(meta.get("version"), int):
-        ph.fail("the metadata has no integer version", start)
-        return
-    ph.meta = meta
-    ph.extension = True
-
-
-def index_location(meta: dict[str, Any]) -> tuple[int, int, str] | str:
-    """(data offset relative to the tar start, size, sha256) of the site index from the metadata, or a
-    message saying what is wrong with it."""
-    index = meta.get("index")
-    if not isinstance(index, dict):
-        return "the metadata has no index object"
-    out: list[int] = []
-    for name in ("offset", "size"):
-        value = index.get(name)
-        if isinstance(value, str) and value.isascii() and value.isdigit():
-            if len(value) != OFFSET_DIGITS:
-                return f"index {name} has {len(value)} digits, not {OFFSET_DIGITS}"
-            out.append(int(value))
-        elif _is_size(value):
-            out.append(value)
-        else:
-            return f"index {name} is not a decimal number: {value!r}"
-    sha = index.get("sha256")
-    if not isinstance(sha, str) or not _HEX64.fullmatch(sha):
-        return "index sha256 is not 64 lowercase hex digits"
-    return out[0], out[1], sha

@@ -25,8 +25,8 @@ from typing import IO, Any, BinaryIO
 
 from archiver import tar
 from archiver.errors import FormatError
-from archiver.gwtar import layout
-from archiver.gwtar.layout import Problem
+from archiver.gwtar import parse, rules
+from archiver.gwtar.rules import Problem
 from archiver.media import media_type_for
 
 __all__ = [
@@ -81,12 +81,12 @@ def read_header_bytes(f: IO[bytes], limit: int = MAX_HEADER) -> bytes:
         chunk = f.read(min(1 << 20, limit - len(data)))
         if not chunk:
             break
-        scan_from = max(0, len(data) - len(layout.END_MARK))
+        scan_from = max(0, len(data) - len(rules.END_MARK))
         data += chunk
-        at = data.find(layout.END_MARK, scan_from)
+        at = data.find(rules.END_MARK, scan_from)
         if at >= 0:
-            return bytes(data[: at + len(layout.END_MARK)])
-        if len(data) >= 1024 and layout.MAGIC_COMMENT not in data[:1024]:
+            return bytes(data[: at + len(rules.END_MARK)])
+        if len(data) >= 1024 and rules.MAGIC_COMMENT not in data[:1024]:
             break  # not a gwtar: do not read further
     return bytes(data)
 
@@ -407,7 +407,7 @@ class GwtarReader:
     def _load(self) -> None:
         self.file_size = os.fstat(self._file.fileno()).st_size
         head = read_header_bytes(self._file)
-        ph = layout.parse_header(head)
+        ph = parse.parse_header(head)
         if ph.fatal_problem is not None:
             raise self._fail(ph.fatal_problem.message, ph.fatal_problem.offset)
         assert ph.overhead is not None and ph.total is not None and ph.manifest is not None
@@ -425,7 +425,7 @@ class GwtarReader:
         self.trailer_size = self.file_size - self.total_archive_size
         if not self._load_members:  # iter_members() streams them
             return
-        if self.meta is not None and self.meta.get("version") == layout.EXTENSION_VERSION:
+        if self.meta is not None and self.meta.get("version") == rules.EXTENSION_VERSION:
             self.members: list[Member] = self._members_from_index(self.meta)
             main = self.meta.get("main")
             self.main: str = main if isinstance(main, str) else self.members[0].path
@@ -441,7 +441,7 @@ class GwtarReader:
     def _iter_index(self, meta: dict[str, Any]) -> Iterator[Member]:
         """The site index's members, one at a time: its SHA-256 is checked first (streaming), then it
         is parsed entry by entry, so a huge index never sits in memory whole."""
-        where = layout.index_location(meta)
+        where = parse.index_location(meta)
         if isinstance(where, str):
             raise self._fail(f"extension-1 metadata: {where}")
         offset, size, sha = where
@@ -449,7 +449,7 @@ class GwtarReader:
         if size > MAX_INDEX or start + size > self.total_archive_size:
             raise self._fail(f"the site index ({size} bytes at {start}) lies outside the tar", start)
         digest = hashlib.sha256()
-        with MemberReader(self._file.fileno(), start, size, layout.INDEX_PATH) as raw:
+        with MemberReader(self._file.fileno(), start, size, rules.INDEX_PATH) as raw:
             while chunk := raw.read(1 << 20):
                 digest.update(chunk)
         if digest.hexdigest() != sha:
@@ -474,7 +474,7 @@ class GwtarReader:
             raise self._fail("the site index lists no members", start)
 
     def _members_from_tar(self, manifest: list[tuple[str, dict[str, Any]]]) -> list[Member]:
-        offsets = layout.v1_data_offsets([entry["size"] for _, entry in manifest])
+        offsets = rules.v1_data_offsets([entry["size"] for _, entry in manifest])
         walk = TarWalk(self._file, self.overhead, self.total_archive_size)
         members: list[Member] = []
         for i, entry in enumerate(walk):
@@ -522,7 +522,7 @@ class GwtarReader:
         no list of them: for a site index of millions of entries)."""
         if self._load_members:
             yield from self.members
-        elif self.meta is not None and self.meta.get("version") == layout.EXTENSION_VERSION:
+        elif self.meta is not None and self.meta.get("version") == rules.EXTENSION_VERSION:
             yield from self._iter_index(self.meta)
         else:
             yield from self._members_from_tar(list(self.assets.items()))
@@ -564,7 +564,7 @@ def _index_member(entry: Any, overhead: int, total: int) -> Member | None:
     if not isinstance(entry, dict):
         return None
     path, offset, size = entry.get("path"), entry.get("offset"), entry.get("size")
-    if not isinstance(path, str) or layout.member_path_problem(path):
+    if not isinstance(path, str) or rules.member_path_problem(path):
         return None
     if not (isinstance(offset, int) and isinstance(size, int)) or isinstance(offset, bool):
         return None

@@ -33,7 +33,7 @@ from archiver import css_refs, srcset, tree
 from archiver.errors import UsageError
 from archiver.gwtar import refs
 from archiver.gwtar.layout import MemberSpec, Meta
-from archiver.gwtar.write import TOOL, Source, _epoch, _fallback_created
+from archiver.gwtar.sources import TOOL, Source, _epoch, _fallback_created
 from archiver.html_refs import EMBEDDED, LAZY_SRC, LAZY_SRCSET, LAZY_TAGS, Found, attribute_refs
 
 __all__ = ["EXTENSIONS", "DataURI", "parse_data_uri", "rewrite", "safe_base", "singlefile_source"]
@@ -380,7 +380,7 @@ def _category(media_type: str) -> refs.Category:
 
 def singlefile_source(src: Path, work: Path, *, created: str | None = None) -> Source:
     """Split ``src`` (a SingleFile-style page) into ``work`` and describe the result as a
-    :class:`~archiver.gwtar.write.Source` with v1 names."""
+    :class:`~archiver.gwtar.sources.Source` with v1 names."""
     try:
         data = src.read_bytes()
         mtime = src.stat().st_mtime

@@ -3,7 +3,7 @@ items 1–6 and 11): magic, terminator, fixed-width fields, manifest parse rules
 the v1 offset arithmetic, ustar checksums, the SHA-256 of every member, the extension-1 metadata and
 site index, and what follows the tar.
 
-Problems are data (:class:`~archiver.gwtar.layout.Problem`: member, byte offset, one line), never
+Problems are data (:class:`~archiver.gwtar.rules.Problem`: member, byte offset, one line), never
 exceptions: a damaged or hostile file gives a report, not a traceback. The whole file is read once,
 front to back, in fixed-size chunks.
 
@@ -13,7 +13,7 @@ present", and if the module :mod:`archiver.par2` exists and defines
 ``check_tail(path, protected_length, spans=None)``, it is called with the file, ``totalArchiveSize``
 and (when it takes ``spans``) the members as ``(name, start, end)`` absolute byte ranges; what it
 returns (an object with a ``problems`` list, or an iterable) adds its items to the report: a
-:class:`~archiver.gwtar.layout.Problem` as is, anything else as one line about the file.
+:class:`~archiver.gwtar.rules.Problem` as is, anything else as one line about the file.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from archiver import tar
-from archiver.gwtar import layout
-from archiver.gwtar.layout import INDEX_PATH, Problem
+from archiver.gwtar import parse, rules
 from archiver.gwtar.read import MAX_INDEX, IndexStream, TarEntry, TarWalk, _index_member, read_header_bytes
+from archiver.gwtar.rules import INDEX_PATH, Problem
 from archiver.progress import Meter, bytes_meter, wanted
 
 __all__ = [
@@ -188,7 +188,7 @@ def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> 
 def _verify(f: IO[bytes], report: Report, meter: Meter) -> None:
     report.file_size = size = os.fstat(f.fileno()).st_size
     meter.start(size)
-    ph = layout.parse_header(read_header_bytes(f))
+    ph = parse.parse_header(read_header_bytes(f))
     report.problems.extend(ph.problems)
     if ph.fatal:
         return
@@ -248,7 +248,7 @@ def _check_entry(report: Report, entry: TarEntry, names: set[str]) -> None:
     name = entry.name
     at = entry.ustar_offset
     plain = name.rstrip("/") if entry.typeflag == b"5" else name
-    why = layout.member_path_problem(plain)
+    why = rules.member_path_problem(plain)
     if why:
         report.add(name, at, f"unsafe member name ({why}): extraction would leave its folder")
     kind = {
@@ -277,13 +277,13 @@ def _name_matches(key: str, name: str, basename: str | None) -> bool:
 
 
 def _check_listed(
-    report: Report, ph: layout.ParsedHeader, seen: list[_Seen], by_data: dict[int, _Seen], damage: int | None
+    report: Report, ph: parse.ParsedHeader, seen: list[_Seen], by_data: dict[int, _Seen], damage: int | None
 ) -> int:
     """Research §5 items 5–6: each listed member where v1's arithmetic puts it. Returns the absolute
     data offset of the last listed member (0 when none)."""
     assert ph.manifest is not None and ph.overhead is not None and ph.total is not None
     sizes = [entry["size"] for _, entry in ph.manifest]
-    offsets = layout.v1_data_offsets(sizes)
+    offsets = rules.v1_data_offsets(sizes)
     basename = next((e.get("basename") for k, e in ph.manifest if k == "0"), None)
     last = 0
     beyond = 0
@@ -335,7 +335,7 @@ def _check_listed(
 def _check_extension(
     report: Report,
     f: IO[bytes],
-    ph: layout.ParsedHeader,
+    ph: parse.ParsedHeader,
     seen: list[_Seen],
     by_data: dict[int, _Seen],
     damage: int | None,
@@ -344,10 +344,10 @@ def _check_extension(
     assert meta is not None and ph.overhead is not None and ph.total is not None
     version = meta.get("version")
     report.extension = version if isinstance(version, int) else None
-    if version != layout.EXTENSION_VERSION:
+    if version != rules.EXTENSION_VERSION:
         report.notes.append(f"archiver extension {version} is newer than this reader; its checks skipped")
         return
-    where = layout.index_location(meta)
+    where = parse.index_location(meta)
     if isinstance(where, str):
         report.add(INDEX_PATH, None, f"metadata: {where}")
         return

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver.errors import ArchiverError
-from archiver.gwtar.layout import INDEX_PATH, Problem
+from archiver.gwtar.rules import INDEX_PATH, Problem
 
 if TYPE_CHECKING:
     from archiver.gwtar.verify import Report

@@ -258,11 +258,11 @@ def member_spans(path: Path) -> list[Span] | None:
     ``verify`` maps damaged slices to members; None when ``path`` is not a gwtar whose header can
     be read (a ZIM, or a gwtar whose header is itself damaged: the slices are then named only)."""
     from archiver import gwtar
-    from archiver.gwtar import layout
+    from archiver.gwtar import rules
 
     try:
         with path.open("rb") as f:
-            if layout.MAGIC_COMMENT not in f.read(1024):
+            if rules.MAGIC_COMMENT not in f.read(1024):
                 return None
         with gwtar.open(path) as reader:
             return [(m.path, m.offset, m.end) for m in reader.members]

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from archiver import gwtar
-from archiver.gwtar.layout import INDEX_PATH
+from archiver.gwtar.rules import INDEX_PATH
 from archiver.media import media_type_for
 from archiver.tree import Record
 from archiver.zim.source import (

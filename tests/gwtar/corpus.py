@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archiver import tar
-from archiver.gwtar import layout, pack
+from archiver.gwtar import pack, parse, rules
 from tests.gwtar.v1ref import MTIME, SAMPLE_HTML, Asset, add_fec_tail, build_v1, sample_assets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,8 +40,8 @@ def ours(out: Path) -> bytes:
     return out.read_bytes()
 
 
-def _fields(data: bytes) -> layout.ParsedHeader:
-    ph = layout.parse_header(data[: data.index(layout.END_MARK) + len(layout.END_MARK)])
+def _fields(data: bytes) -> parse.ParsedHeader:
+    ph = parse.parse_header(data[: data.index(rules.END_MARK) + len(rules.END_MARK)])
     assert not ph.problems, ph.problems
     return ph
 
@@ -57,13 +57,13 @@ def rewrite_index(data: bytes, change: Callable[[dict], dict]) -> bytes:
     totalArchiveSize are all updated, so only the index's content lies."""
     ph = _fields(data)
     assert ph.meta is not None and ph.overhead is not None and ph.total is not None
-    where = layout.index_location(ph.meta)
+    where = parse.index_location(ph.meta)
     assert not isinstance(where, str)
     offset, size, sha = where
     start = ph.overhead + offset
     index = json.loads(data[start : start + size])
     new = json.dumps(change(index), ensure_ascii=False, separators=(",", ":")).encode()
-    body = data[: start - tar.BLOCK] + tar.encode_header(layout.INDEX_PATH, len(new), mtime=MTIME) + new
+    body = data[: start - tar.BLOCK] + tar.encode_header(rules.INDEX_PATH, len(new), mtime=MTIME) + new
     body += bytes(-len(new) % tar.BLOCK)
     body += tar.end_of_archive(len(body) - ph.overhead)
     new_sha = hashlib.sha256(new).hexdigest()
@@ -140,7 +140,7 @@ def build(out: Path, *, big: bool = True) -> list[Case]:
     ph = _fields(base)
     assert ph.overhead is not None and ph.total is not None and ph.meta is not None
     overhead, total = ph.overhead, ph.total
-    where = layout.index_location(ph.meta)
+    where = parse.index_location(ph.meta)
     assert not isinstance(where, str)
     index_at = overhead + where[0]
 
@@ -154,15 +154,15 @@ def build(out: Path, *, big: bool = True) -> list[Case]:
     marks = {
         "empty": 0,
         "in-magic": 20,
-        "after-magic": len(layout.MAGIC),
+        "after-magic": len(rules.MAGIC),
         "in-manifest": base.index(b"let assets = ") + 40,
         "after-overhead-field": base.index(b"let totalArchiveSize"),
         "in-metadata": base.index(b'id="archiver-gwtar">') + 30,
         "in-loader": base.index(STUB_LOADER.encode()) + 10,
-        "before-end-mark": base.index(layout.END_MARK),
+        "before-end-mark": base.index(rules.END_MARK),
     }
     for name, cut in marks.items():
-        phrase = "not a gwtar" if cut < len(layout.MAGIC) else "no '<!-- GWTAR END' line"
+        phrase = "not a gwtar" if cut < len(rules.MAGIC) else "no '<!-- GWTAR END' line"
         add(f"truncated-{name}", base[:cut], 1, phrase)
     body_marks = {
         "at-overhead": overhead,

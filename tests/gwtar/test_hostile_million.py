@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver import tar
-from archiver.gwtar import layout, pack
+from archiver.gwtar import pack, parse, rules
 from archiver.gwtar.read import IndexStream
 from tests.gwtar.corpus import MTIME, replace_once
 
@@ -40,10 +40,10 @@ def million_index_archive(folder: Path) -> Path:
     small = folder / "small.gwtar.html"
     pack(tree, small)
     data = small.read_bytes()
-    head = data[: data.index(layout.END_MARK) + len(layout.END_MARK)]
-    ph = layout.parse_header(head)
+    head = data[: data.index(rules.END_MARK) + len(rules.END_MARK)]
+    ph = parse.parse_header(head)
     assert ph.meta is not None and ph.overhead is not None and ph.total is not None
-    where = layout.index_location(ph.meta)
+    where = parse.index_location(ph.meta)
     assert not isinstance(where, str)
     offset, size, sha = where
     start = ph.overhead + offset
@@ -61,7 +61,7 @@ def million_index_archive(folder: Path) -> Path:
     ).encode()
     out = folder / "million.gwtar.html"
     with out.open("wb") as f:
-        body_head = data[: start - tar.BLOCK] + tar.encode_header(layout.INDEX_PATH, len(new), mtime=MTIME)
+        body_head = data[: start - tar.BLOCK] + tar.encode_header(rules.INDEX_PATH, len(new), mtime=MTIME)
         tail = bytes(-len(new) % tar.BLOCK)
         length = len(body_head) + len(new) + len(tail) - ph.overhead
         tail += tar.end_of_archive(length)

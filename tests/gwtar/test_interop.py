@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.gwtar import PackResult, layout, pack, verify
+from archiver.gwtar import PackResult, pack, rules, verify
 from archiver.gwtar import open as open_gwtar
 from tests.gwtar.corpus import MINI, STUB_LOADER, fec_file
 from tests.gwtar.v1ref import SAMPLE_HTML, build_v1, sample_assets
@@ -39,7 +39,7 @@ def test_gnu_tar_extracts_the_body(tmp_path: Path, mini_gwtar: PackResult, recip
     command = recipe.format(f=mini_gwtar.path, overhead=mini_gwtar.overhead)
     subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=out, check=True)
     got = _files(out)
-    assert got.pop(layout.INDEX_PATH).startswith(b'{"format":"archiver-gwtar-index"')
+    assert got.pop(rules.INDEX_PATH).startswith(b'{"format":"archiver-gwtar-index"')
     assert got == _expected_tree()
 
 
@@ -49,7 +49,7 @@ def test_gnu_tar_lists_members_in_order(mini_gwtar: PackResult) -> None:
         check=True, capture_output=True, text=True,
     ).stdout.splitlines()  # fmt: skip
     with open_gwtar(mini_gwtar.path) as g:
-        names = [m.path for m in g.members] + [layout.INDEX_PATH]
+        names = [m.path for m in g.members] + [rules.INDEX_PATH]
     assert len(listing) == len(names)
     for line, name in zip(listing, names, strict=True):
         assert line.startswith("-rw-r--r-- 0/0") and "2026-11-29 12:00:00" in line and line.endswith(name)
@@ -64,10 +64,10 @@ def test_tarfile_walk_agrees_with_manifest_and_index(mini_gwtar: PackResult) -> 
         for m in g.members:
             assert by_name[m.path].offset_data == m.offset and by_name[m.path].size == m.size
         sizes = [e["size"] for e in g.assets.values()]
-        v1 = [g.overhead + o for o in layout.v1_data_offsets(sizes)]
+        v1 = [g.overhead + o for o in rules.v1_data_offsets(sizes)]
         assert [i.offset_data for i in infos[: len(v1)]] == v1
         assert all(i.offset - (g.overhead if i is infos[0] else 0) >= 0 for i in infos)
-        assert infos[-1].name == layout.INDEX_PATH
+        assert infos[-1].name == rules.INDEX_PATH
 
 
 def test_long_names_extract_with_gnu_tar(tmp_path: Path) -> None:

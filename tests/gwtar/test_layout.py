@@ -1,4 +1,5 @@
-"""archiver.gwtar.layout: the planned header and offsets, parsed back; member order; purity."""
+"""archiver.gwtar.layout: the planned header and offsets, parsed back (archiver.gwtar.parse); member
+order; purity."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from archiver import tar
 from archiver.errors import FormatError
-from archiver.gwtar import layout
+from archiver.gwtar import layout, parse, rules
 from archiver.gwtar.layout import MemberSpec, Meta
 from tests.gwtar.corpus import STUB_LOADER
 
@@ -34,7 +35,7 @@ def _specs(raw: list[tuple[str, int, str]], listed: int) -> list[MemberSpec]:
     out = [MemberSpec("index.html", 321, "text/html", "page", "Home", key="0")]
     listing = True
     for i, (path, size, mtype) in enumerate(raw):
-        if path in ("index.html", layout.INDEX_PATH):
+        if path in ("index.html", rules.INDEX_PATH):
             continue
         listing = listing and i < listed and not layout.listing_problem(path, size)
         out.append(MemberSpec(path, size, mtype, key=path if listing else None))
@@ -48,23 +49,23 @@ def test_plan_parses_back_and_obeys_v1_arithmetic(raw: list[tuple[str, int, str]
     plan = layout.plan(specs, META, loader=STUB_LOADER, mtime=1767225600)
     assert len(plan.header) == plan.overhead
     assert plan.header.isascii()
-    ph = layout.parse_header(plan.header)
+    ph = parse.parse_header(plan.header)
     assert ph.problems == []
     assert (ph.overhead, ph.total) == (plan.overhead, plan.total_archive_size)
     keys = [s.key for s in specs if s.key is not None]
     assert [k for k, _ in ph.manifest or []] == keys
-    assert plan.data_offsets[: len(keys)] == layout.v1_data_offsets([s.size for s in specs[: len(keys)]])
+    assert plan.data_offsets[: len(keys)] == rules.v1_data_offsets([s.size for s in specs[: len(keys)]])
     for slot in [*plan.hash_slots, plan.index_hash_slot]:
         assert plan.header[slot : slot + 64] == b"0" * 64
         assert plan.header[slot - 1 : slot] == b'"' and plan.header[slot + 64 : slot + 65] == b'"'
-    assert plan.header.count(layout.END_MARK) == 1 and plan.header.endswith(layout.END_MARK)
+    assert plan.header.count(rules.END_MARK) == 1 and plan.header.endswith(rules.END_MARK)
     # the tar size adds up: headers, padded data, index, end blocks
     index = b"".join(plan.index_chunks(["a" * 64] * len(specs)))
     assert len(index) == plan.index_size
     doc = json.loads(index)
     assert [e["offset"] for e in doc["members"]] == plan.data_offsets
     assert (plan.overhead + plan.tar_size) % 512 == plan.overhead % 512
-    assert ph.meta is not None and layout.index_location(ph.meta) == (
+    assert ph.meta is not None and parse.index_location(ph.meta) == (
         plan.index_offset,
         plan.index_size,
         "0" * 64,
@@ -104,7 +105,7 @@ def test_hostile_strings_stay_inside_their_script() -> None:
     plan = layout.plan(specs, meta, loader=STUB_LOADER, mtime=0)
     assert plan.header.count(b"</script") == 5  # the five elements' own end tags
     assert plan.header.count(b"<!--") == 3  # magic, archiver line, GWTAR END
-    ph = layout.parse_header(plan.header)
+    ph = parse.parse_header(plan.header)
     assert ph.problems == [] and ph.meta is not None and ph.meta["title"] == title
     assert [k for k, _ in ph.manifest or []] == ["0", "a</script>.png"]
 
@@ -126,7 +127,7 @@ def test_loader_problem(text: str, problem: str | None) -> None:
 def test_plan_rejects_bad_members() -> None:
     ok = MemberSpec("index.html", 1, "text/html", "page", key="0")
     for bad in (MemberSpec("../x", 1, "a"), MemberSpec("/x", 1, "a"), MemberSpec("a//b", 1, "a"),
-                MemberSpec(layout.INDEX_PATH, 1, "a"), MemberSpec("index.html", 1, "a")):  # fmt: skip
+                MemberSpec(rules.INDEX_PATH, 1, "a"), MemberSpec("index.html", 1, "a")):  # fmt: skip
         with pytest.raises(FormatError):
             layout.plan([ok, bad], META, loader=STUB_LOADER, mtime=0)
     with pytest.raises(FormatError, match="before unlisted"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from archiver import tree, urls
-from archiver.gwtar import PackResult, layout, pack
+from archiver.gwtar import PackResult, pack, rules
 from archiver.gwtar import open as open_gwtar
 from tests.gwtar.corpus import STUB_LOADER
 
@@ -76,7 +76,7 @@ def test_private_files_are_not_packed(tmp_path: Path, manifest: bool) -> None:
         for m in g.members:
             assert g.read(m) == (root / m.path).read_bytes()
     listed = _gnu_tar_names(result)
-    assert sorted(listed) == sorted([*expected, layout.INDEX_PATH])
+    assert sorted(listed) == sorted([*expected, rules.INDEX_PATH])
     for name in listed:
         assert not tree.is_private(name) and not name.endswith(SECRET_FREE), name
     body = result.path.read_bytes()
@@ -110,5 +110,5 @@ def test_one_definition_of_the_private_names() -> None:
         "warc",
     }
     assert reserved - {tree.MANIFEST_NAME} <= tree.PRIVATE_NAMES
-    assert {f"_archiver/{n}" for n in tree.PRIVATE_NAMES} == layout.EXCLUDED - {layout.INDEX_PATH}
-    assert all(tree.is_private(p) for p in layout.EXCLUDED - {layout.INDEX_PATH})
+    assert {f"_archiver/{n}" for n in tree.PRIVATE_NAMES} == rules.EXCLUDED - {rules.INDEX_PATH}
+    assert all(tree.is_private(p) for p in rules.EXCLUDED - {rules.INDEX_PATH})

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from archiver.gwtar import layout
+from archiver.gwtar import parse, rules
 
 VECTORS = Path(__file__).resolve().parents[2] / "formats" / "vectors" / "gwtar"
 
@@ -22,13 +22,13 @@ def vector_rows(file: str, table: str) -> list[Any]:
 
 @pytest.mark.parametrize("row", vector_rows("v1_offsets.json", "offsets"))
 def test_v1_offsets(row: dict) -> None:
-    assert layout.v1_data_offsets(row["sizes"]) == row["offsets"]
+    assert rules.v1_data_offsets(row["sizes"]) == row["offsets"]
 
 
 @pytest.mark.parametrize("row", vector_rows("manifest_order.json", "order"))
 def test_manifest_order(row: dict) -> None:
     pairs = [(k, i) for i, k in enumerate(row["in"])]
-    assert [k for k, _ in layout.js_order(pairs)] == row["order"]
+    assert [k for k, _ in parse.js_order(pairs)] == row["order"]
 
 
 @pytest.mark.parametrize("row", vector_rows("header_fields.json", "fields"))
@@ -45,7 +45,7 @@ def test_header_fields(row: dict) -> None:
         + '"}}\n'
         f"</script>\n<script>\n{row['in']}\n{other}\n</script>\n</body>\n</html>\n<!-- GWTAR END\n"
     )
-    ph = layout.parse_header(text.encode("utf-8"))
+    ph = parse.parse_header(text.encode("utf-8"))
     value = ph.overhead if row["field"] == "overhead" else ph.total
     assert value == row["value"]
     messages = [

@@ -16,9 +16,9 @@ import pytest
 
 from archiver import tree
 from archiver.errors import EnvironmentProblem, FormatError, UsageError
-from archiver.gwtar import PackResult, layout, loader_source, pack, verify
+from archiver.gwtar import PackResult, layout, loader_source, pack, parse, verify
+from archiver.gwtar import body as body_module
 from archiver.gwtar import open as open_gwtar
-from archiver.gwtar import write as write_module
 from tests.gwtar.corpus import MINI, STUB_LOADER
 
 
@@ -148,16 +148,16 @@ def test_changed_size_or_missing_file_fails_and_leaves_nothing(tmp_path: Path, m
 def test_failure_mid_copy_removes_the_temporary_file(
     tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = write_module._Body.member
+    original = body_module._Body.member
     calls = []
 
-    def failing(self: write_module._Body, i: int, path: Path, size: int, head: bytes, **kw: bool) -> None:
+    def failing(self: body_module._Body, i: int, path: Path, size: int, head: bytes, **kw: bool) -> None:
         calls.append(path)
         if len(calls) == 5:
             raise OSError(28, "No space left on device")
         original(self, i, path, size, head, **kw)
 
-    monkeypatch.setattr(write_module._Body, "member", failing)
+    monkeypatch.setattr(body_module._Body, "member", failing)
     with pytest.raises(OSError, match="No space"):
         pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
     _no_output(tmp_path)
@@ -217,10 +217,10 @@ def test_a_loader_that_cannot_be_embedded_is_refused(tmp_path: Path) -> None:
 
 def test_header_meta_matches_pack_result(mini_gwtar: PackResult) -> None:
     data = mini_gwtar.path.read_bytes()
-    ph = layout.parse_header(data[: mini_gwtar.overhead])
+    ph = parse.parse_header(data[: mini_gwtar.overhead])
     assert ph.problems == [] and ph.meta is not None
     assert ph.meta["members"] == 15 and ph.meta["pages"] == 7
-    offset, size, _ = layout.index_location(ph.meta)  # type: ignore[misc]
+    offset, size, _ = parse.index_location(ph.meta)  # type: ignore[misc]
     assert mini_gwtar.index_offset == mini_gwtar.overhead + offset
     index = json.loads(data[mini_gwtar.index_offset : mini_gwtar.index_offset + size])
     assert index["format"] == "archiver-gwtar-index" and len(index["members"]) == 15
@@ -306,14 +306,14 @@ def test_an_error_in_the_hashing_thread_fails_the_pack(
 ) -> None:
     root = tmp_path / "tree"
     _mixed_tree(root)
-    real = write_module._check_unchanged
+    real = body_module._check_unchanged
 
     def changed(fd: int, before: os.stat_result, path: Path | str) -> None:
         if str(path).endswith("big-1.png") and threading.current_thread().name == "gwtar-hash":
             raise FormatError("file changed while being packed", subject=str(path))
         real(fd, before, path)
 
-    monkeypatch.setattr(write_module, "_check_unchanged", changed)
+    monkeypatch.setattr(body_module, "_check_unchanged", changed)
     with pytest.raises(FormatError, match="changed while being packed"):
         pack(root, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
     _no_output(tmp_path)
