@@ -1,7 +1,12 @@
 """``archiver serve``: one Range-correct local server for trees, gwtar and ZIM files.
 
 - :mod:`archiver.serve.ranges`: pure RFC 9110 Range and conditional-request decisions;
-- :mod:`archiver.serve.sources`: what a request path maps to, and path safety;
+- :mod:`archiver.serve.paths`: pure request-path checks (path safety) and hrefs;
+- :mod:`archiver.serve.sources`: what the PATHs served become (mounts);
+- :mod:`archiver.serve.mounts`, :mod:`~archiver.serve.tree_mount`, :mod:`~archiver.serve.zim_mount`:
+  what a request path maps to inside a file, gwtar file, tree or ZIM file;
+- :mod:`archiver.serve.representation`: what a request is answered with;
+- :mod:`archiver.serve.site`: every mount, the index and search pages, the answer cache;
 - :mod:`archiver.serve.app`: the ASGI application and the uvicorn server;
 - :mod:`archiver.serve.config`: nginx and Caddy configuration for hosting the same files.
 

@@ -45,8 +45,9 @@ from archiver.serve.ranges import (
     simple_range,
     unsatisfied_range,
 )
+from archiver.serve.representation import FileSlice, Problem, Redirect, Representation
 from archiver.serve.site import Site
-from archiver.serve.sources import FileSlice, Problem, Redirect, Representation, mounts_for
+from archiver.serve.sources import mounts_for
 
 __all__ = ["CHUNK", "App", "make_app", "running", "serve"]
 
