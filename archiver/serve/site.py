@@ -1,7 +1,7 @@
 """The site ``archiver serve`` serves: every mount, the index page and the search pages, and the
 bounded cache of answers (formats/serve.md §1, §5.2, §6).
 
-This module touches no file itself (the mounts of :mod:`archiver.serve.sources` do) and never the
+This module touches no file itself (the mounts :mod:`archiver.serve.sources` makes do) and never the
 network.
 """
 
@@ -12,21 +12,11 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+from archiver.serve.mounts import Mount
+from archiver.serve.paths import RESERVED, _href, _query_suffix, split_request_path
 from archiver.serve.policy import PAGE_HEADERS, content_headers, host_labels
-from archiver.serve.sources import (
-    _NOT_FOUND,
-    RESERVED,
-    InMemory,
-    Mount,
-    Problem,
-    Redirect,
-    Representation,
-    Result,
-    _href,
-    _query_suffix,
-    _ZimMount,
-    split_request_path,
-)
+from archiver.serve.representation import _NOT_FOUND, InMemory, Problem, Redirect, Representation, Result
+from archiver.serve.zim_mount import _ZimMount
 
 __all__ = ["Site"]
 

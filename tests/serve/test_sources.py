@@ -19,7 +19,7 @@ from archiver import gwtar, zim
 from archiver.errors import UsageError
 from archiver.media import media_type_for
 from archiver.serve import make_app, print_config, running
-from archiver.serve import sources as sources_module
+from archiver.serve import representation as representation_module
 from archiver.serve.sources import plan_mounts
 from archiver.tree import Header, Record, write_records
 from tests.serve.helpers import REPO, free_port, nginx, nginx_block, parse_multipart, request
@@ -161,7 +161,7 @@ def test_replaced_file_is_noticed(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     tree = tmp_path / "t"
     tree.mkdir()
     (tree / "index.html").write_text("first version", encoding="utf-8")
-    monkeypatch.setattr(sources_module, "REVALIDATE_SECONDS", 0.0)
+    monkeypatch.setattr(representation_module, "REVALIDATE_SECONDS", 0.0)
     with running([tree]) as url:
         first = get(url, "/t/index.html")
         assert first.body == b"first version"
