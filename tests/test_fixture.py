@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +29,7 @@ from archiver.fixture import (
     media_type,
     site_root,
 )
+from archiver.fixture import site as fixture_site
 
 SITE = site_root()
 REPO = Path(__file__).resolve().parents[1]
@@ -605,6 +608,22 @@ def test_life_cycle() -> None:
 def test_site_root_is_the_checkout_site() -> None:
     assert (SITE / "index.html").is_file()
     assert SITE in (REPO / "testdata" / "site", REPO / "archiver" / "_bundled" / "site")
+
+
+def test_site_root_finds_the_wheel_site(tmp_path: Path) -> None:
+    """In a wheel the site is archiver/_bundled/site, beside the archiver/fixture/ package; without it, the
+    checkout's testdata/site beside archiver/."""
+    package = tmp_path.resolve() / "archiver"
+    copy = package / "fixture" / "site.py"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(fixture_site.__file__, copy)
+    spec = importlib.util.spec_from_file_location("archiver_fixture_site_copy", copy)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.site_root() == tmp_path.resolve() / "testdata" / "site"
+    (package / "_bundled" / "site").mkdir(parents=True)
+    assert module.site_root() == package / "_bundled" / "site"
 
 
 # -------------------------------------------------------------------------------------------- CLI
