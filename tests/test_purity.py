@@ -51,8 +51,17 @@ WARC = {
     "__future__", "base64", "dataclasses", "hashlib", "html", "json", "re", "typing", "urllib.parse", "zlib",
 }  # fmt: skip
 
+URLS = CORE | {
+    "archiver.urls.canonical", "archiver.urls.dedup", "archiver.urls.domains", "archiver.urls.host",
+    "archiver.urls.href", "archiver.urls.percent", "archiver.urls.scope", "archiver.urls.syntax",
+    "archiver.urls.tree_path",
+}  # fmt: skip
+
 PURE: dict[str, set[str]] = {
-    "urls.py": CORE, "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
+    "urls/__init__.py": URLS, "urls/canonical.py": URLS, "urls/dedup.py": URLS, "urls/domains.py": URLS,
+    "urls/host.py": URLS, "urls/href.py": URLS, "urls/percent.py": URLS, "urls/scope.py": URLS,
+    "urls/syntax.py": URLS, "urls/tree_path.py": URLS,
+    "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
     "css_refs.py": REFS, "html_refs.py": REFS,
     "tar.py": GWTAR, "gwtar/rules.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/parse.py": GWTAR,
     "gwtar/refs.py": GWTAR,

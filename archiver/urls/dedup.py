@@ -1,0 +1,55 @@
+"""Dedup keys (tree.md §3): which query parameters are tracking noise (:class:`Hygiene`), and the
+canonical URL without them, which is what archiver fetches and stores under.
+
+Pure: no network, no filesystem, no clock, no global state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archiver.urls.canonical import _URL, _canonical
+from archiver.urls.percent import _pct_decode_text
+
+__all__ = ["DEFAULT_HYGIENE", "NO_HYGIENE", "Hygiene", "dedup_key"]
+
+
+@dataclass(frozen=True)
+class Hygiene:
+    """Which query parameters are tracking noise (tree.md §3). Keys compare case-insensitively after
+    percent-decoding. ``keep`` wins over both drop lists, so an ambiguous key is never dropped by a
+    prefix rule."""
+
+    drop_prefixes: tuple[str, ...] = ("utm_", "mtm_", "hsa_", "pk_")
+    drop_exact: frozenset[str] = frozenset(
+        {
+            "fbclid", "gclid", "dclid", "msclkid", "yclid", "spm", "scm",
+            "share_source", "share_medium", "share_plat",
+        }
+    )  # fmt: skip
+    keep: frozenset[str] = frozenset({"ref", "from", "source", "src", "via"})
+
+    def drops(self, key: str) -> bool:
+        k = _pct_decode_text(key).lower()
+        if k in self.keep:
+            return False
+        return k in self.drop_exact or k.startswith(self.drop_prefixes)
+
+
+DEFAULT_HYGIENE = Hygiene()
+NO_HYGIENE = Hygiene(drop_prefixes=(), drop_exact=frozenset(), keep=frozenset())
+
+
+def dedup_key(url: str, hygiene: Hygiene = DEFAULT_HYGIENE) -> str:
+    """The canonical URL without tracking parameters (tree.md §3). Parameter order is kept (not
+    sorted): see tree.md §3.2 for why. This is the URL archiver fetches and stores under."""
+    return str(_dedup(url, hygiene))
+
+
+def _dedup(url: str, hygiene: Hygiene) -> _URL:
+    u = _canonical(url, None)
+    if u.query is None:
+        return u
+    kept = [p for p in u.query.split("&") if p and not hygiene.drops(p.partition("=")[0])]
+    query = "&".join(kept) if kept else None
+    return _URL(u.scheme, u.host, u.port, u.path, query, u.fragment)

@@ -1,0 +1,156 @@
+"""LocalPath (tree.md §4): the tree path of a URL, with the reserved folder and its names (§4.4), the
+query and route fold suffixes (§4.2) and the escapes that keep the mapping injective.
+
+Pure: no network, no filesystem, no clock, no global state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from typing import Literal
+
+from archiver.urls.canonical import host_of
+from archiver.urls.dedup import DEFAULT_HYGIENE, NO_HYGIENE, Hygiene, _dedup
+from archiver.urls.domains import _psl
+from archiver.urls.percent import _decode_segment
+
+__all__ = [
+    "PRIVATE_NAMES",
+    "REPORT_NAME",
+    "RESERVED_DIR",
+    "RESERVED_NAMES",
+    "STATE_NAME",
+    "Kind",
+    "fold_suffix",
+    "local_path",
+]
+
+#: What a URL is stored as: a page (under its host at the tree's root) or an asset (under RESERVED_DIR).
+Kind = Literal["page", "asset"]
+
+#: The folder at the root of every tree that holds assets (one sub-folder per host) and metadata.
+RESERVED_DIR = "_archiver"
+#: The capture's resume state (SQLite), directly inside RESERVED_DIR; SQLite names its side files
+#: (``-wal``, ``-shm``, ``-journal``…) after it. Re-exported by :mod:`archiver.tree`.
+STATE_NAME = "crawl.sqlite"
+#: The tree's private files and folders, directly inside RESERVED_DIR: the resume state with its side
+#: files (it keeps every URL unredacted), ``tmp`` (files being written, tree.md §9.2) and the
+#: capture's report (every URL's outcome, tree.md §9.3) and the WARC files of ``capture --warc``
+#: (``warc``: every exchange as received, URLs unredacted; formats/warc.md §7). They belong to the
+#: machine that wrote the tree: never served, never packed (serve.md §5.1). Any other name that
+#: starts with STATE_NAME or REPORT_NAME is private too (:func:`archiver.tree.is_private`).
+#: Re-exported by :mod:`archiver.tree`.
+REPORT_NAME = "report.json"
+PRIVATE_NAMES = frozenset(
+    {
+        STATE_NAME,
+        f"{STATE_NAME}-wal",
+        f"{STATE_NAME}-shm",
+        f"{STATE_NAME}-journal",
+        "tmp",
+        REPORT_NAME,
+        "warc",
+    }
+)
+#: Names inside RESERVED_DIR that are metadata, never host folders (tree.md §4.4): the manifest and
+#: the private names, exactly as tree.md §4.4 lists them (so without ``-journal``: changing the set
+#: changes LocalPath).
+RESERVED_NAMES = frozenset({"manifest.jsonl", *(PRIVATE_NAMES - {f"{STATE_NAME}-journal"})})
+
+_PAGE_LEAF_EXTENSIONS = (".html", ".htm")
+_INDEX_NAMES = ("index.html", "index.htm")
+
+
+def _fold_hash(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def fold_suffix(url: str, *, hygiene: Hygiene = DEFAULT_HYGIENE, hash_len: int = 6) -> str:
+    """The ``__q-xxxxxx`` / ``__r-xxxxxx`` suffix that LocalPath inserts for the query and the route
+    fragment of ``url`` (tree.md §4.2); empty when it has neither."""
+    u = _dedup(url, hygiene)
+    out = ""
+    if u.query is not None:
+        out += "__q-" + _fold_hash(u.query, hash_len)
+    if u.fragment is not None:
+        out += "__r-" + _fold_hash(u.fragment, hash_len)
+    return out
+
+
+def _escape_first_char(name: str) -> str:
+    # A decoded name never holds an escape of a printable character, so this cannot meet a real name.
+    return "".join(f"%{b:02X}" for b in name[0].encode("utf-8")) + name[1:]
+
+
+_FOLD_MARKERS = re.compile(r"__([qrc])-")
+
+
+def _disk_name(seg: str) -> str:
+    """A decoded segment as stored: a literal ``__q-``/``__r-``/``__c-`` (our fold markers) gets its
+    first underscore escaped, so no URL's own name can equal another URL's folded name."""
+    return _FOLD_MARKERS.sub(lambda m: f"%5F_{m.group(1)}-", _decode_segment(seg))
+
+
+def _host_like(name: str) -> bool:
+    """Could ``name`` be the folder of another host at the tree's root (tree.md §4.4)?"""
+    if ":" in name or name.startswith("["):
+        return True
+    try:
+        ipaddress.IPv4Address(name)
+        return True
+    except ValueError:
+        pass
+    return "." in name and _psl().publicsuffix(name.lower(), accept_unknown=False) is not None
+
+
+def local_path(
+    url: str,
+    *,
+    kind: Kind,
+    home: str,
+    hygiene: Hygiene = DEFAULT_HYGIENE,
+    hash_len: int = 6,
+) -> str:
+    """The tree path of ``url`` (tree.md §4): pages at ``docs/intro/index.html`` (``home``'s host at
+    the root, other hosts under ``host/``), assets under ``_archiver/<host>/``. ``home`` is the
+    tree's home URL. ``hash_len`` lengthens the query hash when the writer meets a
+    clash (tree.md §4.5)."""
+    if not 4 <= hash_len <= 64:
+        raise ValueError("hash_len must be between 4 and 64")
+    u = _dedup(url, hygiene)
+    home_netloc = host_of(home)
+    suffix = fold_suffix(str(u), hygiene=NO_HYGIENE, hash_len=hash_len)
+    segments = [_disk_name(s) for s in u.path.split("/")[1:]]
+    if kind == "asset":
+        host = u.netloc if u.netloc not in RESERVED_NAMES else _escape_first_char(u.netloc)
+        if segments[-1] == "":
+            segments[-1] = "index"
+        leaf = segments[-1]
+        dot = leaf.rfind(".")
+        segments[-1] = leaf[:dot] + suffix + leaf[dot:] if dot > 0 else leaf + suffix
+        return "/".join([RESERVED_DIR, host, *segments])
+    if kind != "page":
+        raise ValueError(f"kind must be 'page' or 'asset', not {kind!r}")
+    leaf = segments.pop()
+    if leaf.lower() in _INDEX_NAMES:
+        leaf = ""
+    if leaf and not leaf.lower().endswith(_PAGE_LEAF_EXTENSIONS):
+        segments.append(leaf)
+        leaf = ""
+    # A folder named like a page file would clash with that file: escape its first character.
+    segments = [_escape_first_char(s) if s.lower().endswith(_PAGE_LEAF_EXTENSIONS) else s for s in segments]
+    if leaf:
+        dot = leaf.rfind(".")
+        leaf = leaf[:dot] + suffix + leaf[dot:]
+    else:
+        leaf = f"index{suffix}.html"
+    parts = [*segments, leaf]
+    if u.netloc == home_netloc:
+        first = parts[0]
+        if first.lower() == RESERVED_DIR or _host_like(first):
+            parts[0] = _escape_first_char(first)
+    else:
+        parts.insert(0, u.netloc)
+    return "/".join(parts)
