@@ -18,7 +18,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page
 
-__all__ = ["SETTLE_JS", "both", "settle", "settled_share"]
+__all__ = ["REFRESHES", "SETTLE_JS", "both", "follow_refresh", "settle", "settled_share"]
 
 SETTLE_JS = """async () => {
   await document.fonts.ready;
@@ -35,6 +35,30 @@ SETTLE_JS = """async () => {
   await document.fonts.ready;
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
+
+
+#: The fixture site's pages that send the browser on with ``<meta http-equiv=refresh>`` (start.html,
+#: after 3 s), and the page each ends on. Their comparisons are of the page they end on: before the
+#: refresh, whether a screenshot shows the first page, the next one or the moment between (its
+#: document parsed, its stylesheets not yet loaded) depends on how long a loaded machine took.
+REFRESHES = {"start.html": "docs/guide/index.html"}
+
+_REFRESH_JS = """() => {
+  const m = document.querySelector('meta[http-equiv="refresh" i]');
+  return m ? m.getAttribute("content") : null;
+}"""
+
+
+def follow_refresh(page: Page, timeout: float = 20_000) -> bool:
+    """If ``page``'s document asks for a refresh to another address, wait until the browser has
+    followed it and the next page has loaded; whether there was one."""
+    content = page.evaluate(_REFRESH_JS)
+    if not content or "url" not in content.lower():
+        return False
+    start = page.url
+    page.wait_for_url(lambda url: url != start, timeout=timeout)
+    page.wait_for_load_state("load")
+    return True
 
 
 def settle(page: Page) -> None:

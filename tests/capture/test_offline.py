@@ -16,7 +16,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from archiver.capture import browser
 from tests.capture.conftest import Captured
 from tests.capture.test_capture_site import PAGES
-from tests.pixels import both, settle, settled_share
+from tests.pixels import both, follow_refresh, settle, settled_share
 
 pytestmark = pytest.mark.browser
 
@@ -85,6 +85,7 @@ def test_page_from_disk(rendered: Captured, contexts: tuple[Any, Any], page_path
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto((rendered.out / page_path).as_uri(), wait_until="load")
+    follow_refresh(page)
     page.evaluate(SCROLL_THROUGH)
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
     assert page.evaluate(IMAGES_NOT_SHOWN) == []
@@ -94,6 +95,7 @@ def test_page_from_disk(rendered: Captured, contexts: tuple[Any, Any], page_path
 
     live_page = live.new_page()
     live_page.goto(rendered.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
+    follow_refresh(live_page)
     settle_scrolled(live_page)
     live_page.add_style_tag(content=STILL)
     shoot = both(live_page, page, again=settle_scrolled, full_page=True)

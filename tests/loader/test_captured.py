@@ -20,7 +20,7 @@ from archiver import gwtar
 from archiver.capture import capture
 from archiver.fixture import FixtureServer
 from tests.loader.harness import ANIMATED_JS, open_gwtar, pixel_diff, serve, wait_ready
-from tests.pixels import both, settle, settled_share
+from tests.pixels import REFRESHES, both, follow_refresh, settle, settled_share
 
 pytestmark = pytest.mark.browser
 
@@ -51,10 +51,11 @@ def test_captured_pages_match_the_tree_from_disk(browser: Browser, captured: tup
             open_gwtar(page, served)
             for path in pages:
                 ref.goto((tree / path).as_uri())
+                follow_refresh(ref)
                 settle(ref)
                 mask = ref.evaluate(ANIMATED_JS)
                 page.evaluate("p => gwtar.go(p)", path)
-                wait_ready(page, path)
+                wait_ready(page, REFRESHES.get(path, path))
                 share = settled_share(
                     both(ref, page), partial(pixel_diff, scratch, mask=mask), name=f"captured-{path}"
                 )

@@ -30,7 +30,7 @@ from tests.loader.harness import (
     solo_pages,
     wait_ready,
 )
-from tests.pixels import both, settled_share
+from tests.pixels import REFRESHES, both, follow_refresh, settled_share
 
 pytestmark = pytest.mark.browser
 
@@ -95,6 +95,7 @@ def reference(browser: Browser, site_dir: Path) -> Iterator[dict[str, Any]]:
         def shot(path: str, again: bool = False) -> tuple[bytes, list[list[float]]]:
             if path not in shots or again:
                 page.goto(server.url_for("/" + path.replace("?", "%3F")))
+                follow_refresh(page)
                 _settle(page, path)
                 shots[path] = (page.screenshot(), page.evaluate(ANIMATED_JS))
             return shots[path]
@@ -111,7 +112,7 @@ def test_fixture_page_matches_original(
     viewers.show(path)
     mask = reference["shot"](path)[1]
     page = viewers.get(mode)
-    wait_ready(page, path)
+    wait_ready(page, REFRESHES.get(path, path))  # a page that sends the browser on: where it ends
     _settle(page, path)
     state = page.evaluate(
         "({state: gwtar.state, compat: document.compatMode, problems: gwtar.problems.splice(0)})"

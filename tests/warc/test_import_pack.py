@@ -20,7 +20,7 @@ import pytest
 from archiver.fixture import FixtureServer
 from archiver.serve import running
 from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share, settle_scrolled
-from tests.pixels import both, settle, settled_share
+from tests.pixels import both, follow_refresh, settle, settled_share
 from tests.warc.conftest import no_network
 from tests.warc.test_warc import run
 from tests.zim.test_interop import ZIMCHECK
@@ -93,6 +93,7 @@ def _open(context: Any, url: str, *, idle: bool) -> Any:
     lazy images done), settled and stilled for a screenshot."""
     page = context.new_page()
     page.goto(url, wait_until="load")
+    follow_refresh(page)
     if idle:
         settle_scrolled(page)
     else:

@@ -20,7 +20,7 @@ from archiver.fixture import JS_MARKER, JS_PAGE, FixtureServer
 from archiver.tree import read_records
 from tests.capture.test_capture_site import PAGES
 from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share, settle_scrolled
-from tests.pixels import both, settle, settled_share
+from tests.pixels import both, follow_refresh, settle, settled_share
 from tests.warc.conftest import no_network
 from tests.warc.test_warc import run
 
@@ -88,6 +88,7 @@ def test_imported_page_looks_like_the_live_one(
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto((imported.tree / page_path).as_uri(), wait_until="load")
+    follow_refresh(page)
     page.evaluate(SCROLL_THROUGH)
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
     settle(page)
