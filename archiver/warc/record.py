@@ -6,13 +6,13 @@ content-coded as it came over the wire; the exchange decodes it for the crawler
 (:mod:`archiver.capture.codings`), hashes it and keeps it (memory, then a spool file past
 :data:`SPOOL_LIMIT`). When the response ends, :meth:`Exchange.end` writes its ``response`` record (or
 a ``revisit`` when the payload was already recorded in this capture) and the ``request`` record,
-each one gzip member, both in one ``write``; it returns where the response record is
-(:class:`archiver.tree.WarcRef`) for the manifest.
+each one gzip member (:mod:`archiver.warc.members`: stored or deflated), both in one ``write``; it
+returns where the response record is (:class:`archiver.tree.WarcRef`) for the manifest.
 
 Files are ``_archiver/warc/rec-<created>-<seq>.warc.gz``, rotated past ``max_size``; every run
-starts a new file. :meth:`Recorder.open` first reads the files of earlier runs: a torn last gzip
-member (a ``kill -9`` mid-write) is cut off, back to the last complete record, and the payload
-digests found there make later identical payloads revisits.
+starts a new file. :meth:`Recorder.open` first reads the files of earlier runs
+(:mod:`archiver.warc.recover`): a torn last gzip member (a ``kill -9`` mid-write) is cut off, back to
+the last complete record, and the payload digests found there make later identical payloads revisits.
 """
 
 from __future__ import annotations
@@ -28,31 +28,31 @@ import re
 import tempfile
 import threading
 import time
-import zlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from archiver import __version__
 from archiver.capture.codings import Decoder
 from archiver.errors import CaptureError
 from archiver.tree import WarcRef
-from archiver.warc import read
+from archiver.warc.members import DEFLATE, Packing, compressor, packing_for
+from archiver.warc.recover import recover
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
     "PROFILE_IDENTICAL",
     "WARC_DIR",
     "Exchange",
+    "Heads",
     "RecordError",
     "Recorder",
     "discard",
     "for_capture",
     "http_heads",
-    "recover",
     "warc_date",
     "warcinfo_fields",
 ]
@@ -64,37 +64,9 @@ DEDUP_LIMIT = 200_000  # payload digests remembered for revisits (the oldest are
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 _NAME = re.compile(r"rec-(\d{14})-(\d{5,})\.warc\.gz")
-_LEVEL = 6
-_STORED = 0  # bodies compressed by their coding or format: deflate would spend 10x the time for <1 %
-_PACKED_TYPES = re.compile(
-    r"(image/(jpeg|pjpeg|webp|avif|heic|heif|jxl)|video/|audio/(?!wav|x-wav|wave|aiff|x-aiff|basic)|font/woff2?"
-    r"|application/(zip|gzip|x-gzip|x-bzip2|x-xz|zstd|x-7z-compressed|vnd\.rar|font-woff2?|x-font-woff2?))\b",
-    re.IGNORECASE,
-)
-_MAX_WBITS = 15
 _STEP = 1 << 20
 _WRITE_STEP = 4 << 20
-
-
-def gzip_params(size: int) -> tuple[int, int]:
-    """zlib's ``wbits`` (gzip framing) and ``memLevel`` for one record member of ``size`` bytes: a
-    window no larger than the record (any window up to 32 KiB is valid gzip, and one past the input
-    finds no more matches) and, below the full window, a smaller hash table: the same output for
-    the small records most exchanges are, at a quarter of the set-up cost of zlib's defaults."""
-    wbits = min(_MAX_WBITS, max(10, (size - 1).bit_length()))
-    return 16 + wbits, 8 if wbits == _MAX_WBITS else 6
-
-
-def level_for(content_type: str | None, content_encoding: str | None) -> int:
-    """The gzip level of a response record: 0 (stored blocks, still one gzip member) when the body
-    came content-coded or is of a type its format compresses with a strong coder (JPEG, WebP,
-    AVIF, video, most audio, WOFF, archives): deflate finds under 1 % there, at a tenth of the
-    speed. Else 6, zlib's default (text, PNG and GIF gain from it)."""
-    if content_encoding and content_encoding.strip().lower() not in ("", "identity"):
-        return _STORED
-    if content_type and _PACKED_TYPES.match(content_type.strip()):
-        return _STORED
-    return _LEVEL
+_ONE_CALL = 256 << 10
 
 
 class RecordError(CaptureError):
@@ -113,46 +85,95 @@ def warc_date(when: float) -> str:
     return f"{_second(second)}.{fraction:06d}Z"
 
 
-def _record_id() -> str:
-    """A random (version 4) UUID as a WARC record id, ``<urn:uuid:…>``."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40
-    raw[8] = raw[8] & 0x3F | 0x80
-    h = raw.hex()
-    return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
+class _RandomIds:
+    """Random (version 4) UUIDs as WARC record ids, ``<urn:uuid:…>``: 16 bytes each from a pool of
+    ``os.urandom`` bytes drawn 4 KiB at a time (one system call for 256 ids instead of one each),
+    under a lock (records are also written from worker threads), emptied in a forked child."""
+
+    POOL = 4096
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._pool, self._at = b"", 0
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._at + 16 > len(self._pool):
+                self._pool, self._at = os.urandom(self.POOL), 0
+            raw = bytearray(self._pool[self._at : self._at + 16])
+            self._at += 16
+        raw[6] = raw[6] & 0x0F | 0x40
+        raw[8] = raw[8] & 0x3F | 0x80
+        h = raw.hex()
+        return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
+
+
+_record_id = _RandomIds()
 
 
 def _fields(fields: Iterable[tuple[str, str]]) -> bytes:
-    return "".join(f"{name}: {value}\r\n" for name, value in fields).encode("utf-8")
+    return "".join([f"{name}: {value}\r\n" for name, value in fields]).encode("utf-8")
 
 
 def _head(fields: list[tuple[str, str]], length: int) -> bytes:
-    return b"WARC/1.1\r\n" + _fields([*fields, ("Content-Length", str(length))]) + b"\r\n"
+    lines = "".join([f"{name}: {value}\r\n" for name, value in fields])
+    return f"WARC/1.1\r\n{lines}Content-Length: {length}\r\n\r\n".encode()
 
 
-def http_heads(response: Any) -> tuple[bytes, bytes, str | None]:
+class Heads(NamedTuple):
+    """What :func:`http_heads` reads off an httpx response once its head has arrived."""
+
+    request: bytes  # the request line and headers as sent
+    response: bytes  # the status line and headers as received
+    ip: str | None  # the server's address, when known
+    content_type: str | None  # Content-Type and Content-Encoding, as httpx's ``Headers.get`` gives
+    content_encoding: str | None  # them (repeated headers joined by ", ")
+
+
+def http_heads(response: Any) -> Heads:
     """The request as sent and the response head as received, from an httpx response: request line
     and headers; status line and headers in their received case and order, ``Transfer-Encoding:
     chunked`` written as ``X-Archiver-Transfer-Encoding`` (the stored body has no chunk framing);
-    and the server's IP address when known."""
+    the server's IP address when known; Content-Type and Content-Encoding, read in the same pass."""
     request = response.request
-    target = request.url.raw_path.decode("ascii", "replace")
-    req = [f"{request.method} {target} HTTP/1.1\r\n".encode()]
-    req += [name + b": " + value + b"\r\n" for name, value in request.headers.raw]
-    reason = response.extensions.get("reason_phrase", b"")
-    version = (response.http_version or "HTTP/1.1").encode("ascii", "replace")
-    head = [version + b" " + str(response.status_code).encode() + b" " + bytes(reason) + b"\r\n"]
+    req = [b"%s %s HTTP/1.1\r\n" % (request.method.encode(), request.url.raw_path)]
+    req += [b"%s: %s\r\n" % pair for pair in request.headers.raw]
+    req.append(b"\r\n")
+    ext = response.extensions
+    version = ext.get("http_version") or b"HTTP/1.1"
+    head = [b"%s %d %s\r\n" % (version, response.status_code, ext.get("reason_phrase", b""))]
+    types: list[bytes] = []
+    codings: list[bytes] = []
     for name, value in response.headers.raw:
-        if name.lower() == b"transfer-encoding":
+        low = name.lower()
+        if low == b"content-type":
+            types.append(value)
+        elif low == b"content-encoding":
+            codings.append(value)
+        elif low == b"transfer-encoding":
             name = b"X-Archiver-Transfer-Encoding"
-        head.append(name + b": " + value + b"\r\n")
+        head.append(b"%s: %s\r\n" % (name, value))
+    head.append(b"\r\n")
     ip: str | None = None
-    stream = response.extensions.get("network_stream")
-    with contextlib.suppress(Exception):  # a test backend may not know its peer
-        peer = stream.get_extra_info("server_addr") if stream is not None else None
-        if isinstance(peer, tuple) and peer:
-            ip = str(peer[0])
-    return b"".join(req) + b"\r\n", b"".join(head) + b"\r\n", ip
+    stream = ext.get("network_stream")
+    if stream is not None:
+        with contextlib.suppress(Exception):  # a test backend may not know its peer
+            peer = stream.get_extra_info("server_addr")
+            if isinstance(peer, tuple) and peer:
+                ip = str(peer[0])
+    return Heads(b"".join(req), b"".join(head), ip, _joined(types), _joined(codings))
+
+
+def _joined(values: list[bytes]) -> str | None:
+    """A header's values as httpx's ``Headers.get`` gives them: None, or joined by ``", "``."""
+    if not values:
+        return None
+    return b", ".join(values).decode("latin-1")
 
 
 def _truncation(error: BaseException | None) -> str:
@@ -184,7 +205,7 @@ class Exchange:
         self.head = head
         self.ip = ip
         self.decoder = Decoder(coding)
-        self.level = _LEVEL
+        self.packing: Packing = DEFLATE
         self.payload = hashlib.sha256()
         self.block = hashlib.sha256(head)
         self.size = 0
@@ -353,10 +374,10 @@ class Recorder:
 
     def begin(self, response: Any) -> Exchange:
         """An exchange for the httpx ``response`` whose head just arrived."""
-        request, head, ip = http_heads(response)
-        coding = response.headers.get("content-encoding")
-        ex = Exchange(self, str(response.request.url), request, head, ip, coding)
-        ex.level = level_for(response.headers.get("content-type"), coding)
+        heads = http_heads(response)
+        coding = heads.content_encoding
+        ex = Exchange(self, str(response.request.url), heads.request, heads.response, heads.ip, coding)
+        ex.packing = packing_for(heads.content_type, coding)
         return ex
 
     # ---- writing
@@ -399,10 +420,10 @@ class Recorder:
             ],
             len(block),
         )
-        self._append([(_LEVEL, len(head) + len(block) + 4, [head, block, b"\r\n\r\n"])])
+        self._append([(DEFLATE, len(head) + len(block) + 4, [head, block, b"\r\n\r\n"])])
 
-    def _append(self, records: list[tuple[int, int, Iterable[bytes]]]) -> None:
-        """Write ``records`` (each its gzip level, its size and its parts) as one gzip member each: in one
+    def _append(self, records: list[tuple[Packing, int, Iterable[bytes]]]) -> None:
+        """Write ``records`` (each its packing, its size and its parts) as one gzip member each: in one
         ``write`` when they are small, else in steps (a kill mid-way leaves a torn tail that the
         next run cuts; an error cuts the file back at once)."""
         assert self.fd is not None
@@ -410,8 +431,12 @@ class Recorder:
         try:
             out: list[bytes] = []
             pending = 0
-            for level, size, parts in records:
-                c = zlib.compressobj(level, zlib.DEFLATED, *gzip_params(size))
+            for packing, size, parts in records:
+                c = compressor(packing, size)
+                if size <= _ONE_CALL:  # a small record (most are): its parts deflated in one call
+                    out += (c.compress(b"".join(parts)), c.flush())
+                    pending += len(out[-2]) + len(out[-1])
+                    continue
                 for part in parts:
                     piece = c.compress(part)
                     if piece:
@@ -505,67 +530,17 @@ class Recorder:
             ],
             len(ex.request),
         )
-        request = (_LEVEL, len(request_head) + len(ex.request) + 4, [request_head, ex.request, b"\r\n\r\n"])
+        request: tuple[Packing, int, Iterable[bytes]] = (
+            DEFLATE,
+            len(request_head) + len(ex.request) + 4,
+            [request_head, ex.request, b"\r\n\r\n"],
+        )
         offset = self.size
-        self._append([(ex.level if seen is None else _LEVEL, response_size, response), request])
+        self._append([(ex.packing if seen is None else DEFLATE, response_size, response), request])
         self.records += 2
         if seen is None and truncated is None and ex.size:
             self._remember(digest, _Seen(ex.uri, ex.date, response_id))
         return WarcRef(file=self.name, offset=offset, id=response_id)
-
-
-# ---- recovery
-
-
-def recover(path: Path) -> Iterator[read.Record]:
-    """The complete records of a WARC file an earlier run wrote, one at a time; once they have all
-    been read, a torn tail (the file ends inside its last gzip member: the writer was killed) is cut
-    off, and a file left with no record is removed. Damage that is not a torn tail is left as it is
-    (``archiver verify`` reports it); the records before it count."""
-    findings: list[read.Finding] = []
-    end = 0
-    ours = True
-    unknown: read.Record | None = None  # a record whose member's end the reader could not tell
-    with path.open("rb") as f:
-        for rec in read.iter_records(f, findings):
-            if unknown is not None:
-                ours = False  # records sharing a member: not written by us, never cut
-            if rec.length is None:
-                unknown = rec
-            else:
-                end = rec.offset + rec.length
-            yield rec
-    problems = [f.offset for f in findings if not f.warning]
-    if unknown is not None:  # the last record: its member ends where the damaged one starts
-        if problems and problems[0] > unknown.offset:
-            end = problems[0]
-        else:
-            ours = False
-    if ours and problems and _torn_after(path, end):
-        with path.open("rb+") as f:
-            f.truncate(end)
-            f.flush()
-            os.fsync(f.fileno())
-        if end == 0:
-            path.unlink()
-
-
-def _torn_after(path: Path, end: int) -> bool:
-    """Whether the bytes of ``path`` from ``end`` on are the start of one gzip member that the file
-    cuts short (what a killed writer leaves), not a complete member or other damage."""
-    with path.open("rb") as f:
-        f.seek(end)
-        d = zlib.decompressobj(31)
-        while chunk := f.read(_STEP):
-            try:
-                d.decompress(chunk, _STEP)
-                while d.unconsumed_tail and not d.eof:
-                    d.decompress(d.unconsumed_tail, _STEP)
-            except zlib.error:
-                return False
-            if d.eof:
-                return False
-    return not d.eof
 
 
 def discard(folder: Path) -> None:

@@ -30,7 +30,8 @@ from archiver.capture.codings import STEP, CodingError, Decoder
 from archiver.cli import _size
 from archiver.tree import read_records
 from archiver.warc import read
-from archiver.warc.record import PROFILE_IDENTICAL, recover
+from archiver.warc.record import PROFILE_IDENTICAL
+from archiver.warc.recover import recover
 
 BIN = Path(sys.executable).parent
 
