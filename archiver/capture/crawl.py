@@ -158,6 +158,9 @@ class Crawler:
         self.bytes_written = 0
         self.started = time.monotonic()
         self.inflight: dict[str, asyncio.Task[None]] = {}
+        # the frontier ran out and the depths were settled (the loop's only normal end): a run
+        # stopped before, even with nothing left pending (during the settling), is not complete
+        self.finished = False
         self._keys: dict[str, str] = {}
         self._asset_links: dict[str, tuple[str, dict[str, bool]]] = {}
 
@@ -478,6 +481,7 @@ class Crawler:
             if not self.inflight:
                 wait = self.state.waiting()  # work leased to other workers, or a retry due later
                 if wait is None and not revive_within_depth(self):
+                    self.finished = True
                     return
                 await asyncio.sleep(wait or 0)
                 continue
@@ -510,7 +514,7 @@ class Crawler:
         if self.manifest is not None:
             self.manifest.close()
             self.manifest = None
-        complete = self.state.count("pending") == 0
+        complete = self.finished and self.state.count("pending") == 0
         shard = self.state.shard()  # this folder's own rows (all of them, with one worker)
         if complete:
             # a transport other than the live network is an archive: what it lacks, it always lacks
@@ -535,7 +539,7 @@ class Crawler:
                 1 for rec in state.records() if rec.kind == "page" and (rec.status or 200) // 100 != 3
             )
             assets = sum(1 for rec in state.records() if rec.kind == "asset")
-            complete = state.count("pending") == 0
+            complete = state.get("complete") == "1"  # as finalize() found it
         finally:
             state.close()
         return CaptureReport(

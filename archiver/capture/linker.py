@@ -40,13 +40,8 @@ class Linker:
         c = self.crawler
         decision = c.scope.decide(ref, self.base, hint, self.depth, c.fetcher_robots)
         if decision.action == "local" and decision.kind == "page" and not c.budget.charge(decision.url or ""):
-            return Decision(
-                "absolute",
-                None if "://" in ref else decision.url,
-                None,
-                decision.fragment,
-                BUDGET_REASON,
-            )
+            absolute = c.scope.written_absolute(ref, self.base, hint)  # as beyond the depth limit
+            return Decision("absolute", absolute, None, decision.fragment, BUDGET_REASON)
         return decision
 
     def __call__(self, ref: str, hint: Hint) -> str | None:

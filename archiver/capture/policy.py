@@ -289,6 +289,14 @@ class Scope:
             return absolute(reason)
         return _Class(Decision("local", key, kind, fragment), text)
 
+    def written_absolute(self, ref: str, base: str, hint: Hint) -> str | None:
+        """What a reference that :meth:`decide` made local is written as when it is not fetched
+        after all (the page budget): as for the depth limit, its absolute URL with its fragment, or
+        None (kept as written) when it was written absolute."""
+        memo = (ref, _base_part(ref, base), hint)
+        found = self._classes.get(memo) or self._classify(ref, base, hint)
+        return found.absolute
+
     def decide(
         self,
         ref: str,

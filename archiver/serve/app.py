@@ -268,7 +268,11 @@ class App:
         elif status == 206:
             await self._multipart(send, rep, decision.ranges, head, receive, bare)
         elif status == 304:
-            headers = [*rep.head[1:3], *ERROR_HEADERS]
+            # the 200's own security headers (a cache keeps them from the 304); an answer not
+            # secured by its mount gets an error's, as it always did
+            headers = rep.bare_head_304 if bare else rep.head_304
+            if not rep.secured:
+                headers = [*headers, *ERROR_HEADERS]
             await send({"type": "http.response.start", "status": 304, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
         elif status == 416:

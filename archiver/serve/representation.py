@@ -35,6 +35,8 @@ __all__ = [
 
 #: How often (seconds) a cached tree file is checked against the disk.
 REVALIDATE_SECONDS: Final = 2.0
+#: What a 200 says that a 304 does not: it has no body to describe (RFC 9110 §15.4.5).
+_NOT_IN_304: Final = frozenset({b"content-type", b"accept-ranges", b"content-length"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,7 @@ class Representation:
         "bare_block",
         "bare_block_partial",
         "bare_head",
+        "bare_head_304",
         "bare_head_partial",
         "block",
         "block_partial",
@@ -69,6 +72,7 @@ class Representation:
         "content_type",
         "etag",
         "head",
+        "head_304",
         "head_partial",
         "last_modified",
         "mount",
@@ -108,6 +112,11 @@ class Representation:
         # A 206 carries the same validators; Accept-Ranges only tells a client of a 200 (as nginx).
         self.head_partial = [h for h in head if h[0] != b"accept-ranges"]
         self.bare_head_partial = [h for h in bare if h[0] != b"accept-ranges"]
+        # A 304 carries the validators and the same security headers as the 200: a cache updates the
+        # stored response's headers from it (RFC 9111 §4.3.4), so an error's CSP there would put the
+        # page, reloaded from the cache, under `default-src 'none'` (no stylesheet, no image).
+        self.head_304 = [h for h in head if h[0] not in _NOT_IN_304]
+        self.bare_head_304 = [h for h in bare if h[0] not in _NOT_IN_304]
         # The same as HTTP/1.1 header lines, for answers written without ASGI (app.py's fast path).
         self.block = b"".join(b"%s: %s\r\n" % pair for pair in head)
         self.block_partial = b"".join(b"%s: %s\r\n" % pair for pair in self.head_partial)

@@ -16,11 +16,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from archiver.capture import capture, interrupt
+from archiver.capture.state import Row, State
 from archiver.fixture import FixtureConfig, FixtureServer
+from archiver.tree import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,3 +119,40 @@ def test_a_single_process_capture_stopped_by_a_signal_exits_130_and_resumes(
         done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr
     assert _files(out) == _files(reference)
+
+
+def _options(out: Path) -> dict[str, Any]:
+    manifest = out / "_archiver" / "manifest.jsonl"
+    return dict(json.loads(manifest.read_text(encoding="utf-8").splitlines()[0])["options"])
+
+
+def test_an_interrupt_while_the_depths_settle_leaves_an_incomplete_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frontier is empty and the end of the crawl settles the depths (one transaction) when
+    Ctrl-C comes: nothing is pending, yet the run did not end. Its manifest is marked incomplete
+    (it said complete, with depths left unsettled and no resume to settle them), and the resume
+    settles and finishes: the tree of an uninterrupted run, its records' depths included."""
+    settle = State.settle_depths
+    calls: list[int | None] = []
+
+    def interrupted(self: State, max_depth: int | None = None) -> list[Row]:
+        calls.append(max_depth)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return settle(self, max_depth)
+
+    with FixtureServer() as server:
+        kwargs: dict[str, Any] = {"render": False, "depth": 3, "delay": 0, "progress": False}
+        capture([server.url], tmp_path / "reference", **kwargs)
+        out = tmp_path / "out"
+        monkeypatch.setattr(State, "settle_depths", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            capture([server.url], out, **kwargs)
+        assert _options(out)["incomplete"] is True
+        report = capture([server.url], out, **kwargs)
+    assert report.complete and len(calls) >= 2
+    assert "incomplete" not in _options(out)
+    assert _files(out) == _files(tmp_path / "reference")
+    depth = {r.path: (r.depth, r.referrer) for r in read_records(out)}
+    assert depth == {r.path: (r.depth, r.referrer) for r in read_records(tmp_path / "reference")}

@@ -46,3 +46,21 @@ def test_aliases_are_not_charged_as_pages(tmp_path: Path, concurrency: int) -> N
                 prefer=["guide", "2025"], concurrency=concurrency,
             )  # fmt: skip
             assert report.pages == len(_pages(out)) == n
+
+
+def test_a_link_beyond_the_budget_keeps_its_fragment(tmp_path: Path) -> None:
+    """A relative link to a page the budget leaves out is written as its absolute URL, fragment and
+    all (it lost the fragment)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<!doctype html><title>i</title><a href="a.html#part-2">a</a> <a href="b.html">b</a>'
+    )
+    for name in ("a", "b"):
+        (site / f"{name}.html").write_text(f"<!doctype html><title>{name}</title><p>{name}</p>")
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        report = capture([server.url], tmp_path / "out", render=False, delay=0, max_pages=1, progress=False)
+        base = server.url
+    assert report.pages == 1
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert f'href="{base}a.html#part-2"' in html and f'href="{base}b.html"' in html

@@ -165,6 +165,27 @@ def test_fast_and_ordinary_answers_carry_the_same_headers(port: int, host: str, 
 
 
 @pytest.mark.parametrize(
+    ("host", "path"),
+    [("mini", CSS), ("mini", "/mini/"), ("page-gwtar-html", "/page.gwtar.html/~/index.html"),
+     ("page-gwtar-html", "/page.gwtar.html"), ("book", "/book/index.html"), ("127.0.0.1", CSS)],
+)  # fmt: skip
+def test_a_304_carries_the_security_headers_of_its_200(port: int, host: str, path: str) -> None:
+    """A cache updates the stored response's headers from a 304 (RFC 9111 §4.3.4): one that said
+    `default-src 'none'` (an error's policy, as it did) put a page reloaded from Chromium's cache
+    under it, with no stylesheet nor image. A 304 now says what its 200 says, validators included."""
+    name = host if host[0].isdigit() else f"{host}.localhost"
+    status, ok, _ = _get(port, path, f"{name}:{port}")
+    assert status == 200
+    for extra in (f"If-None-Match: {ok['etag']}\r\n", f"If-Modified-Since: {ok['last-modified']}\r\n"):
+        status, headers, body = _get(port, path, f"{name}:{port}", extra)
+        assert status == 304 and body == b""
+        dropped = {"content-type", "content-length", "accept-ranges", "date"}
+        assert {k: v for k, v in headers.items() if k not in dropped | {"connection", "server"}} == {
+            k: v for k, v in ok.items() if k not in dropped | {"connection", "server"}
+        }
+
+
+@pytest.mark.parametrize(
     ("path", "extra", "status"),
     [("/nowhere", "", 404), ("/mini/%2e%2e/x", "", 400), ("/mini", "", 301),
      (CSS, "Range: bytes=99999-\r\n", 416), (CSS, "If-None-Match: *\r\n", 304),
