@@ -200,8 +200,12 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
             end_pos = s.pos
             try:
                 s.at_end()  # a following member starts (or the file ends) before the next question
-            except _Fatal:  # the damage is after this record: it counts, the next read reports it
-                yield rec
+            except _Fatal as e:
+                # damage in the record's own member after its last byte (its gzip trailer cut or
+                # wrong: a writer killed in its last bytes) leaves the record unchecked, not counted;
+                # damage in a later member does not make this record any less whole
+                if not (s.gz and member is not None and e.offset == member):
+                    yield rec
                 raise
             if s.gz:
                 nxt = s.member_start(end_pos)

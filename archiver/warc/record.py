@@ -116,13 +116,16 @@ class _RandomIds:
 _record_id = _RandomIds()
 
 
+def _lines(fields: Iterable[tuple[str, str]]) -> str:
+    return "".join([f"{name}: {value}\r\n" for name, value in fields])
+
+
 def _fields(fields: Iterable[tuple[str, str]]) -> bytes:
-    return "".join([f"{name}: {value}\r\n" for name, value in fields]).encode("utf-8")
+    return _lines(fields).encode("utf-8")
 
 
 def _head(fields: list[tuple[str, str]], length: int) -> bytes:
-    lines = "".join([f"{name}: {value}\r\n" for name, value in fields])
-    return f"WARC/1.1\r\n{lines}Content-Length: {length}\r\n\r\n".encode()
+    return f"WARC/1.1\r\n{_lines(fields)}Content-Length: {length}\r\n\r\n".encode()
 
 
 class Heads(NamedTuple):

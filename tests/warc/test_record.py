@@ -432,6 +432,40 @@ def test_a_torn_tail_is_cut_back_to_the_last_complete_record(
     assert damaged.stat().st_size == len(data) + 26
 
 
+def test_a_member_cut_in_its_last_bytes_is_torn_though_its_record_reads_whole(
+    server: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A writer killed while writing a member's last bytes (its final block's end, its CRC and
+    length) leaves a record whose bytes all decompress: it is still torn (unchecked, and a record
+    appended after it would be read as its trailer). Every such cut of every member is cut back to
+    the record before; the reader reports the damage at the record's member and does not yield it."""
+    url, routes = server
+    routes.update(_encoded_routes())
+    out = tmp_path / "tree"
+    capture([url], out, render=False, delay=0, progress=False, warc=True)
+    (warc,) = _warcs(out)
+    offsets = [offset for offset, _rec, _payload in _records(warc)] + [warc.stat().st_size]
+    data = warc.read_bytes()
+    for k in range(1, len(offsets)):
+        for short in range(1, 13):  # the trailer's 8 bytes and a few before them
+            cut = offsets[k] - short
+            if cut <= offsets[k - 1]:
+                continue
+            torn = tmp_path / "torn.warc.gz"
+            torn.write_bytes(data[:cut])
+            findings: list[Any] = []
+            with torn.open("rb") as f:
+                read_back = list(read.iter_records(f, findings))
+            assert len(read_back) == k - 1, (k, short)
+            assert [f.offset for f in findings if not f.warning] == [offsets[k - 1]], (k, short)
+            assert sum(1 for _ in recover(torn)) == k - 1
+            if k == 1:
+                assert not torn.exists()
+            else:
+                assert torn.stat().st_size == offsets[k - 1]
+                assert all(v is not False for v in _warcio_digests(torn))
+
+
 def test_a_resume_after_a_torn_tail_keeps_every_record(
     server: tuple[str, dict[str, Any]], tmp_path: Path
 ) -> None:
