@@ -400,16 +400,21 @@ def test_rotation_resume_and_revisits_across_files(
     _check_manifest_links(out)
 
 
-def test_a_torn_tail_is_cut_back_to_the_last_complete_record(
-    server: tuple[str, dict[str, Any]], tmp_path: Path
-) -> None:
+def _one_warc(server: tuple[str, dict[str, Any]], tmp_path: Path) -> tuple[list[int], bytes]:
+    """A recorded capture's one WARC file: its records' offsets (its size last) and its bytes."""
     url, routes = server
     routes.update(_encoded_routes())
     out = tmp_path / "tree"
     capture([url], out, render=False, delay=0, progress=False, warc=True)
     (warc,) = _warcs(out)
     offsets = [offset for offset, _rec, _payload in _records(warc)] + [warc.stat().st_size]
-    data = warc.read_bytes()
+    return offsets, warc.read_bytes()
+
+
+def test_a_torn_tail_is_cut_back_to_the_last_complete_record(
+    server: tuple[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    offsets, data = _one_warc(server, tmp_path)
     rng = random.Random(16)
     for cut in [*sorted(rng.sample(range(1, len(data)), 6)), offsets[3] + 1, offsets[-2] + 10]:
         torn = tmp_path / f"cut-{cut}.warc.gz"
@@ -439,13 +444,7 @@ def test_a_member_cut_in_its_last_bytes_is_torn_though_its_record_reads_whole(
     length) leaves a record whose bytes all decompress: it is still torn (unchecked, and a record
     appended after it would be read as its trailer). Every such cut of every member is cut back to
     the record before; the reader reports the damage at the record's member and does not yield it."""
-    url, routes = server
-    routes.update(_encoded_routes())
-    out = tmp_path / "tree"
-    capture([url], out, render=False, delay=0, progress=False, warc=True)
-    (warc,) = _warcs(out)
-    offsets = [offset for offset, _rec, _payload in _records(warc)] + [warc.stat().st_size]
-    data = warc.read_bytes()
+    offsets, data = _one_warc(server, tmp_path)
     for k in range(1, len(offsets)):
         for short in range(1, 13):  # the trailer's 8 bytes and a few before them
             cut = offsets[k] - short
