@@ -42,6 +42,7 @@ from archiver.urls.canonical import (
     host_of,
     parse_seed,
     ref_action,
+    scheme_typo,
 )
 from archiver.urls.dedup import DEFAULT_HYGIENE, Hygiene, dedup_key
 from archiver.urls.dedup import NO_HYGIENE as NO_HYGIENE
@@ -93,5 +94,6 @@ __all__ = [
     "registrable_domain",
     "rel",
     "same_site",
+    "scheme_typo",
     "want_asset",
 ]

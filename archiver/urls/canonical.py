@@ -6,6 +6,7 @@ Pure: no network, no filesystem, no clock, no global state.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -14,7 +15,15 @@ from archiver.urls.host import _parse_authority
 from archiver.urls.percent import _PATH_SAFE, _QUERY_SAFE, _escape
 from archiver.urls.syntax import _CONTROL, _SCHEME, _SPLIT, _fail, _strip
 
-__all__ = ["MAX_URL_LENGTH", "NOT_FETCHED_SCHEMES", "canonicalize", "host_of", "parse_seed", "ref_action"]
+__all__ = [
+    "MAX_URL_LENGTH",
+    "NOT_FETCHED_SCHEMES",
+    "canonicalize",
+    "host_of",
+    "parse_seed",
+    "ref_action",
+    "scheme_typo",
+]
 
 #: Longer inputs are rejected (tree.md §2.1): nginx's default request-line buffer is 8 KiB.
 MAX_URL_LENGTH = 8192
@@ -69,11 +78,67 @@ def canonicalize(ref: str, base: str | None = None) -> str:
 
 def parse_seed(text: str) -> str:
     """A URL typed by a user (tree.md §2.4): like :func:`canonicalize`, but ``example.com`` means
-    ``https://example.com/``."""
+    ``https://example.com/``. A misspelt scheme (``http//host``, ``https:/host``, ``htp://host``) is
+    refused with the URL it probably meant, never taken as a host called ``http``."""
     stripped = _strip(text)
+    meant = scheme_typo(stripped)
+    if meant is not None:
+        raise _fail(text, f"misspelt scheme; did you mean {meant!r}?")
     if stripped and "://" not in stripped and not stripped.startswith("//"):
         stripped = "https://" + stripped
-    return str(_canonical(stripped, None, original=text))
+    url = _canonical(stripped, None, original=text)
+    if url.host in ("http", "https"):  # "https:8080/x": a scheme taken for a host name
+        raise _fail(text, f"{url.host!r} is a scheme, not a host name: write {url.host}://HOST/")
+    return str(url)
+
+
+_TYPED_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)([:;]*)(/*)(.*)$", re.DOTALL)
+
+
+def _near(word: str, target: str) -> bool:
+    """Whether ``word`` is ``target`` with at most one letter added, dropped, changed, or two
+    neighbours swapped (the Damerau distance is at most 1)."""
+    if word == target:
+        return True
+    if abs(len(word) - len(target)) > 1:
+        return False
+    if len(word) == len(target):
+        diff = [i for i, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+        if len(diff) == 1:
+            return True
+        i = diff[0] if len(diff) == 2 else -1
+        return len(diff) == 2 and diff[1] == i + 1 and word[i] == target[i + 1] and word[i + 1] == target[i]
+    short, long = (word, target) if len(word) < len(target) else (target, word)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def scheme_typo(text: str) -> str | None:
+    """The URL ``text`` (as typed, already stripped) was probably meant to be, when its scheme is
+    misspelt (tree.md §2.4), else None.
+
+    Caught: ``http`` or ``https`` without ``://`` in full (``http//host``, ``https:/host``,
+    ``http:host``, ``https;//host``), and a scheme one letter away from ``http`` or ``https``
+    (``htp://``, ``htps://``, ``hhttp://``, ``htpts://``) that is no scheme of its own (``ftp`` is one).
+    A host that is merely called ``http`` cannot be typed this way; ``http.example`` is not caught."""
+    m = _TYPED_SCHEME.match(text)
+    if m is None:
+        return None
+    word, colons, slashes, rest = m.groups()
+    lower = word.lower()
+    if not rest or rest.startswith(("/", "\\")):
+        return None
+    if colons == ":" and slashes.startswith("//"):
+        if slashes != "//":
+            return None  # "https:///host": WHATWG's parser reads the host after any slashes
+        if lower in ("http", "https") or lower in NOT_FETCHED_SCHEMES:
+            return None
+        meant = "https" if _near(lower, "https") else "http" if _near(lower, "http") else None
+        return f"{meant}://{rest}" if meant else None
+    if lower in ("http", "https") and (colons or slashes) and (colons, slashes) != ("", "/"):
+        if colons == ":" and not slashes and rest.split("/", 1)[0].isdigit():
+            return None  # "http:8080" would be a host called http on a port: caught below as a port
+        return f"{lower}://{rest}"
+    return None
 
 
 @lru_cache(maxsize=4096)
