@@ -13,7 +13,7 @@ Politeness
     and is no verdict either: those fetches end ``unconfirmed``, and :meth:`Fetcher.robots_allows`
     says "not known" (None) for the host, so links to it are kept like any other. A 429 or 503 makes
     the host wait ``Retry-After`` seconds (at most ``max_retry_after``; longer means "unconfirmed, try
-    on a later run"); 5xx answers and network errors are retried ``retries`` times with exponential
+    on a later run"); 5xx answers, network errors and timeouts are retried ``retries`` times with exponential
     backoff (``backoff`` · 2ⁿ seconds). Timeouts: ``connect_timeout`` (3 s) to connect,
     ``read_timeout`` (5 s) between bytes, ``total_timeout`` for the whole request and body. At most
     ``max_redirects`` (5) redirects, followed here one hop at a time, each hop checked again (scheme,
@@ -161,6 +161,11 @@ class _Host:
     crawl_delay: float = 0.0
     robots: robots_mod.Robots | None = None
     robots_task: asyncio.Task[robots_mod.Robots] | None = None
+
+
+def _after(attempt: int) -> str:
+    """How a reason says that the request was retried (nothing when it was not)."""
+    return f" after {attempt} {'retry' if attempt == 1 else 'retries'}" if attempt else ""
 
 
 class _Skip(Exception):
@@ -428,7 +433,12 @@ class Fetcher:
             except _Skip as e:
                 return FetchResult(url, current, e.outcome, e.status, e.reason)
             except (httpx.TimeoutException, TimeoutError) as e:
-                return FetchResult(url, current, "unconfirmed", None, f"timed out ({type(e).__name__})")
+                if attempt < retries:  # a slow moment of the server's or the network's, like a 503
+                    await asyncio.sleep(self.policy.backoff * 2**attempt)
+                    attempt += 1
+                    continue
+                reason = f"timed out ({type(e).__name__}){_after(attempt)}"
+                return FetchResult(url, current, "unconfirmed", None, reason)
             except (httpx.TransportError, OSError) as e:
                 if attempt < retries:
                     await asyncio.sleep(self.policy.backoff * 2**attempt)
@@ -447,7 +457,7 @@ class Fetcher:
                 result.reason = f"HTTP {status}" + (" after backoff" if status == 429 else "")
             elif status >= 400:
                 result.outcome = "failed"
-                result.reason = f"HTTP {status}" + (f" after {attempt} retries" if attempt else "")
+                result.reason = f"HTTP {status}" + _after(attempt)
             return result
 
     async def _request(

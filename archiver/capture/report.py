@@ -15,7 +15,7 @@ from archiver import urls
 from archiver.capture.policy import redact
 from archiver.errors import URLError
 
-__all__ = ["CaptureReport", "Item", "size_text", "write_report"]
+__all__ = ["CaptureReport", "Item", "group_label", "size_text", "write_report"]
 
 
 @dataclass
@@ -107,13 +107,13 @@ class CaptureReport:
         groups: dict[tuple[str, str], list[Item]] = {}
         for item in self.problems():
             groups.setdefault((item.outcome, _reason_class(item.reason)), []).append(item)
-        for (outcome, reason), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+        for (outcome, _pattern), members in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
             if len(members) == 1:
                 item = members[0]
                 status = f" [{item.status}]" if item.status else ""
                 lines.append(f"  {outcome:<11} {item.kind:<5} {item.url}{status}: {_with_flag(item.reason)}")
                 continue
-            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {_with_flag(reason)}")
+            lines.append(f"  {outcome:<11} {len(members):>5} URLs: {group_label(members)}")
             for item in members[:examples]:
                 status = f" [{item.status}]" if item.status else ""
                 lines.append(f"      e.g. {item.kind:<5} {item.url}{status}")
@@ -156,6 +156,25 @@ def _with_flag(reason: str) -> str:
         if reason.startswith(start):
             return f"{reason} ({flag})"
     return reason
+
+
+def group_label(members: list[Item], *, shown: int = 4) -> str:
+    """What a group of the summary says of its URLs: the reasons as they were recorded (never the
+    group's pattern with its numbers taken out), each with its count when they differ, most
+    frequent first: ``HTTP 503 ×6, HTTP 500 ×3``; past ``shown`` reasons, how many more."""
+    counts: dict[str, int] = {}
+    for item in members:
+        reason = _with_flag(item.reason) or item.outcome
+        counts[reason] = counts.get(reason, 0) + 1
+    if len(counts) == 1:
+        return next(iter(counts))
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{reason} ×{n}" for reason, n in ranked[:shown])
+    if len(ranked) > shown:
+        rest = sum(n for _, n in ranked[shown:])
+        more = len(ranked) - shown
+        text += f", {more} other reason{'s' if more > 1 else ''} ×{rest}"
+    return text
 
 
 def _reason_class(reason: str) -> str:

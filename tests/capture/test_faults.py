@@ -16,7 +16,7 @@ from archiver.fixture import FixtureConfig, FixtureServer
 
 FAULTS = {
     # seed path → (outcome, status, words in the reason)
-    "_fixture/status/500": ("failed", 500, "HTTP 500 after 1 retries"),
+    "_fixture/status/500": ("failed", 500, "HTTP 500 after 1 retry"),
     "_fixture/status/429?retry-after=1": ("unconfirmed", 429, "after backoff"),
     "_fixture/slow?ms=4000": ("unconfirmed", None, "timed out"),
     "_fixture/redirect/loop": ("failed", 302, "redirect loop"),

@@ -193,6 +193,18 @@ def test_slow_response_past_the_timeout_is_unconfirmed(server: FixtureServer) ->
     assert r.outcome == "unconfirmed" and "timed out" in r.reason
 
 
+def test_a_timeout_is_retried_on_the_retry_schedule_before_it_is_recorded(server: FixtureServer) -> None:
+    # before: the first timeout was the outcome, with no retry (a 503 got three more tries)
+    server.clear_requests()
+    slow = server.url + "_fixture/slow?ms=1500"
+    r = run(_fetch(slow, guard=_guard(), retries=2, total_timeout=0.3, read_timeout=0.3))
+    assert r.outcome == "unconfirmed" and r.reason == "timed out (TimeoutError) after 2 retries", r.reason
+    deadline = time.monotonic() + 10  # the server logs a request when it answers, after its sleep
+    while [q.path for q in server.requests].count("/_fixture/slow") < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [q.path for q in server.requests].count("/_fixture/slow") == 3
+
+
 def test_redirects(server: FixtureServer) -> None:
     ok = run(_fetch(server.url + "_fixture/redirect/chain/2?to=/about.html", guard=_guard()))
     assert ok.outcome == "redirected" and ok.final_url == server.url + "about.html"

@@ -27,11 +27,30 @@ def test_a_thousand_skips_are_one_group_with_examples() -> None:
                            counts={"skipped": 1679, "failed": 1}, run_pages=5, run_assets=1)  # fmt: skip
     lines = report.summary().splitlines()
     assert len(lines) < 15, lines
-    assert any("1676 URLs: out of scope (not under …) (--scope, --include" in line for line in lines), lines
+    scope = "1676 URLs: out of scope (not under '/docs/') (--scope, --include"
+    assert any(scope in line for line in lines), lines
     assert sum("e.g." in line for line in lines) == 6 and any("… and 1673 more" in line for line in lines)
     assert any("https://ex.com/a.png [404]: answered 404" in line for line in lines)
-    assert any("3 URLs: host cdnN.com is not allowed" in line for line in lines)
+    assert any(
+        "3 URLs: host cdn0.com is not allowed ×1, host cdn1.com is not allowed ×1, host cdn2.com" in line
+        for line in lines
+    ), lines
     assert "this run" not in lines[0]
+
+
+def test_a_group_names_its_real_reasons_never_a_placeholder() -> None:
+    # before: "failed 9 URLs: HTTP N after N retries" (the group's pattern, digits taken out)
+    u = "https://ex.com/"
+    items = [Item(f"{u}a{i}", "page", "failed", "HTTP 503 after 3 retries", 503) for i in range(6)]
+    items += [Item(f"{u}b{i}", "page", "failed", "HTTP 500 after 3 retries", 500) for i in range(3)]
+    items += [Item(f"{u}c{i}", "page", "failed", f"HTTP 50{i} after 1 retry", 500 + i) for i in range(5)]
+    text = CaptureReport(out="t", home="h", complete=True, items=items).summary()
+    assert " N" not in text and "…" not in text.replace("… and", ""), text
+    assert "9 URLs: HTTP 503 after 3 retries ×6, HTTP 500 after 3 retries ×3" in text, text
+    assert (
+        "5 URLs: HTTP 500 after 1 retry ×1, HTTP 501 after 1 retry ×1, HTTP 502 after 1 retry ×1, "
+        "HTTP 503 after 1 retry ×1, 1 other reason ×1" in text
+    ), text
 
 
 def test_a_resumed_run_says_what_it_added(tmp_path: Path) -> None:
