@@ -20,6 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "EXIT_BUG",
+    "EXIT_PARTIAL",
     "ArchiverError",
     "CaptureError",
     "EnvironmentProblem",
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 EXIT_BUG = 70  # sysexits EX_SOFTWARE
+#: ``capture`` stored pages but lost in-scope URLs to the network or the server (timeouts, 5xx,
+#: 429, refused or reset connections, unreadable robots.txt): run it again to retry them. The
+#: site's own answers (404, 410, 401, 403) and what the options leave out are not losses.
+EXIT_PARTIAL = 3
 
 
 class ArchiverError(Exception):

@@ -37,7 +37,7 @@ from archiver.capture.fetch import Resolver
 from archiver.capture.options import CaptureOptions
 from archiver.capture.report import CaptureReport, Item
 from archiver.capture.transport import TransportFactory
-from archiver.errors import ArchiverError, CaptureError, UsageError
+from archiver.errors import EXIT_PARTIAL, ArchiverError, CaptureError, UsageError
 
 __all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main", "status_main"]
 
@@ -75,6 +75,7 @@ def capture(
     max_retry_after: float = 60.0,
     settle: float = 1.5,
     progress: bool | None = None,
+    progress_every: float = 30.0,
     resolver: Resolver | None = None,
     network_backend: Any = None,
     seed_info: dict[str, tuple[str | None, str | None]] | None = None,
@@ -116,7 +117,9 @@ def capture(
     and holds no capture is refused. ``warc`` records every HTTP exchange (the browser's included)
     as WARC/1.1 in ``out/_archiver/warc/``, a new file past ``warc_max_size`` bytes and on every
     run (formats/warc.md §7). ``as_json`` is accepted for the command line's sake (see
-    :func:`capture_main`); ``progress`` forces the TTY progress line on or off. Raises
+    :func:`capture_main`); ``progress`` forces the TTY progress line on or off; left None, a
+    terminal gets it and a log (stderr not a terminal) a plain line every ``progress_every`` seconds
+    (0: none). Raises
     :class:`archiver.errors.ArchiverError` subclasses only for fatal problems (bad arguments, no
     Chromium, an unwritable folder); every per-URL problem is an outcome in the report.
 
@@ -156,6 +159,7 @@ def capture(
         max_retry_after=max_retry_after,
         settle=settle,
         progress=progress,
+        progress_every=progress_every,
         resolver=resolver,
         network_backend=network_backend,
         seed_info=dict(seed_info or {}),
@@ -185,10 +189,13 @@ def capture_main(
 ) -> int:
     """``archiver capture``: seeds from the arguments, ``seeds_file`` and ``bookmarks`` (deduplicated),
     then :func:`capture` with ``options``. Prints the report (text, or one JSON object with
-    ``as_json``) and returns the exit code: 0 when the capture ran, whatever its per-URL failures
-    (they are listed) as long as it stored a page; 4 when it stored none (every seed refused, out of
-    scope, an error status, unreachable), with one line on stderr saying why; the error's exit code
-    for a fatal error (one line on stderr)."""
+    ``as_json``) and returns the exit code: 0 when the capture ran and lost nothing it wanted (the
+    site's own 404s and what the options leave out are listed, not losses); 3
+    (:data:`~archiver.errors.EXIT_PARTIAL`) when it stored pages but lost in-scope URLs to
+    timeouts, server errors or the network (:meth:`CaptureReport.losses`), with one line on
+    stderr; 4 when it stored none (every seed refused, out of scope, an error status, unreachable),
+    with one line on stderr saying why; the error's exit code for a fatal error (one line on
+    stderr)."""
     from archiver.capture.seeds import collect_seeds
 
     out_stream = stdout or sys.stdout
@@ -215,7 +222,23 @@ def capture_main(
     if report.pages == 0 and options.get("state") is None:
         print(f"archiver: {out}: no page stored: {report.why_no_page()}", file=err_stream)
         return CaptureError.exit_code
+    lost = report.losses()
+    if lost:
+        kinds = ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in _count_kinds(lost))
+        print(
+            f"archiver: {out}: partial: {kinds} in scope lost to timeouts, server errors or the network;"
+            " run the same command again to retry them",
+            file=err_stream,
+        )
+        return EXIT_PARTIAL
     return 0
+
+
+def _count_kinds(items: list[Item]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.kind] = counts.get(item.kind, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (kv[0] != "page", kv[0]))
 
 
 def status_main(

@@ -418,7 +418,12 @@ class Crawler:
         # manifest is rewritten from the state at the end
         self.manifest = ManifestWriter(self.out, header, durable=False)
         progress: Progress | None = None
-        show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
+        tty = sys.stderr.isatty()
+        if self.options.progress is None:  # the terminal's line, or a plain line in a log
+            every = 0.5 if tty else self.options.progress_every
+            show = every > 0
+        else:
+            show, every, tty = self.options.progress, 0.5, True
         recorder = None
         try:
             if self.options.warc:  # every exchange kept as WARC (formats/warc.md §7)
@@ -442,7 +447,7 @@ class Crawler:
                     )
                     await self.renderer.start()
                 if show:
-                    progress = Progress(self, sys.stderr)
+                    progress = Progress(self, sys.stderr, tty=tty, every=every)
                     progress.start()
                 renewing = asyncio.ensure_future(self._renew())
                 try:

@@ -48,6 +48,8 @@ class CaptureOptions:
     max_attempts: int = 5
     settle: float = 1.5
     progress: bool | None = None
+    #: Without a terminal (and ``progress`` None): a plain progress line every so many seconds; 0: none.
+    progress_every: float = 30.0
     resolver: Resolver | None = None
     network_backend: Any = None
     seed_info: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)

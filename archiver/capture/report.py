@@ -15,7 +15,7 @@ from archiver import urls
 from archiver.capture.policy import redact
 from archiver.errors import URLError
 
-__all__ = ["CaptureReport", "Item", "group_label", "size_text", "write_report"]
+__all__ = ["CaptureReport", "Item", "group_label", "is_loss", "size_text", "write_report"]
 
 
 @dataclass
@@ -61,6 +61,10 @@ class CaptureReport:
 
     def problems(self) -> list[Item]:
         return [i for i in self.items if i.outcome not in ("ok", "redirected", "merged")]
+
+    def losses(self) -> list[Item]:
+        """The URLs this capture wanted and lost to the network or the server (:func:`is_loss`)."""
+        return [i for i in self.items if is_loss(i)]
 
     def why_no_page(self) -> str:
         """Why nothing was stored, in a few words, from the first page that did not end ok (the
@@ -156,6 +160,25 @@ def _with_flag(reason: str) -> str:
         if reason.startswith(start):
             return f"{reason} ({flag})"
     return reason
+
+
+#: HTTP answers that are the site's own word on a URL, not a failure to get it.
+_SITES_OWN = frozenset({400, 401, 402, 403, 404, 405, 406, 407, 409, 410, 411, 412, 413, 414, 415, 416,
+                        417, 418, 421, 422, 423, 424, 425, 426, 428, 431, 451})  # fmt: skip
+
+
+def is_loss(item: Item) -> bool:
+    """Whether ``item`` is an in-scope URL lost to the network or the server, which another run may
+    get (the exit code :data:`archiver.errors.EXIT_PARTIAL`): a timeout, a 5xx, a 408 or 429, a
+    network error (refused, reset, unresolvable), a host whose robots.txt could not be read. Not a
+    loss: the site's own 4xx answers (a 404 is the site's, not ours), what the options or
+    robots.txt left out (``skipped``), the address guard's refusals (a setting), redirect loops."""
+    if item.outcome not in ("failed", "unconfirmed"):
+        return False
+    if item.status is not None and item.status in _SITES_OWN:
+        return False
+    # a redirect loop or an overlong chain (3xx) is the site's doing too
+    return item.status is None or not 300 <= item.status < 400
 
 
 def group_label(members: list[Item], *, shown: int = 4) -> str:

@@ -80,6 +80,7 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
         "state": args.state,
         "crawl": args.crawl,
         "lease": args.lease,
+        "progress_every": args.progress_every,
     }
 
 

@@ -174,6 +174,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
     p.add_argument("-o", "--out", help="the tree's folder (resumed if it exists; required)")
     p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
+    p.add_argument(
+        "--progress-every",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="when stderr is not a terminal (a log), print a plain progress line this often (30; 0: never)",
+    )
     g = p.add_argument_group("seeds")
     g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
     g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")

@@ -1,5 +1,6 @@
-"""Faults from the fixture server end in their documented outcomes; the capture exits 0 with the
-failures listed, and non-zero only on a fatal error."""
+"""Faults from the fixture server end in their documented outcomes; the capture lists the failures
+and exits 0, 3 when it lost in-scope URLs to the server or the network (the site's own 404s are
+not losses), and 2, 4 or 5 on a fatal error."""
 
 from __future__ import annotations
 
@@ -62,10 +63,32 @@ def _item(report: dict, url: str) -> dict:  # type: ignore[type-arg]
     return next(i for i in report["items"] if i["url"] == key)
 
 
-def test_capture_exits_zero_and_lists_failures(faulty) -> None:  # type: ignore[no-untyped-def]
+def test_a_capture_that_lost_in_scope_urls_exits_3_and_lists_failures(faulty) -> None:  # type: ignore[no-untyped-def]
+    # before: exit 0, the same as a capture that got everything (a 500, a 503, a timeout, a 429 lost)
     _server, report, code, _out = faulty
-    assert code == 0 and report["complete"]
+    assert code == 3 and report["complete"]
     assert report["counts"]["failed"] >= 4 and report["counts"]["unconfirmed"] >= 3
+
+
+def test_the_sites_own_answers_are_not_losses(tmp_path: Path) -> None:
+    with FixtureServer() as server:
+        own = ("docs/this-page-does-not-exist.html", "_fixture/status/403", "_fixture/status/410")
+        seeds = [server.url + p for p in ("about.html", *own, "_fixture/redirect/loop")]
+        err = io.StringIO()
+        code = capture_main(
+            seeds, tmp_path / "t", stderr=err, stdout=io.StringIO(), render=False, depth=0, delay=0
+        )
+        assert code == 0, err.getvalue()
+        err = io.StringIO()
+        code = capture_main(
+            [server.url + "about.html", server.url + "_fixture/status/500"], tmp_path / "u", stderr=err,
+            stdout=io.StringIO(), render=False, depth=0, delay=0, retries=0,
+        )  # fmt: skip
+        assert code == 3
+        assert err.getvalue().splitlines() == [
+            f"archiver: {tmp_path / 'u'}: partial: 1 page in scope lost to timeouts, server errors or the"
+            " network; run the same command again to retry them"
+        ]
 
 
 @pytest.mark.parametrize("path", list(FAULTS))
