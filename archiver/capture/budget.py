@@ -40,10 +40,29 @@ class PageBudget:
 
     def start(self) -> None:
         """A run (or a resumed one) begins: the pages stored and those still to fetch are charged
-        already (failed ones were requeued when they get another try; the others left it)."""
+        already (failed ones were requeued when they get another try; the others left it).
+
+        A resumed run may find more pages to fetch than places left: a page that failed gave its
+        place to a waiting one, and is requeued now for another try. Then the first places left go
+        to the pending pages in frontier order (priority, depth, discovery) and the others wait
+        beyond the budget again, so N stored pages stay N across any number of resumes (before, two
+        failures retried on a resume made 12 of 10). The pending pages kept are charged to this
+        run: one that fails again gives its place back."""
         state = self.crawler.state
         stored = sum(1 for r in state.records() if r.kind == "page")
-        self.pages_charged = stored + state.count("pending", "page")
+        pending = state.count("pending", "page")
+        limit = self.limit
+        if limit is not None:
+            rows = sorted(
+                (r for r in state.rows() if r.kind == "page" and r.state == "pending"),
+                key=lambda r: (r.priority, r.depth, r.seq),
+            )
+            places = max(limit - stored, 0)
+            for row in rows[places:]:
+                state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
+            self.charged.update(r.key for r in rows[:places])
+            pending = min(len(rows), places)
+        self.pages_charged = stored + pending
 
     def charge(self, key: str) -> bool:
         """May ``key`` join the frontier as a page?"""

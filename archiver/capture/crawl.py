@@ -544,6 +544,7 @@ class Crawler:
                 1 for rec in state.records() if rec.kind == "page" and (rec.status or 200) // 100 != 3
             )
             assets = sum(1 for rec in state.records() if rec.kind == "asset")
+            total = sum(rec.size for rec in state.records())
             complete = state.get("complete") == "1"  # as finalize() found it
         finally:
             state.close()
@@ -553,13 +554,14 @@ class Crawler:
             complete=complete,
             pages=pages,
             assets=assets,
-            bytes=self.bytes_written,
+            bytes=total,
             requests=self.fetcher.requests if self.fetcher else 0,
             elapsed=time.monotonic() - self.started,
             counts=counts,
             items=items,
             run_pages=self.pages_done,
             run_assets=self.assets_done,
+            run_bytes=self.bytes_written,
         )
 
 

@@ -50,6 +50,8 @@ class CaptureReport:
     #: What this run stored (a resumed run's totals above include earlier runs).
     run_pages: int = 0
     run_assets: int = 0
+    #: The bytes this run wrote (``bytes`` is the whole tree's stored files, earlier runs included).
+    run_bytes: int = 0
 
     def outcome(self, url: str) -> Item | None:
         """The item for ``url`` (any spelling that canonicalises to the same dedup key)."""
@@ -87,7 +89,7 @@ class CaptureReport:
             "bytes": self.bytes,
             "requests": self.requests,
             "elapsed": round(self.elapsed, 3),
-            "this_run": {"pages": self.run_pages, "assets": self.run_assets},
+            "this_run": {"pages": self.run_pages, "assets": self.run_assets, "bytes": self.run_bytes},
             "counts": dict(sorted(self.counts.items())),
             "items": [i.to_json() for i in self.items],
         }
@@ -99,7 +101,8 @@ class CaptureReport:
         one line for them, not 1,600 (the full list is in ``--json`` and the report file)."""
         rate = self.run_pages / self.elapsed if self.elapsed else 0.0
         resumed = (self.run_pages, self.run_assets) != (self.pages, self.assets)
-        this_run = f" (this run: {self.run_pages} pages, {self.run_assets} assets)" if resumed else ""
+        run = f"{_n(self.run_pages, 'page')}, {_n(self.run_assets, 'asset')}, {size_text(self.run_bytes)}"
+        this_run = f" (this run: {run})" if resumed else ""
         lines = [
             f"captured {self.pages} pages and {self.assets} assets ({size_text(self.bytes)}) into {self.out}"
             f"{this_run} in {self.elapsed:.1f} s ({rate:.1f} pages/s)"
@@ -230,6 +233,10 @@ def _plain_reason(reason: str) -> str:
     if reason.startswith("network error:") and errno and errno.group(1) in _NETWORK_ERRNO:
         return f"{_NETWORK_ERRNO[errno.group(1)]} ({reason.removeprefix('network error: ')})"
     return reason
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def size_text(n: int) -> str:

@@ -64,3 +64,24 @@ def test_a_link_beyond_the_budget_keeps_its_fragment(tmp_path: Path) -> None:
     assert report.pages == 1
     html = (tmp_path / "out" / "index.html").read_text()
     assert f'href="{base}a.html#part-2"' in html and f'href="{base}b.html"' in html
+
+
+def test_the_budget_holds_across_resumes_that_retry_failures(tmp_path: Path) -> None:
+    """Two pages of the budget fail (500), give their places to waiting pages, and come back for
+    another try on a resume while the server is well again: before, the resume stored them on top
+    of the N pages (12 of 10; a user met 1502 of 1500); now it stores exactly N, and the summary
+    gives the whole tree's size beside this run's (before: "(0 B)", this run's only)."""
+    out = tmp_path / "t"
+    config = FixtureConfig(status={"/about.html": 500, "/docs/": 500})
+    with FixtureServer(config) as server:
+        options = {"render": False, "delay": 0, "max_pages": 10, "retries": 0, "progress": False}
+        first = capture([server.url], out, **options)  # type: ignore[arg-type]
+        assert first.pages == len(_pages(out)) == 10
+        assert {i.url for i in first.items if i.outcome == "failed"} >= {server.url + "about.html"}
+        config.status.clear()  # type: ignore[attr-defined]  # the server is well again
+        for _ in range(2):
+            again = capture([server.url], out, **options)  # type: ignore[arg-type]
+            assert again.pages == len(_pages(out)) == 10, _pages(out)
+    assert again.bytes == first.bytes > 0 and again.run_bytes == 0
+    assert again.summary().splitlines()[0].startswith(f"captured 10 pages and {again.assets} assets (")
+    assert "(this run: 0 pages, 0 assets, 0 B)" in again.summary()

@@ -56,8 +56,8 @@ def test_a_group_names_its_real_reasons_never_a_placeholder() -> None:
 def test_a_resumed_run_says_what_it_added(tmp_path: Path) -> None:
     report = CaptureReport(out="t", home="h", complete=True, pages=40, assets=60, run_pages=3, run_assets=1)
     assert "captured 40 pages and 60 assets" in report.summary()
-    assert "(this run: 3 pages, 1 assets)" in report.summary()
-    assert report.to_json()["this_run"] == {"pages": 3, "assets": 1}
+    assert "(this run: 3 pages, 1 asset, 0 B)" in report.summary()
+    assert report.to_json()["this_run"] == {"pages": 3, "assets": 1, "bytes": 0}
 
 
 def test_the_report_file_is_written_private_and_never_packed(
