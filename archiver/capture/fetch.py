@@ -65,7 +65,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -324,13 +324,18 @@ class Fetcher:
         referrer: str | None = None,
         cap: int | Literal["default"] | None = "default",
         accept: str = "*/*",
+        stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult:
         """Fetch ``url`` (a canonical http(s) URL) by every rule of the module docstring. Never
-        raises for anything the network or the server does: the outcome says what happened."""
+        raises for anything the network or the server does: the outcome says what happened. A
+        redirect to a URL for which ``stop_at`` is true is not followed (``unfollowed``: the caller
+        holds that answer already, so it is not fetched twice)."""
         size_cap = self.policy.size_cap if cap == "default" else cap
         self._active += 1
         try:
-            result = await self._fetch(url, referrer=referrer, cap=size_cap, check_robots=True, accept=accept)
+            result = await self._fetch(
+                url, referrer=referrer, cap=size_cap, check_robots=True, accept=accept, stop_at=stop_at
+            )
         finally:
             self._active -= 1
         await self._hand_over()
@@ -358,6 +363,7 @@ class Fetcher:
         check_robots: bool,
         retries: int | None = None,
         accept: str = "*/*",
+        stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult:
         chain: list[str] = []
         hops: list[WarcRef | None] = []
@@ -384,6 +390,10 @@ class Fetcher:
             if isinstance(step, FetchResult):
                 return step
             hops.append(result.warc)
+            if stop_at is not None and stop_at(step):
+                status = result.status
+                return FetchResult(url, step, "redirected", status, redirects=chain, redirect_warcs=hops,
+                                   unfollowed=True)  # fmt: skip
             current = step
 
     async def _fetch_one(

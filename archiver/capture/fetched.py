@@ -78,6 +78,9 @@ class FetchResult:
     #: With a recorder: the WARC record of this response, and those of the ``redirects`` hops.
     warc: WarcRef | None = None
     redirect_warcs: list[WarcRef | None] = field(default_factory=list)
+    #: The chain reached ``final_url``, which the caller holds already (``stop_at``), and was not
+    #: followed there: no body, no headers of the target; the caller takes them from its own copy.
+    unfollowed: bool = False
 
     def read(self) -> bytes:
         """The body, from memory or from its temporary file."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ class Responses:
         self.raw_bytes = 0
         self.spooled: dict[str, FetchResult] = {}
         self.fetching: dict[str, asyncio.Future[FetchResult]] = {}
+        #: a fetch whose redirect chain waits on another's answer → that other (:meth:`_held`)
+        self.waits: dict[str, str] = {}
 
     def remember(self, key: str, result: FetchResult) -> None:
         if result.file is not None:
@@ -75,7 +78,14 @@ class Responses:
         self.fetching[key] = future
         try:
             cap = max(self.crawler.options.asset_cap, PAGE_CAP) if page else "default"
-            result = await self.crawler.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
+            result = await self.crawler.fetcher.fetch(
+                key, referrer=referrer, accept=accept, cap=cap, stop_at=functools.partial(self._held, key)
+            )
+            if result.unfollowed:  # the chain led to an answer this run holds or is fetching
+                joined = await self._joined(key, result)
+                if joined is None:  # that answer is a spooled file, or gone: follow the chain after all
+                    joined = await self.crawler.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
+                result = joined
             self.remember(key, result)
             if result.final_url != key and result.outcome in ("ok", "redirected"):
                 with contextlib.suppress(URLError):
@@ -90,6 +100,50 @@ class Responses:
             raise
         finally:
             self.fetching.pop(key, None)
+
+    def _held(self, key: str, url: str) -> bool:
+        """Whether the redirect chain of ``key`` may stop at ``url``: its answer is in the cache
+        (in memory: a spooled one is moved into the tree by its own stage and may be gone), or
+        being fetched by a task that does not wait, through other chains, on ``key`` itself (two
+        chains into each other would wait forever). The wait is noted in ``waits``."""
+        try:
+            target = urls.dedup_key(url, self.crawler.scope.hygiene)
+        except URLError:
+            return False
+        hit = self.raw.get(target)
+        if hit is not None:
+            return hit.outcome == "ok" and not hit.redirects
+        if target not in self.fetching:
+            return False
+        seen, t = {key}, target
+        while t is not None:
+            if t in seen:
+                return False
+            seen.add(t)
+            t = self.waits.get(t)
+        self.waits[key] = target
+        return True
+
+    async def _joined(self, key: str, result: FetchResult) -> FetchResult | None:
+        """An unfollowed redirect chain joined to the answer of its target (waited for when it is
+        being fetched): what following it to the end would have given, one request fewer. None
+        when that answer is not in memory (a spooled file belongs to its own stage)."""
+        target_key = urls.dedup_key(result.final_url, self.crawler.scope.hygiene)
+        try:
+            running = self.fetching.get(target_key)
+            target = await asyncio.shield(running) if running is not None else self.raw.get(target_key)
+        finally:
+            self.waits.pop(key, None)
+        if target is None or target.file is not None:
+            return None
+        return dataclasses.replace(
+            target,
+            url=result.url,
+            outcome="redirected" if target.outcome == "ok" else target.outcome,
+            redirects=result.redirects + target.redirects,
+            redirect_warcs=result.redirect_warcs + target.redirect_warcs,
+            unfollowed=False,
+        )
 
     async def answer(
         self, url: str, resource_type: str, referrer: str | None, source: str | None = None

@@ -14,7 +14,10 @@ What a transport promises:
   says what happened, with the outcomes of formats/tree.md §9 (``ok``, ``redirected``, ``failed``,
   ``unconfirmed``, ``skipped``, ``refused``). Redirects are followed (``redirects`` lists the chain,
   ``final_url`` is where it ended). A body larger than the spool limit is a temporary file under the
-  ``tmp_dir`` it was given, which the caller moves or deletes.
+  ``tmp_dir`` it was given, which the caller moves or deletes. A redirect to a URL for which
+  ``stop_at`` is true may be left unfollowed (the caller has its answer already): the result is then
+  ``redirected`` with ``unfollowed`` set and no body. The live network honours it (one request
+  fewer); a transport whose answers cost nothing may follow the chain to its end anyway.
 - :meth:`Transport.robots_allows` is robots.txt's verdict on a URL when its host's rules are known
   (None when not known yet); a transport with no robots.txt to obey answers True.
 - ``requests`` counts what the transport did to answer (HTTP requests sent, records read).
@@ -50,6 +53,7 @@ class Transport(Protocol):
         referrer: str | None = None,
         cap: int | Literal["default"] | None = "default",
         accept: str = "*/*",
+        stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult: ...
 
     def robots_allows(self, url: str) -> bool | None: ...

@@ -19,7 +19,7 @@ import contextlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -234,10 +234,12 @@ class ReplayTransport:
         referrer: str | None = None,
         cap: int | Literal["default"] | None = "default",
         accept: str = "*/*",
+        stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult:
         """``url``'s answer as recorded (see the module docstring); never raises for what the
-        archive holds or lacks, except a record that became unreadable (:class:`FormatError`)."""
-        del referrer, accept
+        archive holds or lacks, except a record that became unreadable (:class:`FormatError`).
+        Redirects are followed to their end whatever ``stop_at`` says: a record costs no request."""
+        del referrer, accept, stop_at
         size_cap = self.policy.size_cap if cap == "default" else cap
         return self._fetch(url, size_cap, check_robots=True)
 
