@@ -188,7 +188,8 @@ def _pick_main(specs: dict[str, MemberSpec], main: str | None, home_page: str | 
         return "index.html"
     pages = sorted(p for p, s in specs.items() if s.kind == "page" and p.lower().endswith((".html", ".htm")))
     if not pages:
-        raise FormatError("the tree has no HTML page to open first", subject=str(src))
+        why = "no HTML page to open first (no index.html): name the page to open with --main PATH"
+        raise UsageError(why, subject=str(src))  # the same line as zim.pack.NO_PAGE
     return pages[0]
 
 

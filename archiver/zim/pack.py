@@ -144,6 +144,10 @@ def _user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
+#: The one line of every ``pack`` whose input has no page to open first (gwtar's too), exit 2.
+NO_PAGE = "no HTML page to open first (no index.html): name the page to open with --main PATH"
+
+
 def _pick_main(source: Source, main: str | None) -> str:
     if main is not None:
         main = main.lstrip("/")
@@ -153,7 +157,7 @@ def _pick_main(source: Source, main: str | None) -> str:
     for candidate in source.main_candidates():
         if source.has(candidate):
             return candidate
-    raise UsageError("no main page found (no index.html); name one with main=", subject=source.label)
+    raise UsageError(NO_PAGE, subject=source.label)
 
 
 def _illustration(
