@@ -9,9 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from archiver.cli.output import _print_json, _writing
-from archiver.cli.readers import _is_warc
 from archiver.errors import UsageError
 from archiver.progress import bytes_meter, wanted
+
+
+def _is_warc(path: Path) -> bool:
+    from archiver.detect import kind_of
+
+    if path.name.lower().endswith((".warc", ".warc.gz", ".wacz")):
+        return True
+    try:
+        return path.is_file() and kind_of(path) in ("warc", "wacz")
+    except UsageError:
+        return False
 
 
 def _cmd_pack(args: argparse.Namespace) -> int:

@@ -378,6 +378,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="integrity only: leave out the check of internal links (trees, gwtar, ZIM)",
     )
+    p.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="also write a JUnit XML report (one test case per archive) for CI to show",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="archives checked at once (default 0: every core); reports stay in the order given",
+    )
     p.set_defaults(func=_command("readers", "_cmd_verify"))
 
     p = command("ls", "list the members of a gwtar, the entries of a ZIM or the records of a WARC or WACZ")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from archiver.cli.output import _encodable, _escaped, _writing
 from archiver.errors import UsageError
@@ -15,140 +16,38 @@ from archiver.errors import UsageError
 # ------------------------------------------------------------------------------------------- verify
 
 
-def _zim_name(path: Path) -> Path | None:
-    """``path`` as a ZIM to open: itself, or the base name of a split ZIM (``X.zim`` for
-    ``X.zimaa``); None when it is not a ZIM."""
-    from archiver.detect import kind_of
-    from archiver.zim.structure import split_parts
-
-    if path.is_file():
-        try:
-            return path if kind_of(path) == "zim" else None
-        except UsageError:
-            return None
-    parts = split_parts(path)
-    return path if parts and parts[0] != path else None
-
-
-def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], list[Path], list[Path]]:
-    """(trees, ZIMs, everything else) to verify. A tree folder is verified as a tree; with
-    ``recursive``, any other folder stands for every archive in it: gwtar files, ZIM files, split
-    ZIMs (by their base name), trees (folders with a manifest), WARC and WACZ files (these go with
-    "everything else")."""
-    from archiver.tree_verify import is_tree
-
-    trees: list[Path] = []
-    zims: list[Path] = []
-    others: list[Path] = []
-    for path in paths:
-        if path.is_dir() and (is_tree(path) or recursive):
-            if is_tree(path):
-                trees.append(path)
-            if not recursive:
-                continue
-            found = sorted(x for x in path.rglob("*") if x.is_file())
-            gwtars = [
-                x for x in found if x.name.endswith((".gwtar.html", ".gwtar", ".warc", ".warc.gz", ".wacz"))
-            ]
-            bases = {x.with_name(x.name[:-2]) for x in found if x.name.endswith(".zimaa")}
-            inside = sorted({*bases, *(x for x in found if x.name.endswith(".zim"))})
-            nested = sorted(
-                x.parent.parent for x in found if x.name == "manifest.jsonl" and x.parent.name == "_archiver"
-            )
-            nested = [t for t in nested if t != path]
-            if not gwtars and not inside and not nested and not is_tree(path):
-                raise UsageError("no tree, gwtar or ZIM files in this folder", subject=str(path))
-            zims += inside
-            others += gwtars
-            trees += nested
-        elif (zim_path := _zim_name(path)) is not None:
-            zims.append(zim_path)
-        else:
-            others.append(path)
-    return trees, zims, others
-
-
-def _is_warc(path: Path) -> bool:
-    from archiver.detect import kind_of
-
-    if path.name.lower().endswith((".warc", ".warc.gz", ".wacz")):
-        return True
-    try:
-        return path.is_file() and kind_of(path) in ("warc", "wacz")
-    except UsageError:
-        return False
-
-
-def _verify_warcs(paths: list[Path], args: argparse.Namespace, docs: list[dict[str, Any]]) -> int:
-    """``verify`` of WARC and WACZ files: lines printed, or the JSON reports added to ``docs``."""
-    from archiver.warc.verify import verify
-
-    code = 0
-    for path in paths:
-        report = verify(path)
-        if args.strict:
-            report.strict()
-        if args.json:
-            docs.append(report.to_json())
-        else:
-            extra = f", {report.index_lines} index lines" if report.kind == "wacz" else ""
-            _print_report(path, report, f"{report.kind}, {report.records} records{extra}")
-        code = max(code, 0 if report.ok else 1)
-    return code
-
-
-def _print_report(path: Path, report: Any, counted: str) -> None:
-    """A tree's, ZIM's or WARC's report as text: a line per problem, per warning, then the verdict."""
-    shown = _escaped(str(path))
-    for problem in report.problems:
-        print(f"{shown}: {_escaped(str(problem))}")
-    for warning in report.warnings:
-        print(f"{shown}: warning: {_escaped(str(warning))}")
-    summary = "OK" if report.ok else "INVALID"
-    if report.ok and report.warnings:
-        summary += f", {len(report.warnings)} warning(s) (--strict counts them as problems)"
-    print(f"{shown}: {summary} ({counted})")
-
-
 def _cmd_verify(args: argparse.Namespace) -> int:
-    trees, zims, others = _verify_targets([Path(p) for p in args.archives], args.recursive)
-    warcs = [p for p in others if _is_warc(p)]
-    others = [p for p in others if p not in warcs]
-    docs: list[dict[str, Any]] = []
-    code = _verify_warcs(warcs, args, docs)
-    for path in [*trees, *zims]:
-        if path in trees:
-            from archiver.tree_verify import verify_tree
+    """Every archive named (folders with ``-r``), in the order given, checked ``--jobs`` at a time
+    (:mod:`archiver.verify_many`); text or one JSON document; ``--junit FILE`` too."""
+    import sys
+    from datetime import UTC, datetime
 
-            report: Any = verify_tree(path, links=not args.no_links)
-            counted = f"{report.files} files, {report.links} links"
-        else:
-            from archiver import zim
+    from archiver import verify_many
+    from archiver.progress import wanted
 
-            report = zim.verify(path, links=not args.no_links)
-            counted = f"{report.entries} entries"
-        if args.strict:
-            report.strict()
-        if args.json:
-            docs.append({"format": "zim", **report.to_json()} if path in zims else report.to_json())
-        else:
-            _print_report(path, report, counted)
-        code = max(code, 0 if report.ok else 1)
-    if others or docs:  # gwtar's verify prints the one JSON document, with the other reports in it
-        from archiver import gwtar
-
-        code = max(
-            code,
-            gwtar.verify_main(
-                others,
-                recursive=args.recursive,
-                as_json=args.json,
-                more=docs,
-                strict=args.strict,
-                links=not args.no_links,
-            ),
-        )
-    return code
+    started = time.monotonic()
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    items = verify_many.plan([Path(p) for p in args.archives], args.recursive)
+    jobs = args.jobs or verify_many.jobs_default()
+    alone = jobs <= 1 or sum(isinstance(i, verify_many.Target) for i in items) <= 1
+    meter = wanted(as_json=args.json) and alone  # a meter per archive only when they go one by one
+    verdicts: list[verify_many.Verdict] = []
+    checked = verify_many.run(items, strict=args.strict, links=not args.no_links, jobs=jobs, meter=meter)
+    for verdict in checked:
+        verdicts.append(verdict)
+        for line in verdict.err:
+            print(line, file=sys.stderr, flush=True)
+        if not args.json:
+            for line in verdict.out:
+                print(line, flush=True)
+    if args.json:
+        docs = [v.doc for v in verdicts if v.doc is not None]
+        ok = all(v.code == 0 for v in verdicts)
+        print(json.dumps({"ok": ok, "files": docs}, ensure_ascii=False, indent=1))
+    if args.junit:
+        xml = verify_many.junit_xml(verdicts, seconds=time.monotonic() - started, timestamp=stamp)
+        _writing(lambda: verify_many.write_junit(Path(args.junit), xml), Path(args.junit))
+    return max((v.code for v in verdicts), default=2)
 
 
 # -------------------------------------------------------------------------------------- ls, extract

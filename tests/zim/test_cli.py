@@ -47,11 +47,11 @@ def test_verify_exit_codes_lines_and_one_json_document(
     assert main(["pack", str(MINI), "--format", "gwtar", "-o", str(gwtar)]) == 0
     capfd.readouterr()
     assert main(["verify", "--json", str(good), str(gwtar), str(bad)]) == 1
-    doc = json.loads(capfd.readouterr().out)  # one document for every file, whatever its format
+    doc = json.loads(capfd.readouterr().out)  # one document for every file, in the order given
     assert doc["ok"] is False
     assert [(f["path"], f["ok"]) for f in doc["files"]] == [
-        (str(gwtar), True),
         (str(good), True),
+        (str(gwtar), True),
         (str(bad), False),
     ]
     assert doc["files"][2]["problems"][0]["entry"] == "index.html"
