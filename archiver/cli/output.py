@@ -50,3 +50,21 @@ def _writing(run: Callable[[], Any], out: Path) -> Any:
         return run()
     except OSError as e:
         raise safefs.io_error(e, str(out), "while writing") from None
+
+
+#: What sets or silences a warning, by the words it starts with (named after it in parentheses).
+_WARNING_FLAGS = (
+    ("has no usable <html lang>", "set it with --metadata Language=CODE"),
+    ("metadata ", "--metadata NAME=VALUE sets the keys that go in"),
+    ("reference(s) to other sites", "--format gwtar keeps them; a ZIM reader is offline"),
+)
+
+
+def _warn(subject: str, text: str) -> None:
+    """A warning on stderr, ``archiver: warning: <subject>: <text> (<the flag that sets or silences
+    it>)``: one line, told apart from an error (``archiver: <subject>: …``) at a glance."""
+    import sys
+
+    flag = next((f for start, f in _WARNING_FLAGS if start in text), None)
+    line = f"archiver: warning: {_escaped(subject)}: {_escaped(text)}" + (f" ({flag})" if flag else "")
+    print(line, file=sys.stderr)

@@ -4,11 +4,10 @@ and WACZ files (imported first) into a gwtar or ZIM file; WARC files into a WACZ
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from archiver.cli.output import _print_json, _writing
+from archiver.cli.output import _print_json, _warn, _writing
 from archiver.errors import UsageError
 from archiver.progress import bytes_meter, wanted
 
@@ -104,10 +103,10 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
             "skipped": [{"path": p, "reason": r} for p, r in result_zim.skipped],
         }
         for path, reason in result_zim.skipped:
-            print(f"archiver: {out}: left out {path}: {reason}", file=sys.stderr)
+            _warn(str(out), f"left out {path}: {reason}")
         if not args.json:
             for line in result_zim.warnings:
-                print(f"archiver: {out}: {line}", file=sys.stderr)
+                _warn(str(out), line)
         if args.add_fec_data:
             from archiver import par2
 

@@ -220,9 +220,7 @@ def _defaults(
         if language is None:
             language = "eng"
             if "Language" not in user:
-                warnings.append(
-                    f"{main} has no usable <html lang>; Language defaults to eng (set it explicitly)"
-                )
+                warnings.append(f"{main} has no usable <html lang>; Language defaults to eng")
         values["Language"] = language
     if "Title" not in values:
         values["Title"] = truncate(info.title or fallback_name, 30)

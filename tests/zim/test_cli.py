@@ -73,7 +73,25 @@ def test_pack_says_what_it_left_out(
 ) -> None:
     tree = make_tree({"index.html": page("Home"), "empty.txt": b""})
     assert _pack(tree, tmp_path / "x.zim") == 0
-    assert "left out empty.txt: empty" in capfd.readouterr().err
+    err = capfd.readouterr().err.splitlines()
+    assert (
+        f"archiver: warning: {tmp_path / 'x.zim'}: left out empty.txt: empty: ZIM forbids empty entries"
+        in err
+    )
+
+
+def test_warnings_say_so_and_name_the_flag(
+    make_tree: MakeTree, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # before: "archiver: x.zim: index.html has no usable <html lang>; … (set it explicitly)", a line
+    # that reads like an error and names no flag
+    tree = make_tree({"index.html": b"<!doctype html><html><title>T</title><body>x</body></html>"})
+    assert _pack(tree, tmp_path / "x.zim") == 0
+    err = capfd.readouterr().err.splitlines()
+    assert err and all(line.startswith("archiver: warning: ") for line in err), err
+    assert any("Language defaults to eng (set it with --metadata Language=CODE)" in line for line in err), err
+    assert _pack(tree, tmp_path / "y.zim", "--metadata", "Language=fra") == 0
+    assert "Language" not in capfd.readouterr().err
 
 
 def test_ls_and_extract(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
