@@ -199,3 +199,30 @@ def test_verify_says_why_a_file_is_unreadable_on_stderr(
     out, err = capfd.readouterr()
     assert out == f"{missing}: UNREADABLE\n"  # the verdict: stdout stays a list of verdicts
     assert err == f"archiver: {missing}: cannot read: No such file or directory\n"
+
+
+def test_every_command_shows_examples_that_parse() -> None:
+    """Every command's --help ends with examples, and each example is a command line the parser
+    accepts (so no example names a flag that does not exist)."""
+    import shlex
+
+    from archiver.cli.parser import EXAMPLES, _parser
+
+    parser = _parser()
+    for name, lines in EXAMPLES.items():
+        shown = run(name, "--help").stdout
+        assert "examples:\n" in shown, name
+        for line in lines:
+            assert f"  {line}" in shown
+            words = shlex.split(line.split("#", 1)[0].split(">", 1)[0])
+            assert words[:2] == ["archiver", name]
+            args = parser.parse_args(words[1:])  # exits 2 on a flag that does not exist
+            assert args.command == name
+
+
+def test_capture_shows_out_as_required_and_pack_explains_its_formats() -> None:
+    usage = run("capture", "--help").stdout.split("\n\n", 1)[0]
+    assert "archiver capture URL... -o DIR [options]" in usage and "[-o" not in usage
+    pack = " ".join(run("pack", "--help").stdout.split())
+    for word in ("gwtar: one .gwtar.html", "zim: a ZIM file for Kiwix", "wacz: the WARC records"):
+        assert word in pack

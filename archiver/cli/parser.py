@@ -117,6 +117,31 @@ def _metadata_pair(text: str) -> tuple[str, str]:
 
 # ------------------------------------------------------------------------------------------- parser
 
+#: The examples at the end of each command's ``--help`` (tests/test_cli.py runs the first of each
+#: command's usage shape where it can).
+EXAMPLES: dict[str, list[str]] = {
+    "demo": ["archiver demo                      # capture, pack and verify the bundled site in out/demo/",
+             "archiver demo --serve              # then keep serving it until Ctrl-C"],
+    "capture": ["archiver capture https://example.org/ -o site/",
+                "archiver capture https://example.org/docs/ -o docs/ --no-render --depth 5 --max-pages 500",
+                "archiver capture https://example.org/ -o site/ --warc      # also record WARC/1.1",
+                "archiver capture --from-warc crawl.warc.gz -o site/       # no network: from the records",
+                "archiver capture https://ex.org/ -o shard1/ --state redis://127.0.0.1:6379/0 --crawl x"],
+    "pack": ["archiver pack site/ --format gwtar -o site.gwtar.html --add-fec-data",
+             "archiver pack site/ --format zim -o site.zim --metadata Language=eng",
+             "archiver pack site/ --format wacz -o site.wacz            # a capture made with --warc",
+             "archiver pack crawl.warc.gz --format zim -o crawl.zim     # import, then pack"],
+    "merge": ["archiver merge shard1/ shard2/ shard3/ -o site/"],
+    "verify": ["archiver verify site.gwtar.html site.zim site/",
+               "archiver verify -r archives/ --junit verify.xml    # every archive in a folder, for CI"],
+    "ls": ["archiver ls site.zim", "archiver ls crawl.warc.gz --json"],
+    "extract": ["archiver extract site.gwtar.html -o copy/"],
+    "repair": ["archiver repair site.gwtar.html", "archiver repair site.gwtar.html -o repaired.gwtar.html"],
+    "serve": ["archiver serve site.gwtar.html site.zim site/ --port 8000",
+              "archiver serve site.zim --print-config nginx > archiver.conf"],
+    "map": ["archiver map --home https://example.org/ /docs '/img/logo.png?v=3'"],
+}  # fmt: skip
+
 
 _NO_CHECK_HELP = "ZIM: skip the MD5 checksum (a read of the whole file); the structure is always checked"
 
@@ -161,8 +186,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
-    def command(name: str, text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+    def command(name: str, text: str, usage: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=text,
+            description=text[0].upper() + text[1:] + ".",
+            epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name]),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            usage=usage,
+        )
 
     p = command("demo", "serve the bundled demo site on 127.0.0.1 and run every stage on it")
     p.add_argument("-o", "--out", default="out/demo", help="output folder (default: out/demo)")
@@ -170,9 +202,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=_command("serve", "_cmd_demo"))
 
-    p = command("capture", "render a site in Chromium and write its canonical mirror tree")
+    p = command(
+        "capture",
+        "render a site in Chromium and write its canonical mirror tree",
+        usage="archiver capture URL... -o DIR [options]\n"
+        "       archiver capture --from-warc FILE... -o DIR [URL...] [options]\n"
+        "       archiver capture --state redis://HOST:PORT/DB --crawl NAME --status",
+    )
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
-    p.add_argument("-o", "--out", help="the tree's folder (resumed if it exists; required)")
+    p.add_argument("-o", "--out", metavar="DIR", help="the tree's folder (required; resumed if it exists)")
     p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
     p.add_argument(
         "--progress-every",
@@ -341,9 +379,17 @@ def _parser() -> argparse.ArgumentParser:
         help="a tree folder, .gwtar.html, .zim, or SingleFile .html; WARC or WACZ files (imported "
         "first: formats/warc.md 8); wacz: WARC files",
     )
-    p.add_argument("--format", choices=["gwtar", "zim", "wacz"], required=True)
+    p.add_argument(
+        "--format",
+        choices=["gwtar", "zim", "wacz"],
+        required=True,
+        help="gwtar: one .gwtar.html that opens in any browser from disk, every page and asset inside "
+        "(formats/gwtar.md); zim: a ZIM file for Kiwix and other openZIM readers, with their full-text "
+        "search (formats/zim.md); wacz: the WARC records of a --warc capture (or WARC files) as a WACZ "
+        "for ReplayWeb.page and pywb (formats/warc.md)",
+    )
     p.add_argument("-o", "--out", required=True, help="the output file")
-    p.add_argument("--main", help="the main page (a tree path)")
+    p.add_argument("--main", metavar="PATH", help="the page to open first, a tree path (default: index.html)")
     p.add_argument("--single-page", action="store_true", help="gwtar: only the main page and its assets")
     p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
     p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
