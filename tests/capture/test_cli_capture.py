@@ -64,7 +64,7 @@ def test_flags_map_to_options() -> None:
         *("--allow-private", "--allow-host", "intranet", "--tabs", "2", "--settle", "0", "--refresh"),
         *("--no-render", "--depth", "0", "--max-pages", "9", "--subdomains", "--no-resume"),
         *("--warc", "--warc-max-size", "2G"),
-        *("--state", "redis://127.0.0.1:6379/2", "--crawl", "big", "--lease", "12"),
+        *("--state", "redis://127.0.0.1:6379/2", "--crawl", "big", "--lease", "12", "--progress-every", "5"),
     )
     assert options == {
         "render": False,
@@ -97,6 +97,7 @@ def test_flags_map_to_options() -> None:
         "state": "redis://127.0.0.1:6379/2",
         "crawl": "big",
         "lease": 12.0,
+        "progress_every": 5.0,
     }
     assert _options("--skip-ext", "")["skip_extensions"] == frozenset()
 
