@@ -69,8 +69,9 @@ def _verify_targets(paths: list[Path], recursive: bool) -> tuple[list[Path], lis
 
 
 def _is_warc(path: Path) -> bool:
-    from archiver.detect import kind_of
+    from archiver.detect import kind_of, refuse_arc
 
+    refuse_arc(path)  # an ARC file: one message from every command (formats/warc.md §1)
     if path.name.lower().endswith((".warc", ".warc.gz", ".wacz")):
         return True
     try:
