@@ -21,6 +21,7 @@ from archiver.findings import Verdict
 from archiver.zim.links import check_document
 from archiver.zim.metadata import check
 from archiver.zim.read import ZimReader, open_archive, structure_problems
+from archiver.zim.source import check_entry_path
 from archiver.zim.structure import NOT_A_ZIM, split_parts
 
 __all__ = ["Problem", "Report", "verify"]
@@ -138,6 +139,10 @@ def _check_entries(reader: ZimReader, report: Report, links: bool) -> None:
     new_scheme = bool(reader.archive.has_new_namespace_scheme)
     for i, path in enumerate(reader.entries()):
         report.entries = i + 1
+        try:
+            check_entry_path(path, "")  # what extract refuses (a path that climbs out of DIR)
+        except FormatError as e:
+            report.problems.append(Problem(path, f"{e.message}: extract refuses it"))
         try:
             entry = reader.get(path)
         except (FormatError, RuntimeError) as e:
