@@ -188,6 +188,7 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
     s = _Stream(f)
     unaligned = 0
     bracketed: list[int] = []
+    offset = 0  # of the record being read
     try:
         while True:
             while s.buf[:2] == b"\r\n" or s.buf[:1] == b"\n" or (not s.buf and s._fill()):
@@ -229,7 +230,7 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
     except OSError as e:
         findings.append(Finding(s.raw, f"read error: {e.strerror or e}"))
     except (zipfile.BadZipFile, zlib.error, EOFError) as e:  # a WACZ entry read through the zip
-        findings.append(Finding(s.raw, f"damaged zip data: {e}"))
+        findings.append(Finding(offset, f"damaged zip data: {e}"))
     if bracketed:
         findings.append(Finding(bracketed[0], "WARC-Target-URI in <> (WARC 1.0 style, as wget writes): "
                                 "read without them", warning=True))  # fmt: skip
