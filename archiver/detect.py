@@ -1,6 +1,8 @@
 """What kind of input a path is: a canonical tree, a gwtar, a ZIM (or a split ZIM named by its base
 name, ``X.zim`` for ``X.zimaa``, ``X.zimab``…), a WARC (plain or gzip), a WACZ, or a
-SingleFile-style HTML page.
+SingleFile-style HTML page. An ARC file (the Internet Archive's format before WARC, first line
+``filedesc://…``, plain or gzip) is recognised only to be refused with one message
+(:data:`ARC_NOT_SUPPORTED`) by every command (formats/warc.md §1).
 
 The decision reads at most the first 1 KiB of a file (``kind_of_bytes`` is pure over those bytes).
 """
@@ -13,13 +15,43 @@ from typing import Literal
 
 from archiver.errors import UsageError
 
-__all__ = ["Kind", "kind_of", "kind_of_bytes"]
+__all__ = ["ARC_NOT_SUPPORTED", "ARC_START", "Kind", "is_arc", "kind_of", "kind_of_bytes", "refuse_arc"]
 
 Kind = Literal["tree", "gwtar", "zim", "html", "warc", "wacz"]
 
 _ZIM_MAGIC = (72173914).to_bytes(4, "little")  # openZIM header magic number
 _GWTAR_MAGIC = b"<!-- Gwtar self-extracting HTML archive, v1 -->"
 _WACZ_FIRST = (b"archive/", b"datapackage", b"indexes/", b"pages/")
+
+#: How an ARC file starts: its version block's URL-record line (ARC 1.0 and 1.1).
+ARC_START = b"filedesc://"
+#: The one message every command gives for an ARC file (a :class:`UsageError`, exit 2).
+ARC_NOT_SUPPORTED = (
+    "an ARC file (the Internet Archive's format before WARC): ARC is not supported; "
+    "convert it to WARC with arc2warc (pip install warctools) and give the WARC"
+)
+
+
+def is_arc(head: bytes) -> bool:
+    """Whether the first bytes of a file are those of an ARC file, plain or gzip."""
+    if head.startswith(b"\x1f\x8b"):
+        try:
+            head = zlib.decompressobj(31).decompress(head, len(ARC_START))
+        except zlib.error:
+            return False
+    return head.startswith(ARC_START)
+
+
+def refuse_arc(path: Path) -> None:
+    """Raise the :class:`UsageError` of :data:`ARC_NOT_SUPPORTED` when ``path`` is an ARC file (a
+    file that cannot be read is left to the caller to report)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        return
+    if is_arc(head):
+        raise UsageError(ARC_NOT_SUPPORTED, subject=str(path))
 
 
 def kind_of_bytes(head: bytes) -> Kind | None:
@@ -57,6 +89,8 @@ def kind_of(path: Path) -> Kind:
         raise UsageError("no such file or folder", subject=str(path)) from None
     except OSError as e:
         raise UsageError(f"cannot read: {e.strerror}", subject=str(path)) from None
+    if is_arc(head):
+        raise UsageError(ARC_NOT_SUPPORTED, subject=str(path))
     kind = kind_of_bytes(head)
     name = path.name.lower()
     if kind is None and name.endswith(".wacz"):

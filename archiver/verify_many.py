@@ -52,12 +52,16 @@ class Verdict:
 
 
 def _format_of(path: Path) -> str:
-    from archiver.detect import kind_of
+    from archiver.detect import kind_of, refuse_arc
     from archiver.tree_verify import is_tree
     from archiver.zim.structure import split_parts
 
     if path.is_dir():
         return "tree" if is_tree(path) else "folder"
+    try:
+        refuse_arc(path)
+    except UsageError:
+        return "arc"  # one message from every command (formats/warc.md §1)
     if not path.exists() and split_parts(path):
         return "zim"  # a split ZIM named by its base name (X.zim for X.zimaa …)
     if path.name.lower().endswith((".warc", ".warc.gz")):
@@ -128,6 +132,10 @@ def verify_one(target: Target, *, strict: bool, links: bool, meter: bool = False
     path, fmt = target.path, target.format
     shown = _escaped(str(path))
     verdict: Verdict
+    if fmt == "arc":
+        from archiver.detect import refuse_arc
+
+        refuse_arc(path)  # raises: ARC is not supported, convert it
     if fmt in ("warc", "wacz"):
         from archiver.warc.verify import verify as verify_warc
 

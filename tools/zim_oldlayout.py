@@ -3,6 +3,10 @@ mwoffliner and zimwriterfs did before libzim 7, so tests can feed archiver a lay
 
     python tools/zim_oldlayout.py OUT.zim [--split BYTES]
 
+``write(out, entries=ENTRIES + SPRITES)`` adds a stylesheet in a folder of the ``-`` namespace whose
+image is in a folder of ``I`` (``-/s/style.css`` → ``../../I/s/cog-sprite.png``, as mwoffliner's
+Wikipedia ZIMs have it); ``+ EMPTY_FLAVOUR`` an empty ``M/Flavour`` (as openZIM's own test ZIMs).
+
 libzim 7 and later no longer write this layout, so it is written here byte by byte from the openZIM
 "ZIM file format" description: header, MIME list, path pointers, the title pointer list in the
 header, directory entries, uncompressed clusters, MD5 checksum. With ``--split`` the file is cut into
@@ -48,12 +52,27 @@ ENTRIES: list[tuple[str, str, str | None, str, bytes | str]] = [
     ("M", "Publisher", "text/plain", "", b"archiver"),
     ("M", "Title", "text/plain", "", b"Old layout"),
 ]  # fmt: skip
+#: A page, a stylesheet and an image in folders of the old namespaces, linked as mwoffliner links
+#: them: from ``A/Sprites`` to ``../-/s/style.css``, from there to ``../../I/s/cog-sprite.png``.
+SPRITES: list[tuple[str, str, str | None, str, bytes | str]] = [
+    ("-", "s/style.css", "text/css", "",
+     b".cog { background: url(../../I/s/cog-sprite.png) no-repeat; }\n"
+     b"@import url('../style.css');\n"),
+    ("A", "Sprites", "text/html", "Sprites",
+     b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Sprites</title>\n'
+     b'<link rel="stylesheet" href="../-/s/style.css"></head>\n'
+     b'<body><h1 class="cog">Sprites</h1><a href="Main_Page">home</a>'
+     b'<img src="../I/s/cog-sprite.png" alt=""></body></html>\n'),
+    ("I", "s/cog-sprite.png", "image/png", "", _PNG_48),
+]  # fmt: skip
+#: An empty optional metadata entry (openZIM's test suite has a valid ZIM with one; zimcheck passes it).
+EMPTY_FLAVOUR: list[tuple[str, str, str | None, str, bytes | str]] = [("M", "Flavour", "text/plain", "", b"")]
 MAIN = ("A", "Main_Page")
 
 
-def build() -> bytes:
-    """The bytes of the ZIM."""
-    entries = sorted(ENTRIES, key=lambda e: (e[0], e[1]))
+def build(chosen: list[tuple[str, str, str | None, str, bytes | str]] | None = None) -> bytes:
+    """The bytes of the ZIM of ``chosen`` entries (default :data:`ENTRIES`)."""
+    entries = sorted(ENTRIES if chosen is None else chosen, key=lambda e: (e[0], e[1]))
     index = {(ns, path): i for i, (ns, path, *_rest) in enumerate(entries)}
     mimes = sorted({m for _ns, _p, m, _t, _c in entries if m})
     mime_list = b"".join(m.encode() + b"\0" for m in mimes) + b"\0"
@@ -111,9 +130,14 @@ def build() -> bytes:
     return body + hashlib.md5(body).digest()
 
 
-def write(out: Path, split: int | None = None) -> list[Path]:
-    """Write the ZIM at ``out`` (or its parts ``outaa``, ``outab``… of ``split`` bytes)."""
-    data = build()
+def write(
+    out: Path,
+    split: int | None = None,
+    entries: list[tuple[str, str, str | None, str, bytes | str]] | None = None,
+) -> list[Path]:
+    """Write the ZIM of ``entries`` (default :data:`ENTRIES`) at ``out`` (or its parts ``outaa``,
+    ``outab``… of ``split`` bytes)."""
+    data = build(entries)
     if not split:
         out.write_bytes(data)
         return [out]

@@ -13,8 +13,9 @@ from archiver.progress import bytes_meter, wanted
 
 
 def _is_warc(path: Path) -> bool:
-    from archiver.detect import kind_of
+    from archiver.detect import kind_of, refuse_arc
 
+    refuse_arc(path)  # an ARC file: one message from every command (formats/warc.md §1)
     if path.name.lower().endswith((".warc", ".warc.gz", ".wacz")):
         return True
     try:

@@ -131,6 +131,8 @@ class App:
         browser = False
         for name, value in headers:
             if name == b"host":
+                if host is not None:
+                    return None  # two Host fields: the ordinary path answers 400
                 host = value
             elif name in _FAST_STOP:
                 if name != b"range" or range_value is not None:
@@ -198,6 +200,9 @@ class App:
                 text = value.decode("latin-1")
                 conditional[name] = f"{conditional[name]}, {text}" if name in conditional else text
             elif name == b"host":
+                if host is not None:  # RFC 9112 §3.2: more than one Host field line is a 400
+                    await _plain(send, 400, "more than one Host header field", head)
+                    return
                 host = value
             elif name == b"sec-fetch-mode":
                 browser = True

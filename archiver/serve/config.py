@@ -151,6 +151,11 @@ def _nginx_common(setup: _Setup) -> list[str]:
         f"    keepalive_timeout {_seconds(lim.keep_alive)};",
         f"    send_timeout {_seconds(lim.send_timeout)};",
         f"    large_client_header_buffers 4 {max(1, lim.max_head // 4 // 1024)}k;",
+        "    # A service worker script is never served (formats/serve.md §5.3): it could rewrite the",
+        "    # archive's answers. Before any location, as archiver serve answers it.",
+        "    if ($http_service_worker) {",
+        "        return 403;",
+        "    }",
     ]
 
 
@@ -306,6 +311,15 @@ def _nginx(plan: list[tuple[str, str, Path]], labels: list[str], setup: _Setup) 
     return "\n".join(out).replace("{mime}", mime) + "\n"
 
 
+#: A service worker script is never served (formats/serve.md §5.3): 403, before anything else.
+_CADDY_NO_WORKER: Final = (
+    "    # A service worker script is never served (formats/serve.md §5.3): it could rewrite the",
+    "    # archive's answers.",
+    "    @service_worker header Service-Worker *",
+    '    error @service_worker "service workers are not served" 403',
+)
+
+
 def _caddy_header(headers: Sequence[tuple[bytes, bytes]], indent: str) -> list[str]:
     return [
         f"{indent}header {{",
@@ -363,6 +377,8 @@ def _caddy(plan: list[tuple[str, str, Path]], labels: list[str], setup: _Setup) 
         f"            idle {_seconds(lim.keep_alive)}\n        }}",
         f"        max_header_size {lim.max_head // 1024}KB",
         "    }",
+        "    # the service-worker refusal below comes before every redirect, as in archiver serve",
+        "    order error before redir",
         "}",
         "# Any other Host name: 421.",
         f"http://:{port} {{",
@@ -371,6 +387,7 @@ def _caddy(plan: list[tuple[str, str, Path]], labels: list[str], setup: _Setup) 
         "# The bare host: browsers are sent to each archive's origin, other clients get the bytes",
         "# inside a CSP sandbox (an opaque origin, no scripts).",
         ", ".join(f"http://{n}:{port}" for n in setup.bare) + " {",
+        *_CADDY_NO_WORKER,
         "    # Compress trees' text, never gwtar archives (compression turns Range requests into 200s).",
         "    @compressible not path *.gwtar.html",
         "    encode @compressible zstd gzip",
@@ -399,6 +416,7 @@ def _caddy(plan: list[tuple[str, str, Path]], labels: list[str], setup: _Setup) 
             [
                 f"# {name}: its own origin.",
                 f"http://{label}.{setup.domain}:{port} {{",
+                *_CADDY_NO_WORKER,
                 "    @compressible not path *.gwtar.html",
                 "    encode @compressible zstd gzip",
                 *_caddy_header(own, "    "),

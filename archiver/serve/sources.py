@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from archiver.detect import refuse_arc
 from archiver.errors import UsageError
 from archiver.serve.mounts import Mount, _FileMount
 from archiver.serve.paths import RESERVED, is_gwtar_name
@@ -91,6 +92,8 @@ def plan_mounts(paths: Iterable[Path | str]) -> list[tuple[str, str, Path]]:
             raise UsageError("no such file or folder", subject=str(path))
         if _in_private_place(path):
             raise UsageError("a tree's private file is never served", subject=str(path))
+        if kind == "file":
+            refuse_arc(path)  # named as a PATH, an ARC is refused as by every command (warc.md §1)
         if kind != "folder":
             plan.append((kind, path, path.name))
             continue

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Declared", "encode_like", "parse"]
+__all__ = ["Declared", "encode_like", "parse", "same"]
 
 _ALGORITHMS = {"sha1": "sha1", "sha256": "sha256", "sha512": "sha512", "md5": "md5"}
 
@@ -66,3 +66,19 @@ def encode_like(declared: Declared, computed: bytes) -> str:
     if len(encoded) == 2 * len(computed):
         return f"{label}:{computed.hex()}"
     return f"{label}:{base64.b32encode(computed).decode('ascii')}"
+
+
+def same(a: str, b: str) -> bool:
+    """Whether two digest values name the same digest. A value without its ``algorithm:`` label (as
+    CDX and pywb's CDXJ write a SHA-1: ``digest`` ``ABC…`` for ``sha1:ABC…``) takes the other's label
+    (``sha1`` when neither has one); labels compare as :func:`parse` reads them, values by their
+    bytes (Base16 or Base32, any case). Values that do not parse compare as text, case aside."""
+    a, b = a.strip(), b.strip()
+    label_a = a.partition(":")[0] if ":" in a else ""
+    label_b = b.partition(":")[0] if ":" in b else ""
+    a = a if label_a else f"{label_b or 'sha1'}:{a}"
+    b = b if label_b else f"{label_a or 'sha1'}:{b}"
+    got_a, got_b = parse(a), parse(b)
+    if isinstance(got_a, Declared) and isinstance(got_b, Declared):
+        return got_a.algorithm == got_b.algorithm and got_a.raw == got_b.raw
+    return a.lower() == b.lower()

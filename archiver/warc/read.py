@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from archiver.detect import ARC_NOT_SUPPORTED, ARC_START
 from archiver.warc import digest
 from archiver.warc.cdxj import valid_date
 
@@ -58,6 +60,7 @@ class Record:
     payload_size: int = 0
     payload_sha256: str = ""
     head: bytes = b""  # the first bytes of the payload (kept for text/html only)
+    not_utf8: bytes | None = None  # the first header line that is not UTF-8 (such a record is not yielded)
 
     @property
     def type(self) -> str:
@@ -180,10 +183,12 @@ class _Stream:
 
 def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
     """Every record of the WARC open as ``f``, each yielded once its block has been read and checked;
-    faults go to ``findings``. A fault that loses the record boundary ends the walk."""
+    faults go to ``findings``. A fault that loses the record boundary ends the walk. A record whose
+    header has bytes that are not UTF-8 is a problem and is not yielded (no index can hold it)."""
     s = _Stream(f)
     unaligned = 0
     bracketed: list[int] = []
+    offset = 0  # of the record being read
     try:
         while True:
             while s.buf[:2] == b"\r\n" or s.buf[:1] == b"\n" or (not s.buf and s._fill()):
@@ -195,6 +200,8 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
             member = s.member_start(start) if s.gz else start
             offset = member if member is not None else s.member_at
             rec = _read_record(s, offset, findings)
+            if rec.not_utf8 is not None:
+                continue  # a problem (below); its fields could not be indexed nor printed as text
             if rec.uri != rec.headers.get("warc-target-uri", rec.uri):
                 bracketed = bracketed or [offset]
             end_pos = s.pos
@@ -222,6 +229,8 @@ def iter_records(f: IO[bytes], findings: list[Finding]) -> Iterator[Record]:
         findings.append(Finding(e.offset, e.message))
     except OSError as e:
         findings.append(Finding(s.raw, f"read error: {e.strerror or e}"))
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:  # a WACZ entry read through the zip
+        findings.append(Finding(offset, f"damaged zip data: {e}"))
     if bracketed:
         findings.append(Finding(bracketed[0], "WARC-Target-URI in <> (WARC 1.0 style, as wget writes): "
                                 "read without them", warning=True))  # fmt: skip
@@ -243,11 +252,17 @@ def _read_record(s: _Stream, offset: int, findings: list[Finding]) -> Record:
     except ValueError:
         raise _Fatal(offset, "not a WARC record: no 'WARC/1.x' line") from None
     if not version.startswith(b"WARC/"):
+        if offset == 0 and version.startswith(ARC_START):
+            raise _Fatal(offset, ARC_NOT_SUPPORTED)
         raise _Fatal(offset, f"not a WARC record: starts with {version[:20]!r}")
     if version.strip() not in (b"WARC/1.0", b"WARC/1.1"):
         findings.append(Finding(offset, f"unknown version {version.strip()[:20]!r}", warning=True))
     _read_fields(s, offset, rec)
     h = rec.headers
+    if rec.not_utf8 is not None:
+        findings.append(
+            Finding(offset, f"a header line with bytes that are not UTF-8 (WARC 1.1 §4): {rec.not_utf8!r}")
+        )
     for name in ("warc-record-id", "warc-type", "warc-date"):
         if name not in h:
             findings.append(Finding(offset, f"no {name.title()} field"))
@@ -330,7 +345,12 @@ def _read_fields(s: _Stream, offset: int, rec: Record) -> None:
             raise _Fatal(offset, f"a record header longer than {MAX_HEADER} bytes or {MAX_FIELDS} fields")
         if not raw.endswith(b"\n"):
             raise _Fatal(offset, "truncated: the file ends inside the record header")
-        text = raw.decode("utf-8", "surrogateescape").rstrip("\r\n")
+        try:
+            text = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:  # WARC 1.1 §4: the header is UTF-8
+            text = raw.decode("utf-8", "surrogateescape").rstrip("\r\n")
+            if rec.not_utf8 is None:
+                rec.not_utf8 = raw.rstrip(b"\r\n")[:80]
         if not text:
             return
         if text[0] in " \t" and last:  # an obsolete folded line

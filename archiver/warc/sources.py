@@ -9,11 +9,13 @@ import contextlib
 import json
 import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from archiver.detect import refuse_arc
 from archiver.errors import FormatError, UsageError
 
 __all__ = ["Source", "sources_of"]
@@ -31,6 +33,7 @@ class Source:
     member: str | None = None
     start: int = 0
     size: int | None = None
+    crc: int | None = None  # a STORED entry's CRC-32, checked when the entry is read from start to end
 
     @contextlib.contextmanager
     def open(self) -> Iterator[IO[bytes]]:
@@ -39,23 +42,34 @@ class Source:
             if self.member is None:
                 yield raw
             elif self.size is not None:
-                yield _Slice(raw, self.start, self.size)  # type: ignore[misc]
+                yield _Slice(raw, self.start, self.size, self.crc, self.member)  # type: ignore[misc]
             else:  # a DEFLATE-d entry (refused by verify, read here all the same: slowly)
                 with zipfile.ZipFile(raw) as zf, zf.open(self.member) as f:
                     yield f
 
 
 class _Slice:
-    """``size`` bytes of ``f`` from ``start``, as a seekable file of their own."""
+    """``size`` bytes of ``f`` from ``start``, as a seekable file of their own. With ``crc``, the
+    bytes read in order from the start are checked against it when the last one is read (as
+    zipfile checks an entry it reads): a mismatch raises :class:`zipfile.BadZipFile`."""
 
-    def __init__(self, f: IO[bytes], start: int, size: int) -> None:
+    def __init__(
+        self, f: IO[bytes], start: int, size: int, crc: int | None = None, name: str | None = None
+    ) -> None:
         self.f, self.start, self.size, self.pos = f, start, size, 0
+        self.crc, self.name = crc, name
+        self.running, self.checked = 0, 0  # the CRC-32 of the first ``checked`` bytes
         f.seek(start)
 
     def read(self, n: int = -1) -> bytes:
         left = self.size - self.pos
         n = left if n < 0 else min(n, left)
         data = self.f.read(n) if n > 0 else b""
+        if self.crc is not None and self.pos == self.checked and data:
+            self.running = zlib.crc32(data, self.running)
+            self.checked += len(data)
+            if self.checked == self.size and self.running != self.crc:
+                raise zipfile.BadZipFile(f"Bad CRC-32 for file {self.name!r}")
         self.pos += len(data)
         return data
 
@@ -76,6 +90,7 @@ def sources_of(paths: list[Path]) -> tuple[list[Source], list[str]]:
     for path in paths:
         if not path.is_file():
             raise UsageError("no such file" if not path.exists() else "not a file", subject=str(path))
+        refuse_arc(path)
         if path.name.lower().endswith(".wacz") or _zip_magic(path):
             found, listed = _wacz(path)
             out += found
@@ -119,13 +134,16 @@ def _wacz(path: Path) -> tuple[list[Source], list[str]]:
                         raise FormatError(f"{name}: damaged zip entry header", subject=str(path))
                     name_len, extra_len = struct.unpack("<HH", head[26:30])
                     start = info.header_offset + 30 + name_len + extra_len
-                    found.append(Source(label, path, name, start, info.file_size))
+                    found.append(Source(label, path, name, start, info.file_size, info.CRC))
             main = ""
             if "datapackage.json" in zf.namelist() and zf.getinfo("datapackage.json").file_size <= _MAX_JSON:
                 with contextlib.suppress(ValueError):
                     doc = json.loads(zf.read("datapackage.json"))
-                    if isinstance(doc, dict):
-                        main = str(doc.get("mainPageUrl") or doc.get("mainPageURL") or "")
+                    if isinstance(doc, dict):  # WACZ 1.0.0 has it in "metadata"
+                        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+                        main = str(
+                            doc.get("mainPageUrl") or doc.get("mainPageURL") or meta.get("mainPageURL") or ""
+                        )
             pages = [main] if main else []
             if "pages/pages.jsonl" in zf.namelist():
                 with zf.open("pages/pages.jsonl") as f:
@@ -135,6 +153,6 @@ def _wacz(path: Path) -> tuple[list[Source], list[str]]:
                             url = doc.get("url") if isinstance(doc, dict) else None
                             if isinstance(url, str) and url and url not in pages:
                                 pages.append(url)
-        except (zipfile.BadZipFile, OSError, EOFError, KeyError) as e:
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, KeyError) as e:
             raise FormatError(f"damaged zip data: {e}", subject=str(path)) from None
     return found, pages

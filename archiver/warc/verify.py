@@ -24,6 +24,7 @@ from typing import IO, Any
 from archiver.errors import FormatError, UsageError
 from archiver.findings import Verdict
 from archiver.warc import cdxj
+from archiver.warc import digest as digests
 from archiver.warc.read import Finding, Record, iter_records
 
 __all__ = ["Report", "is_wacz", "ls", "verify"]
@@ -103,7 +104,10 @@ def ls(path: Path) -> Iterator[tuple[str, Record]]:
             bad = _unsafe_names(zf)
             if bad:
                 raise FormatError(bad[0], subject=str(path))
-            for name in sorted(n for n in zf.namelist() if n.startswith("archive/")):
+            warcs = sorted(n for n in zf.namelist() if n.startswith("archive/") and not n.endswith("/"))
+            if not warcs:
+                raise FormatError("no WARC in archive/", subject=str(path))  # verify's problem too
+            for name in warcs:
                 try:
                     with zf.open(name) as f:
                         yield from _ls_warc(f, str(path), name)
@@ -158,8 +162,8 @@ def _verify_wacz(path: Path) -> Report:
     return report
 
 
-def _hash_entry(zf: zipfile.ZipFile, name: str) -> tuple[str, int]:
-    sha, size = hashlib.sha256(), 0
+def _hash_entry(zf: zipfile.ZipFile, name: str, algorithm: str = "sha256") -> tuple[str, int]:
+    sha, size = hashlib.new(algorithm), 0
     with zf.open(name) as f:
         while chunk := f.read(1 << 20):
             sha.update(chunk)
@@ -211,12 +215,17 @@ def _check_wacz(zf: zipfile.ZipFile, report: Report) -> None:
             if p not in names:
                 report.problems.append(f"datapackage.json: {p[:200]!r} is listed but not in the zip")
                 continue
-            digest, size = _hash_entry(zf, p)
-            if res.get("bytes") != size:
-                report.problems.append(f"{p}: {size} bytes, datapackage.json says {res.get('bytes')!r}")
-            if str(res.get("hash", "")).lower() != f"sha256:{digest}":
+            declared = _declared(res)
+            if isinstance(declared, str):
+                report.problems.append(f"datapackage.json: {p[:200]!r}: {declared}")
+                continue
+            algorithm, want, want_size = declared
+            digest, size = _hash_entry(zf, p, algorithm)
+            if want_size != size:
+                report.problems.append(f"{p}: {size} bytes, datapackage.json says {want_size!r}")
+            if want != digest:
                 report.problems.append(
-                    f"{p}: SHA-256 {digest} does not match datapackage.json's {res.get('hash')!r}"
+                    f"{p}: {algorithm.upper()} {digest} does not match datapackage.json's {want!r}"
                 )
     elif package is not None:
         report.problems.append("datapackage.json: not a JSON object")
@@ -233,6 +242,25 @@ def _check_wacz(zf: zipfile.ZipFile, report: Report) -> None:
     _check_pages(zf, names, report)
     records = _check_warcs(zf, files, report)
     _check_index(zf, names, records, report)
+
+
+def _declared(res: dict[str, Any]) -> tuple[str, str, object] | str:
+    """(hashlib's algorithm, the hex digest, the size) a datapackage.json resource declares: WACZ
+    1.1.x ``hash`` (``sha256:<hex>`` or ``md5:<hex>``) and ``bytes``, or WACZ 1.0.0 ``stats``
+    (``{"hash": "<hex>", "bytes": N}``) with ``hashing`` (``sha256`` or ``md5``); else the reason
+    it cannot be checked."""
+    stats = res.get("stats")
+    if "hash" not in res and isinstance(stats, dict):  # WACZ 1.0.0 (py-wacz before 0.3)
+        label, value, size = str(res.get("hashing", "sha256")), str(stats.get("hash", "")), stats.get("bytes")
+    elif "hash" in res:
+        label, _, value = str(res["hash"]).rpartition(":")
+        size = res.get("bytes")
+    else:
+        return "no hash (WACZ 1.1.1: hash and bytes; 1.0.0: stats)"
+    algorithm = label.lower().replace("-", "")
+    if algorithm not in ("sha256", "md5"):
+        return f"hash algorithm {label[:40]!r} is not sha256 or md5"
+    return algorithm, value.lower(), size
 
 
 def _lines(f: IO[bytes]) -> Iterator[str]:
@@ -326,5 +354,9 @@ def _check_index(zf: zipfile.ZipFile, names: set[str], records: dict, report: Re
             report.problems.append(f"{where}: length {f.get('length')!r}, the record's is {length}")
         if f.get("url") != url:
             report.problems.append(f"{where}: url {str(f.get('url'))[:200]!r}, the record's is {url[:200]!r}")
-        if "digest" in f and f["digest"] != digest and not str(digest).startswith("sha256:"):
+        if (
+            "digest" in f
+            and not str(digest).startswith("sha256:")
+            and not digests.same(str(f["digest"]), digest)
+        ):
             report.problems.append(f"{where}: digest {f['digest']!r}, the record's is {digest!r}")

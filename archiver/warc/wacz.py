@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from archiver import __version__, safefs
+from archiver.detect import refuse_arc
 from archiver.errors import FormatError, UsageError
 from archiver.warc import cdxj
 from archiver.warc.read import Record, iter_records
@@ -62,6 +63,7 @@ def input_warcs(paths: Iterable[Path]) -> list[Path]:
             raise UsageError("no such file or folder", subject=str(p))
     names = [p.name for p in out]
     for p in out:
+        refuse_arc(p)
         if not _NAME_OK.fullmatch(p.name):
             raise UsageError(
                 "a WARC's name must be letters, digits, . _ - and end .warc or .warc.gz", subject=str(p)

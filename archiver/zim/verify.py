@@ -19,8 +19,9 @@ from typing import Any
 from archiver.errors import FormatError
 from archiver.findings import Verdict
 from archiver.zim.links import check_document
-from archiver.zim.metadata import check
+from archiver.zim.metadata import MANDATORY, check
 from archiver.zim.read import ZimReader, open_archive, structure_problems
+from archiver.zim.source import check_entry_path
 from archiver.zim.structure import NOT_A_ZIM, split_parts
 
 __all__ = ["Problem", "Report", "verify"]
@@ -115,6 +116,8 @@ def _check_metadata(reader: ZimReader, report: Report) -> None:
             raw.decode("utf-8")
         except UnicodeDecodeError:
             report.warnings.append(Problem(f"M/{key}", "is not valid UTF-8"))
+        if not raw and key not in MANDATORY:  # a mandatory one is "missing" below
+            report.warnings.append(Problem(f"M/{key}", "is empty (openZIM's own test ZIMs have one)"))
     for p in check(values, illustration=reader.illustration):
         report.warnings.append(Problem(f"M/{p.key}", p.message))
     main = reader.main_path
@@ -136,8 +139,13 @@ def _into_old_namespace(doc: str, ref: str) -> bool:
 def _check_entries(reader: ZimReader, report: Report, links: bool) -> None:
     archive_paths = reader.has
     new_scheme = bool(reader.archive.has_new_namespace_scheme)
+    old_layout = not new_scheme
     for i, path in enumerate(reader.entries()):
         report.entries = i + 1
+        try:
+            check_entry_path(path, "")  # what extract refuses (a path that climbs out of DIR)
+        except FormatError as e:
+            report.problems.append(Problem(path, f"{e.message}: extract refuses it"))
         try:
             entry = reader.get(path)
         except (FormatError, RuntimeError) as e:
@@ -159,7 +167,7 @@ def _check_entries(reader: ZimReader, report: Report, links: bool) -> None:
             continue
         if length != entry.size:
             report.problems.append(Problem(path, f"read {length} bytes, the directory says {entry.size}"))
-        if length == 0:
+        if length == 0 and not (old_layout and path.startswith("M/")):  # old layout: metadata, above
             report.problems.append(Problem(path, "is empty (ZIM forbids empty entries)"))
         if data:
             report.documents += 1

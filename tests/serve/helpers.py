@@ -253,3 +253,45 @@ def nginx_block(
             proc.wait()
         if proc.stderr:
             proc.stderr.close()
+
+
+CADDY = shutil.which("caddy") or "/usr/bin/caddy"
+
+
+@contextlib.contextmanager
+def caddy_file(folder: Path, caddyfile: str, port: int) -> Iterator[str]:
+    """Debian's Caddy running ``caddyfile`` (as ``--print-config caddy`` prints it, listening on
+    ``port``) after ``caddy validate`` accepts it, its admin endpoint off and its data and config
+    folders in ``folder``; yields the base URL and stops Caddy by its PID."""
+    text = caddyfile.replace("{\n    servers", "{\n    admin off\n    servers", 1)
+    assert "admin off" in text
+    conf = folder / "Caddyfile"
+    conf.write_text(text, encoding="utf-8")
+    env = {**os.environ, "HOME": str(folder), "XDG_DATA_HOME": str(folder / "data"),
+           "XDG_CONFIG_HOME": str(folder / "config")}  # fmt: skip
+    argv = ["--config", str(conf), "--adapter", "caddyfile"]
+    check_run = subprocess.run([CADDY, "validate", *argv], capture_output=True, text=True, env=env)
+    assert check_run.returncode == 0, check_run.stderr
+    proc = subprocess.Popen([CADDY, "run", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"caddy did not start: {proc.stderr.read() if proc.stderr else ''}"
+                    ) from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()

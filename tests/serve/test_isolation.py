@@ -2,8 +2,10 @@
 does not know (DNS rebinding) is answered 421; a mount's origin serves only that mount (another
 mount's path, the index and the server pages are 404 there); a browser on the bare host is sent to
 the mount's origin; every answer, the fast path's and the ordinary path's, errors included, carries
-``X-Content-Type-Options: nosniff`` and the CSP of its kind; a service worker script is refused.
-The same rules hold for Debian's nginx running ``--print-config nginx``."""
+``X-Content-Type-Options: nosniff`` and the CSP of its kind; a service worker script is refused; a
+request with two Host header fields is 400 (RFC 9112 §3.2) on both paths. The same rules hold for
+Debian's nginx running ``--print-config nginx``, and Debian's Caddy running ``--print-config caddy``
+(a service worker script refused there too)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 from archiver import gwtar, zim
 from archiver.serve import print_config, running
-from tests.serve.helpers import REPO, free_port, nginx_block
+from tests.serve.helpers import REPO, caddy_file, free_port, nginx_block
 
 MINI = REPO / "testdata" / "trees" / "mini"
 CSS = "/mini/_archiver/mini.example/css/base.css"
@@ -215,6 +217,26 @@ def test_a_service_worker_is_never_installed(port: int) -> None:
     assert "service-worker-allowed" not in headers
 
 
+@pytest.mark.parametrize(
+    ("path", "extra", "method"),
+    [(CSS, "", "GET"), (CSS, "", "HEAD"), (CSS, "If-None-Match: *\r\n", "GET"), ("/other/sw.js", "", "GET"),
+     ("/page.gwtar.html/~/index.html", "", "GET"), ("/book/index.html", "Range: bytes=0-9\r\n", "GET")],
+)  # fmt: skip
+@pytest.mark.parametrize("second", ["{h}", "evil.example", "{h}:1"])
+def test_two_host_header_fields_are_400_on_both_paths(
+    port: int, path: str, extra: str, method: str, second: str
+) -> None:
+    """RFC 9112 §3.2: a server MUST answer 400 to a request with more than one Host field line. The
+    fast path (a plain small GET) took the last Host and the ordinary path the last too: a request
+    could name one origin to a proxy in front (which reads the first) and another to us."""
+    for first in ("127.0.0.1", "mini.localhost"):
+        h = f"{first}:{port}"
+        status, headers, body = _get(port, path, h, f"Host: {second.format(h=h)}\r\n{extra}", method)
+        assert status == 400, (path, first, second, status)
+        assert headers["x-content-type-options"] == "nosniff" and b"mini" not in body.lower()
+    assert _get(port, CSS, f"mini.localhost:{port}")[0] == 200  # one Host: as before
+
+
 def test_allow_live_lifts_only_the_fetch_limits(world: dict[str, list[Path]]) -> None:
     with running(world["paths"], allow_live=True) as base:
         p = int(base.rstrip("/").rsplit(":", 1)[1])
@@ -276,3 +298,56 @@ def test_printed_configs_carry_the_headers_and_limits(world: dict[str, list[Path
     assert "read_header 30000ms" in caddy and "idle 75000ms" in caddy and "max_header_size 64KB" in caddy
     assert "redir @to_mini http://mini.localhost:8080{uri} 307" in caddy
     assert caddy.count("x-content-type-options nosniff") == 1 + len(world["paths"])
+
+
+_SERVICE_WORKER = "Service-Worker: script\r\nSec-Fetch-Mode: same-origin\r\n"
+
+
+def _refuses_service_workers_as_archiver_serve(port: int) -> None:
+    """What ``archiver serve`` answers a service worker script request, checked on another server:
+    403 on a mount's origin and on the bare host, before any redirect; the same paths without the
+    header still answer as before (200, 301, 302)."""
+    for host, path, plain in (
+        ("mini.localhost", CSS, 200),
+        ("other.localhost", "/other/sw.js", 200),
+        ("127.0.0.1", CSS, 200),
+        ("localhost", "/other", 301),  # the slash redirect
+        ("other.localhost", "/", 302),  # the origin's root
+    ):
+        status, headers, _ = _get(port, path, f"{host}:{port}", _SERVICE_WORKER)
+        assert status == 403 and "service-worker-allowed" not in headers, (host, path, status)
+        assert _get(port, path, f"{host}:{port}")[0] == plain, (host, path)
+    assert _get(port, CSS, f"evil.example:{port}", _SERVICE_WORKER)[0] == 421
+
+
+def test_archiver_serve_refuses_a_service_worker_before_any_redirect(port: int) -> None:
+    _refuses_service_workers_as_archiver_serve(port)
+
+
+@pytest.mark.interop
+def test_nginx_with_the_printed_config_refuses_a_service_worker(
+    world: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    paths = [p for p in world["paths"] if p.suffix != ".zim"]  # no kiwix-serve behind it here
+    nport = free_port()
+    with nginx_block(tmp_path, print_config("nginx", paths, listen=f"127.0.0.1:{nport}"), nport):
+        _refuses_service_workers_as_archiver_serve(nport)
+        two = f"GET {CSS} HTTP/1.1\r\nHost: mini.localhost:{nport}\r\nHost: x\r\nConnection: close\r\n\r\n"
+        assert _raw_status(nport, two.encode()) == 400
+
+
+@pytest.mark.interop
+def test_caddy_with_the_printed_config_isolates_and_refuses_a_service_worker(
+    world: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    paths = [p for p in world["paths"] if p.suffix != ".zim"]  # no kiwix-serve behind it here
+    cport = free_port()
+    with caddy_file(tmp_path, print_config("caddy", paths, listen=str(cport)), cport):
+        _refuses_service_workers_as_archiver_serve(cport)
+        status, headers, _ = _get(cport, CSS, f"mini.localhost:{cport}")
+        assert status == 200 and headers["content-security-policy"] == OWN_CSP
+        assert headers["x-content-type-options"] == "nosniff"
+        status, headers, _ = _get(cport, CSS, f"127.0.0.1:{cport}", "Sec-Fetch-Mode: navigate\r\n")
+        assert status == 307 and headers["location"] == f"http://mini.localhost:{cport}{CSS}"
+        two = f"GET {CSS} HTTP/1.1\r\nHost: mini.localhost:{cport}\r\nHost: x\r\nConnection: close\r\n\r\n"
+        assert _raw_status(cport, two.encode()) == 400

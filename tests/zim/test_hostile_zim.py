@@ -81,6 +81,20 @@ def test_unsafe_paths_are_refused_and_dir_is_unchanged(tmp_path: Path, case: str
     assert left == sorted(["hostile.zim", "sentinel", *(["out"] if state != "missing" else [])])
 
 
+@pytest.mark.parametrize("case", ["dotdot", "absolute", "climb"])
+def test_verify_calls_a_zim_with_paths_extract_refuses_invalid(
+    tmp_path: Path, case: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A ZIM whose entry paths climb out (``../x``, ``a/../../b.html``) or are absolute was OK to
+    ``verify`` while ``extract`` refused it: verify now names the entry, INVALID, exit 1."""
+    zim = hostile_zim(tmp_path / "hostile.zim", REFUSED[case])
+    assert main(["verify", "--no-links", str(zim)]) == 1
+    out = capfd.readouterr().out
+    bad = REFUSED[case][1]
+    assert f"{zim}: {bad}: entry path {bad!r}" in out and "extract refuses it" in out
+    assert out.splitlines()[-1].startswith(f"{zim}: INVALID"), out
+
+
 def test_a_name_too_long_rolls_back_with_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     _, out = _world(tmp_path, "content")
     zim = hostile_zim(tmp_path / "long.zim", ["a.html", "b.html", "z/" + "x" * 300 + ".html"])

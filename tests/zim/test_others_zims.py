@@ -117,3 +117,79 @@ def test_serve_a_split_zim_by_its_base_name_and_in_a_folder(split_zim: Path) -> 
         with running([given]) as base:
             home = httpx.get(f"{base}split/index.html", headers={"Host": base.split("//")[1].rstrip("/")})
             assert home.status_code == 200 and b"Mini home" in home.content, (given, home.status_code)
+
+
+# ------------------------------------------------------------ issue 22 point 6: strangers' ZIMs
+
+
+def _project_zimcheck_passes(path: Path) -> None:
+    """zimcheck with the project's checks (every one but -I, which misfires on libzim >= 9.3 files:
+    tests/zim/test_interop.py), for ZIMs archiver wrote."""
+    from .test_interop import ZIMCHECK
+
+    run = subprocess.run([*ZIMCHECK, str(path)], capture_output=True, text=True, timeout=120)
+    assert "Overall Test Status: Pass" in run.stdout + run.stderr, run.stdout[-2000:]
+
+
+def _new_layout_with_empty_flavour(path: Path) -> Path:
+    from archiver.zim import icon
+    from archiver.zim.write import ItemSpec, write_zim
+
+    data = b'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title></head></html>'
+    write_zim(
+        path,
+        items=[ItemSpec(path="index.html", title="T", mimetype="text/html", size=len(data), front=True,
+                        compress=False, chunks=lambda: [data])],
+        redirects=list, main="index.html", illustration=icon.generated_png("x"), index_language="eng",
+        metadata=lambda: {"Title": "t", "Name": "t_en_all", "Language": "eng", "Creator": "c",
+                          "Publisher": "p", "Date": "2026-01-01", "Description": "d", "Flavour": ""},
+    )  # fmt: skip
+    return path
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("layout", ["old", "new"])
+def test_an_empty_metadata_entry_is_a_warning(
+    tmp_path: Path, layout: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """openZIM's test suite has a valid ZIM with an empty ``Flavour`` and zimcheck passes it: an old
+    layout one was INVALID ("M/Flavour: is empty (ZIM forbids empty entries)"), a new layout one
+    passed without a word. Both: a warning, exit 0 (``--strict``: 1)."""
+    if layout == "old":
+        zim = tmp_path / "flavour.zim"
+        oldlayout.write(zim, entries=oldlayout.ENTRIES + oldlayout.EMPTY_FLAVOUR)
+        _zimcheck_passes(zim)
+    else:
+        zim = _new_layout_with_empty_flavour(tmp_path / "flavour.zim")
+    assert main(["verify", str(zim)]) == 0
+    out = capfd.readouterr().out
+    assert f"{zim}: warning: M/Flavour: is empty" in out and f"{zim}: OK, 1 warning(s)" in out, out
+    assert main(["verify", "--strict", str(zim)]) == 1
+
+
+@pytest.mark.interop
+def test_old_layout_folders_converted_to_gwtar_and_zim_keep_their_links(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A stylesheet in a folder of the ``-`` namespace whose image is in a folder of ``I``
+    (``-/s/style.css`` → ``../../I/s/cog-sprite.png``, mwoffliner's layout) and a page linking both:
+    converted to gwtar, to ZIM and gwtar → ZIM, every link still resolves (verify with links) and
+    zimcheck passes the ZIMs."""
+    old = tmp_path / "old.zim"
+    oldlayout.write(old, entries=oldlayout.ENTRIES + oldlayout.SPRITES)
+    _zimcheck_passes(old)
+    source = verify(old)
+    assert source.ok and source.problems == [] and source.warnings == []
+    gw, z1, z2 = tmp_path / "old.gwtar.html", tmp_path / "old2.zim", tmp_path / "old3.zim"
+    assert main(["pack", str(old), "--format", "gwtar", "-o", str(gw)]) == 0
+    assert main(["pack", str(old), "--format", "zim", "-o", str(z1)]) == 0
+    assert main(["pack", str(gw), "--format", "zim", "-o", str(z2)]) == 0
+    capfd.readouterr()
+    assert main(["verify", "--strict", str(gw), str(z1), str(z2)]) == 0, capfd.readouterr().out
+    for zim in (z1, z2):
+        report = verify(zim)
+        assert report.ok and report.warnings == [] and report.links >= source.links, report.problems
+        with open_archive(zim) as r:
+            css, sprite = r.get("-/s/style.css").read(), r.has("I/s/cog-sprite.png")
+        assert b"url(../../I/s/cog-sprite.png)" in css and sprite
+        _project_zimcheck_passes(zim)
