@@ -11,6 +11,8 @@ exit code (0 valid, 1 invalid, 2 unreadable), the lines ``verify`` prints and it
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import importlib
 import multiprocessing
 import os
 import time
@@ -206,7 +208,8 @@ def run(
         for item in items:
             yield item if isinstance(item, Verdict) else _guarded(item, strict, links, meter)
         return
-    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+    _preload(targets)  # imported once here, inherited by every worker
+    context = multiprocessing.get_context("fork")  # the CLI holds no thread yet: a fork is cheap
     workers = min(jobs, len(targets))
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {id(t): pool.submit(_guarded, t, strict, links, False) for t in targets}
@@ -218,8 +221,30 @@ def run(
             raise
 
 
-def jobs_default() -> int:
-    """Every core this process may run on."""
+def _preload(targets: Sequence[Target]) -> None:
+    """Import the readers the targets need, so that the forked workers inherit them."""
+    formats = {t.format for t in targets}
+    names = {"warc": "archiver.warc.verify", "wacz": "archiver.warc.verify", "tree": "archiver.tree_verify",
+             "zim": "archiver.zim"}  # fmt: skip
+    for fmt in formats:
+        importlib.import_module(names.get(fmt, "archiver.gwtar"))
+
+
+#: Below this many bytes in all, archives are checked one by one: starting workers costs more.
+PARALLEL_BYTES = 64 << 20
+_TREE_GUESS = 16 << 20  # a tree's size is not known without walking it
+
+
+def jobs_default(items: Sequence[Target | Verdict]) -> int:
+    """Every core this process may run on, when the archives are large enough to be worth it (at
+    least :data:`PARALLEL_BYTES` in all), else 1."""
+    total = 0
+    for item in items:
+        if isinstance(item, Target):
+            with contextlib.suppress(OSError):
+                total += _TREE_GUESS if item.path.is_dir() else item.path.stat().st_size
+    if total < PARALLEL_BYTES:
+        return 1
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):

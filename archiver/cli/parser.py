@@ -435,7 +435,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_count(0),
         default=0,
         metavar="N",
-        help="archives checked at once (default 0: every core); reports stay in the order given",
+        help="archives checked at once (default 0: every core when they add up to 64 MiB or more, else one "
+        "by one); reports stay in the order given",
     )
     p.set_defaults(func=_command("readers", "_cmd_verify"))
 

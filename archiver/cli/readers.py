@@ -28,7 +28,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     started = time.monotonic()
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
     items = verify_many.plan([Path(p) for p in args.archives], args.recursive)
-    jobs = args.jobs or verify_many.jobs_default()
+    jobs = args.jobs or verify_many.jobs_default(items)
     alone = jobs <= 1 or sum(isinstance(i, verify_many.Target) for i in items) <= 1
     meter = wanted(as_json=args.json) and alone  # a meter per archive only when they go one by one
     verdicts: list[verify_many.Verdict] = []
