@@ -222,7 +222,8 @@ def capture_main(
     if report.pages == 0 and options.get("state") is None:
         print(f"archiver: {out}: no page stored: {report.why_no_page()}", file=err_stream)
         return CaptureError.exit_code
-    lost = report.losses()
+    # a live capture only: a URL an imported archive lacks is no loss another run would get
+    lost = report.losses() if options.get("transport") is None else []
     if lost:
         kinds = ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in _count_kinds(lost))
         print(
