@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from archiver import urls
 from archiver.capture import redis_lua
 from archiver.capture.redis_budget import keep_skipped, stores_page
+from archiver.capture.redis_config import CONFIG_VERSION, _differences, crawl_config
 from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
 from archiver.capture.redis_politeness import RedisPoliteness
 from archiver.capture.redis_shard import Shard, row_of, settle
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "redis_state"]
 
-CONFIG_VERSION = 1
 _LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
 _RETRY_BACKOFF_MS = 1000  # an expired lease's row waits 1 s · 2^(attempts-1) (at most 60 s)
 _SCRIPTS = (
@@ -72,31 +72,6 @@ _SCRIPTS = (
     "HOST_ACQUIRE",
     "HOST_RELEASE",
 )
-
-
-def crawl_config(seed_keys: Iterable[str], options: CaptureOptions) -> dict[str, Any]:
-    """What every worker of a crawl must agree on: its seeds and the options that decide its scope
-    (and the delay, which is crawl-wide). Registered by the first worker."""
-    scope = options.manifest_options()
-    scope.pop("seed_folders", None)
-    scope["prefer"] = list(options.prefer)
-    scope["avoid"] = list(options.avoid)
-    scope["delay"] = 1.0 if options.delay is None else options.delay
-    return {"version": CONFIG_VERSION, "seeds": sorted(set(seed_keys)), "options": scope}
-
-
-def _differences(registered: dict[str, Any], given: dict[str, Any]) -> str:
-    parts = []
-    if registered.get("seeds") != given["seeds"]:
-        shown = ", ".join(registered.get("seeds") or []) or "none"
-        parts.append(f"other seeds (registered: {shown})")
-    old = registered.get("options") or {}
-    for name in sorted(set(old) | set(given["options"])):
-        if old.get(name) != given["options"].get(name):
-            parts.append(
-                f"{name} {json.dumps(old.get(name))} (given {json.dumps(given['options'].get(name))})"
-            )
-    return "; ".join(parts) or f"config version {registered.get('version')}"
 
 
 def redis_state(
