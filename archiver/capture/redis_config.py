@@ -7,10 +7,13 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from archiver.capture.redis_conn import shown, shown_url
+from archiver.errors import UsageError
+
 if TYPE_CHECKING:
     from archiver.capture.options import CaptureOptions
 
-__all__ = ["CONFIG_VERSION", "crawl_config"]
+__all__ = ["CONFIG_VERSION", "check_same", "crawl_config"]
 
 CONFIG_VERSION = 1
 
@@ -38,3 +41,13 @@ def _differences(registered: dict[str, Any], given: dict[str, Any]) -> str:
                 f"{name} {json.dumps(old.get(name))} (given {json.dumps(given['options'].get(name))})"
             )
     return "; ".join(parts) or f"config version {registered.get('version')}"
+
+
+def check_same(registered: dict[str, Any], config: dict[str, Any], url: str, crawl: str) -> None:
+    """A worker whose seeds or scope options differ from the registered ones is refused (exit 2)."""
+    if registered != json.loads(json.dumps(config, sort_keys=True)):
+        raise UsageError(
+            f"the crawl on {shown_url(url)} was registered with {_differences(registered, config)};"
+            " give the same seeds and scope options, or another --crawl name",
+            subject=f"--crawl {shown(crawl)}",
+        )

@@ -44,8 +44,19 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from archiver import urls
 from archiver.capture import redis_lua
 from archiver.capture.redis_budget import keep_skipped, stores_page
-from archiver.capture.redis_config import CONFIG_VERSION, _differences, crawl_config
-from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
+from archiver.capture.redis_config import CONFIG_VERSION, check_same, crawl_config
+from archiver.capture.redis_conn import (
+    Down,
+    check_target,
+    connect,
+    inspect,
+    parse_config,
+    prefix,
+    redis_errors,
+    refusal,
+    shown,
+    shown_url,
+)
 from archiver.capture.redis_politeness import RedisPoliteness
 from archiver.capture.redis_shard import Shard, row_of, settle
 from archiver.capture.state import NewURL, Row, State
@@ -85,6 +96,10 @@ def redis_state(
     keys = [urls.dedup_key(urls.parse_seed(s)) for s in seeds]
     config = crawl_config(keys, options)
     client = connect(url)
+    # before the worker touches its folder: a refused worker leaves it exactly as it found it
+    registered = inspect(client, url, crawl)
+    if registered is not None:
+        check_same(registered, config, url, crawl)
     worker = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
 
     def factory(path: Path) -> CrawlState:
@@ -151,7 +166,7 @@ class RedisState:
         self.held: dict[str, str] = {}  # host → the holder of its lock (RedisPoliteness)
         self.stderr = stderr
         self.refused = 0  # finishes Redis refused (the lease had been lost)
-        self._errors = down_errors()
+        self._errors = redis_errors()
         self._scripts = {name: client.register_script(getattr(redis_lua, name)) for name in _SCRIPTS}
         self._tokens: dict[str, int] = {}
         self._depth = 0
@@ -171,7 +186,9 @@ class RedisState:
 
     def _say(self, text: str) -> None:
         print(
-            f"archiver: {self.url} (crawl {self.crawl}): {text}", file=self.stderr or sys.stderr, flush=True
+            f"archiver: {shown_url(self.url)} (crawl {self.crawl}): {text}",
+            file=self.stderr or sys.stderr,
+            flush=True,
         )
 
     def _try(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -181,7 +198,10 @@ class RedisState:
             raise Down
         try:
             result = fn(*args, **kwargs)
-        except self._errors:
+        except self._errors as e:
+            problem = refusal(e, self.url, self.crawl)  # damaged keys, not Redis: one line
+            if problem is not None:
+                raise problem from None
             if self._down_since is None:
                 self._down_since = now
             self._retry_at = now + 0.5
@@ -225,19 +245,16 @@ class RedisState:
         key = self.prefix + "config"
         try:
             if not self.r.set(key, doc, nx=True):
-                registered = json.loads(self.r.get(key) or "{}")
-                if registered != json.loads(doc):
-                    raise UsageError(
-                        f"the crawl on {self.url} was registered with {_differences(registered, config)};"
-                        " give the same seeds and scope options, or another --crawl name",
-                        subject=f"--crawl {self.crawl}",
-                    )
+                check_same(parse_config(self.r.get(key) or "{}", self.crawl), config, self.url, self.crawl)
             if self.counts_pages:
                 self.r.set(self.prefix + "budget", int(config["options"]["max_pages"]))
             info = {"host": socket.gethostname(), "pid": os.getpid(), "out": str(path.parent.parent)}
             self.r.hset(self.prefix + "workers", self.worker, json.dumps(info))
         except self._errors as e:
-            raise CaptureError(f"cannot reach Redis: {e}", subject=self.url) from None
+            problem = refusal(e, self.url, self.crawl)
+            if problem is not None:
+                raise problem from None
+            raise CaptureError(f"cannot reach Redis: {shown(str(e))}", subject=shown_url(self.url)) from None
 
     # ---- meta and seeds (home and created are the crawl's; the rest is the shard's)
 
@@ -368,7 +385,7 @@ class RedisState:
                 raise CaptureError(
                     f"no answer from Redis for {gone:.0f} s: this worker stops; what it stored is"
                     " intact in its folder (run it again to rejoin the crawl)",
-                    subject=self.url,
+                    subject=shown_url(self.url),
                 ) from None
             return 0.5
         if queued:
