@@ -118,8 +118,10 @@ class RedisPoliteness:
         """The cached rules of a host; None when there are none, or when the entry is damaged (of
         another type, not UTF-8, not the rules' JSON: formats/crawl-state.md §6.9), which is then
         read from the host again and replaced. Raises :class:`Down`."""
+        damage = self.s.damage
         try:
             text = self.s._try(self.s.r.get, key)
             return robots_from_json(text) if text else None
         except (FormatError, ValueError):
+            self.s.damage = damage  # repaired here: not a damage that stops the worker
             return None

@@ -60,7 +60,7 @@ from archiver.capture.redis_conn import (
 from archiver.capture.redis_politeness import RedisPoliteness
 from archiver.capture.redis_shard import Shard, row_of, settle
 from archiver.capture.state import NewURL, Row, State
-from archiver.errors import CaptureError, UsageError
+from archiver.errors import ArchiverError, CaptureError, UsageError
 from archiver.tree import Record
 
 if TYPE_CHECKING:
@@ -176,6 +176,9 @@ class RedisState:
         self._down_since: float | None = None
         self._retry_at = 0.0
         self._said = False
+        #: the first damage met (formats/crawl-state.md §6.9): the next claim stops the worker with
+        #: it, also when it was met inside a URL's work (a host's clock), which records that URL failed
+        self.damage: ArchiverError | None = None
         self._last: Any = None  # what the last write sent by a transaction answered
         #: the page budget is the crawl's, kept by the scripts (formats/crawl-state.md §6.8)
         self.counts_pages = config["options"].get("max_pages") is not None
@@ -201,6 +204,7 @@ class RedisState:
         except self._errors as e:
             problem = refusal(e, self.url, self.crawl)  # damaged keys, not Redis: one line
             if problem is not None:
+                self.damage = self.damage or problem
                 raise problem from None
             if self._down_since is None:
                 self._down_since = now
@@ -331,6 +335,8 @@ class RedisState:
         return [] if inner or not send else list(self._last or [])
 
     def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+        if self.damage is not None:
+            raise self.damage
         try:
             self._drain()
             found = self._script(

@@ -189,6 +189,16 @@ def test_damaged_rows(
     assert _status(server.url).returncode == 0  # --status reads no row
 
 
+@pytest.mark.parametrize(("suffix", "kind"), [(":next", "hash"), (":lock", "list")])
+def test_a_host_clock_of_the_wrong_type(
+    raw: redis.Redis, server: RedisServer, site_server: FixtureServer, tmp_path: Path, suffix: str, kind: str
+) -> None:
+    """Met inside a URL's work (the host's clock, §6.4): that URL fails, the next claim stops the
+    worker with the one line."""
+    _retype(raw, f"{P}host:127.0.0.1:{site_server.port}{suffix}", kind)
+    _one_line(_worker(site_server, tmp_path / "w", server.url, CRAWL, "--refresh"), 1, "damaged")
+
+
 def test_a_worker_count_of_the_wrong_type(raw: redis.Redis, server: RedisServer) -> None:
     worker = raw.hkeys(P + "workers")[0].decode()
     _retype(raw, P + "wc:" + worker, "list")
