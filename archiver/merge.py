@@ -198,11 +198,12 @@ def _what(mode: int) -> str:
     return next((name for test, name in _KIND_NAMES if test(mode)), "not a regular file")
 
 
-def _open_stored(shard: _Shard, path: str) -> tuple[int, os.stat_result]:
-    """A descriptor of the stored file ``path`` of ``shard`` and its ``fstat``: opened one component
-    at a time from the shard's folder with ``O_NOFOLLOW`` (a symlink anywhere on the way is refused,
-    never followed), each component looked at before it is opened (a FIFO or a device is never
-    opened) and after (``fstat``: swapped meanwhile is refused too)."""
+def _open_stored(shard: _Shard, path: str) -> tuple[int, os.stat_result, int]:
+    """A descriptor of the stored file ``path`` of ``shard``, its ``fstat`` and a descriptor of the
+    folder holding it (the caller closes both): opened one component at a time from the shard's
+    folder with ``O_NOFOLLOW`` (a symlink anywhere on the way is refused, never followed), each
+    component looked at before it is opened (a FIFO or a device is never opened) and after
+    (``fstat``: swapped meanwhile is refused too)."""
     parts = path.split("/")
     here = shard.fd
     opened: list[int] = []
@@ -230,20 +231,21 @@ def _open_stored(shard: _Shard, path: str) -> tuple[int, os.stat_result]:
                 raise FormatError(f"{_shown(shown)} changed while it was opened", subject=str(shard.root))
             here = fd
         fd = opened.pop()
-        return fd, st
+        folder = opened.pop() if opened else os.dup(shard.fd)
+        return fd, st, folder
     finally:
         for fd in opened:
             os.close(fd)
 
 
 def _copy_checked(shard: _Shard, dst: Path, record: Record) -> None:
-    """Put the stored file ``record.path`` of ``shard`` at ``dst`` (a hard link of the descriptor
-    read, else a copy of it), its size and bytes checked against ``record``; nothing past the
-    record's size is read."""
+    """Put the stored file ``record.path`` of ``shard`` at ``dst`` (a hard link of the file read,
+    else a copy of it), its size and bytes checked against ``record``; nothing past the record's
+    size is read."""
     subject = str(shard.root)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, st = _open_stored(shard, record.path)
-    with open(fd, "rb", closefd=True) as f:
+    fd, st, folder = _open_stored(shard, record.path)
+    with open(fd, "rb", closefd=True) as f, contextlib.closing(_Fd(folder)):
         if st.st_size != record.size:
             raise FormatError(
                 f"{_shown(record.path)}: bytes differ from the manifest record"
@@ -262,17 +264,27 @@ def _copy_checked(shard: _Shard, dst: Path, record: Record) -> None:
             raise FormatError(
                 f"{_shown(record.path)}: bytes differ from the manifest record", subject=subject
             )
-        try:  # the very file read (its descriptor), never the name again
-            os.link(f"/proc/self/fd/{f.fileno()}", dst, follow_symlinks=True)
-            return
-        except OSError:
-            pass
+        name = record.path.rsplit("/", 1)[-1]
+        with contextlib.suppress(OSError):  # the name in the folder read, never followed (linkat 0)
+            os.link(name, dst, src_dir_fd=folder, follow_symlinks=False)
+            linked = os.lstat(dst)
+            if (linked.st_dev, linked.st_ino) == (st.st_dev, st.st_ino):
+                return  # the very file read
+            os.unlink(dst)  # swapped since it was read: the copy below is of the file read
         f.seek(0)
         with open(dst, "xb") as w:
             left = record.size
             while left > 0 and (chunk := f.read(min(left, 1 << 20))):
                 w.write(chunk)
                 left -= len(chunk)
+
+
+@dataclass
+class _Fd:
+    fd: int
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _open_shard(root: Path) -> _Shard:
