@@ -10,6 +10,12 @@ a URL another worker stored is relative, exactly as a single-process capture lea
 Rules (tree.md §11):
 
 - every shard must be a capture of the same home with the same scope options (else exit 2);
+- a shard is read from its own folder and never leaves it: each stored file is opened component by
+  component from the shard's root descriptor without following a symlink, and must be a regular
+  file (a symlink, a FIFO, a device or a socket at a record's path refuses the merge, exit 1, before
+  anything is read from it); a file is read up to its record's size, never further; a record or a
+  row of the crawl state that is malformed (not JSON, the wrong shape, a NUL or an unsafe path) is
+  refused the same way;
 - a path stored by several shards: the same URL stored twice (a lease that expired, the URL fetched
   again) keeps the record fetched last (then the smaller SHA-256); two different URLs at one path (a
   §4.5 clash the shards resolved differently) refuse the merge (exit 1);
@@ -31,6 +37,8 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +48,7 @@ from archiver.capture.relink import final_records, public, relink
 from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, SCHEMA_VERSION, Row, State, row_from
 from archiver.capture.writer import TreeWriter
 from archiver.errors import FormatError, UsageError
-from archiver.tree import Header, Record, read_header, write_records
+from archiver.tree import MANIFEST_NAME, Header, Record, is_private, read_header, write_records
 from archiver.urls import DEFAULT_HYGIENE, RESERVED_DIR, STATE_NAME
 
 __all__ = ["MergeResult", "merge"]
@@ -77,51 +85,261 @@ class MergeResult:
     relinked: int = 0
 
 
+#: The columns of each shard table merge reads, with the Python types SQLite must give for them
+#: (SQLite stores any value in any column: a hostile shard's ``depth`` may be text).
+_TEXT, _INT = (str,), (int,)
+_OPT_TEXT, _OPT_INT = (str, type(None)), (int, type(None))
+_ROW_TYPES = (_TEXT, _TEXT, _TEXT, _INT, _OPT_TEXT, _INT, _INT, _OPT_TEXT, _OPT_TEXT, _OPT_TEXT,
+              _OPT_INT, _INT, _OPT_TEXT, _INT)  # fmt: skip
+_KINDS = frozenset({"page", "asset"})
+
+
 @dataclass
 class _Shard:
     root: Path
+    fd: int  # the shard's folder, opened once: every stored file is opened below it (_open_stored)
     header: Header
     db: sqlite3.Connection
 
+    def _select(
+        self, table: str, sql: str, types: Sequence[tuple[type, ...]], args: tuple[object, ...] = ()
+    ) -> list[tuple[object, ...]]:
+        """Every row of ``sql``, each column checked against ``types`` (else a :class:`FormatError`
+        naming the table: a damaged or hostile crawl state)."""
+        try:
+            rows = list(self.db.execute(sql, args))
+        except sqlite3.Error as e:
+            raise FormatError(f"unreadable crawl state ({table}): {e}", subject=str(self.root)) from None
+        for n, row in enumerate(rows, 1):
+            for value, allowed in zip(row, types, strict=True):
+                if not isinstance(value, allowed) or (isinstance(value, str) and "\0" in value):
+                    raise FormatError(
+                        f"crawl state table {table}, row {n}: a malformed value ({type(value).__name__})",
+                        subject=str(self.root),
+                    )
+        return rows
+
     def rows(self) -> list[Row]:
-        return [row_from(v) for v in self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls ORDER BY seq")]
+        sql = f"SELECT {ROW_COLUMNS} FROM urls ORDER BY seq"
+        rows = [row_from(v) for v in self._select("urls", sql, _ROW_TYPES)]
+        for row in rows:
+            if row.kind not in _KINDS:
+                raise FormatError(
+                    f"crawl state table urls: a row of kind {row.kind[:40]!r}", subject=str(self.root)
+                )
+        return rows
 
     def records(self) -> list[Record]:
-        return [_record_decoder.decode(b) for (b,) in self.db.execute("SELECT record FROM records")]
+        out = []
+        for path, blob in self._select("records", "SELECT path, record FROM records", (_TEXT, (bytes, str))):
+            try:
+                record = _record_decoder.decode(blob)  # type: ignore[arg-type]
+            except msgspec.DecodeError as e:
+                raise FormatError(
+                    f"a malformed manifest record in the crawl state ({_shown(path)}): {e}",
+                    subject=str(self.root),
+                ) from None
+            _check_path(record.path, self.root)
+            out.append(record)
+        return out
 
-    def table(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-        return list(self.db.execute(sql, args))
+    def table(
+        self, sql: str, types: Sequence[tuple[type, ...]], args: tuple[object, ...] = ()
+    ) -> list[tuple[object, ...]]:
+        return self._select(sql.split(" FROM ", 1)[1].split()[0], sql, types, args)
 
-    def found(self) -> sqlite3.Cursor | list[tuple[object, ...]]:
+    def found(self) -> list[tuple[object, ...]]:
         """The shard's discoveries (rows of ``found``; none in a state older than the table)."""
         table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'found'"
         if self.db.execute(table).fetchone() is None:
             return []
-        return self.db.execute("SELECT src, step, inherit, keys FROM found")
+        return self.table("SELECT src, step, inherit, keys FROM found", (_TEXT, _INT, _INT, _TEXT))
 
     def meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self.table("SELECT value FROM meta WHERE key = ?", (_TEXT,), (key,))
+        return None if not rows else str(rows[0][0])
+
+    def close(self) -> None:
+        self.db.close()
+        os.close(self.fd)
+
+
+def _shown(text: str) -> str:
+    """``text`` for an error line: escaped (a newline or a NUL is shown, never printed), shortened."""
+    shown = repr(text[:200])
+    return shown + ("…" if len(text) > 200 else "")
+
+
+def _check_path(path: str, root: Path) -> None:
+    """A record's path is a relative tree path below the shard (tree.md §11.2), not a private file."""
+    parts = path.split("/")
+    if (
+        not path
+        or "\0" in path
+        or path.startswith("/")
+        or any(p in ("", ".", "..") for p in parts)
+        or is_private(path)
+        or path == f"{RESERVED_DIR}/{MANIFEST_NAME}"
+    ):
+        raise FormatError(f"unsafe path in a manifest record: {_shown(path)}", subject=str(root))
+
+
+_KIND_NAMES = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def _what(mode: int) -> str:
+    return next((name for test, name in _KIND_NAMES if test(mode)), "not a regular file")
+
+
+def _open_stored(shard: _Shard, path: str) -> tuple[int, os.stat_result, int]:
+    """A descriptor of the stored file ``path`` of ``shard``, its ``fstat`` and a descriptor of the
+    folder holding it (the caller closes both): opened one component at a time from the shard's
+    folder with ``O_NOFOLLOW`` (a symlink anywhere on the way is refused, never followed), each
+    component looked at before it is opened (a FIFO or a device is never opened) and after
+    (``fstat``: swapped meanwhile is refused too)."""
+    parts = path.split("/")
+    here = shard.fd
+    opened: list[int] = []
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            shown = "/".join(parts[: i + 1])
+            try:
+                mode = os.stat(part, dir_fd=here, follow_symlinks=False).st_mode
+                ok = stat.S_ISREG(mode) if last else stat.S_ISDIR(mode)
+                if not ok:
+                    raise FormatError(
+                        f"{_shown(shown)} is {_what(mode)}: a stored file must be a regular file",
+                        subject=str(shard.root),
+                    )
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                fd = os.open(part, flags | (0 if last else os.O_DIRECTORY), dir_fd=here)
+                opened.append(fd)
+                st = os.fstat(fd)
+            except OSError as e:
+                raise FormatError(
+                    f"{_shown(shown)}: cannot open: {e.strerror}", subject=str(shard.root)
+                ) from None
+            if stat.S_IFMT(st.st_mode) != stat.S_IFMT(mode):
+                raise FormatError(f"{_shown(shown)} changed while it was opened", subject=str(shard.root))
+            here = fd
+        fd = opened.pop()
+        folder = opened.pop() if opened else os.dup(shard.fd)
+        return fd, st, folder
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _copy_checked(shard: _Shard, dst: Path, record: Record) -> None:
+    """Put the stored file ``record.path`` of ``shard`` at ``dst`` (a hard link of the file read,
+    else a copy of it), its size and bytes checked against ``record``; nothing past the record's
+    size is read."""
+    subject = str(shard.root)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, st, folder = _open_stored(shard, record.path)
+    with open(fd, "rb", closefd=True) as f, contextlib.closing(_Fd(folder)):
+        if st.st_size != record.size:
+            raise FormatError(
+                f"{_shown(record.path)}: bytes differ from the manifest record"
+                f" (size {st.st_size}, expected {record.size})",
+                subject=subject,
+            )
+        digest = hashlib.sha256()
+        left = record.size + 1  # one byte more: a file that grew is seen, never read on
+        try:
+            while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+                digest.update(chunk)
+                left -= len(chunk)
+        except OSError as e:
+            raise FormatError(f"{_shown(record.path)}: cannot read: {e.strerror}", subject=subject) from None
+        if left != 1 or digest.hexdigest() != record.sha256:
+            raise FormatError(
+                f"{_shown(record.path)}: bytes differ from the manifest record", subject=subject
+            )
+        name = record.path.rsplit("/", 1)[-1]
+        with contextlib.suppress(OSError):  # the name in the folder read, never followed (linkat 0)
+            os.link(name, dst, src_dir_fd=folder, follow_symlinks=False)
+            linked = os.lstat(dst)
+            if (linked.st_dev, linked.st_ino) == (st.st_dev, st.st_ino):
+                return  # the very file read
+            os.unlink(dst)  # swapped since it was read: the copy below is of the file read
+        f.seek(0)
+        with open(dst, "xb") as w:
+            left = record.size
+            while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+                w.write(chunk)
+                left -= len(chunk)
+
+
+@dataclass
+class _Fd:
+    fd: int
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _open_shard(root: Path) -> _Shard:
-    if not root.is_dir():
-        raise UsageError("not a folder", subject=str(root))
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        raise UsageError("not a folder", subject=str(root)) from None
+    try:
+        return _read_shard(root, fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _is(fd: int, name: str, test: Callable[[int], bool]) -> bool:
+    """Is ``name`` below the folder ``fd`` a file of the kind ``test`` (``stat.S_ISDIR``…), itself
+    and not through a symlink?"""
+    try:
+        return test(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _read_shard(root: Path, fd: int) -> _Shard:
+    not_capture = UsageError(
+        "not a capture folder (no _archiver/manifest.jsonl and crawl state)", subject=str(root)
+    )
+    if _is(fd, RESERVED_DIR, stat.S_ISLNK):
+        raise FormatError(f"{RESERVED_DIR} is a symbolic link", subject=str(root))
+    if not _is(fd, RESERVED_DIR, stat.S_ISDIR):
+        raise not_capture
+    reserved = os.open(RESERVED_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    try:
+        names = (MANIFEST_NAME, STATE_NAME)
+        links = [n for n in names if _is(reserved, n, stat.S_ISLNK)]
+        regular = all(_is(reserved, n, stat.S_ISREG) for n in names)
+    finally:
+        os.close(reserved)
+    if links:  # the shard's own metadata is read from inside it too
+        raise FormatError(f"{RESERVED_DIR}/{links[0]} is a symbolic link", subject=str(root))
+    if not regular:
+        raise not_capture
     db_path = root / RESERVED_DIR / STATE_NAME
     header = read_header(root)
-    if header is None or not db_path.is_file():
-        raise UsageError(
-            "not a capture folder (no _archiver/manifest.jsonl and crawl state)", subject=str(root)
-        )
+    if header is None:
+        raise not_capture
     try:
         db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     except sqlite3.Error as e:
         raise FormatError(f"unreadable crawl state: {e}", subject=str(db_path)) from None
-    if version is None or int(version[0]) > SCHEMA_VERSION:
+    if version is None or not str(version[0]).isdecimal() or int(version[0]) > SCHEMA_VERSION:
         db.close()
         raise FormatError("crawl state of an unknown schema", subject=str(db_path))
-    return _Shard(root, header, db)
+    return _Shard(root, fd, header, db)
 
 
 def _scope(header: Header) -> dict[str, object]:
@@ -145,29 +363,6 @@ def _check_same_crawl(shards: list[_Shard]) -> None:
             )
 
 
-def _copy_checked(src: Path, dst: Path, record: Record) -> None:
-    """Put ``src`` at ``dst`` (a hard link, else a copy), checking its bytes against ``record``."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        with src.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
-    except OSError as e:
-        raise FormatError(f"{record.path}: cannot read: {e.strerror}", subject=str(src.parents[0])) from None
-    if size != record.size or digest.hexdigest() != record.sha256:
-        raise FormatError(
-            f"{record.path}: bytes differ from the manifest record (size {size}, expected {record.size})",
-            subject=str(src),
-        )
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
-
-
 def _newer(a: Record, b: Record) -> bool:
     """Is ``a`` the record to keep over ``b`` (same URL stored twice)?"""
     return (a.fetched or "", b.sha256) > (b.fetched or "", a.sha256)
@@ -184,13 +379,15 @@ def merge(shard_roots: list[Path], out: Path) -> MergeResult:
         raise UsageError("a shard folder is given twice", subject="merge")
     if any(out.resolve() == p or p in out.resolve().parents for p in resolved):
         raise UsageError("the output folder is inside a shard", subject=str(out))
-    shards = [_open_shard(p) for p in shard_roots]
+    shards: list[_Shard] = []
     try:
+        for p in shard_roots:
+            shards.append(_open_shard(p))
         _check_same_crawl(shards)
         return _merge(shards, out)
     finally:
         for s in shards:
-            s.db.close()
+            s.close()
 
 
 def _merge(shards: list[_Shard], out: Path) -> MergeResult:
@@ -198,11 +395,7 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
     # choose each path's record
     chosen: dict[str, tuple[Record, _Shard]] = {}
     for shard in shards:
-        for record in shard.records():
-            if ".." in record.path.split("/") or record.path.startswith("/"):
-                raise FormatError(
-                    f"unsafe path in a manifest record: {record.path!r}", subject=str(shard.root)
-                )
+        for record in shard.records():  # each path checked (_check_path)
             have = chosen.get(record.path)
             if have is None:
                 chosen[record.path] = (record, shard)
@@ -225,7 +418,7 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
     (stage / RESERVED_DIR / "tmp").mkdir(parents=True)
     try:
         for path, (record, shard) in sorted(chosen.items()):
-            _copy_checked(shard.root / path, stage / path, record)
+            _copy_checked(shard, stage / path, record)
             result.files += 1
         state = State(stage / RESERVED_DIR / STATE_NAME)
         try:
@@ -314,20 +507,24 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
                         (key, record.kind, record.depth or 0, seq, record.path),
                     )
         for path, (_record, shard) in chosen.items():
-            for src, key, local in shard.table("SELECT src, key, local FROM links WHERE src = ?", (path,)):
+            for src, key, local in shard.table(
+                "SELECT src, key, local FROM links WHERE src = ?", (_TEXT, _TEXT, _INT), (path,)
+            ):
                 db.execute(
                     "INSERT OR IGNORE INTO links (src, key, local) VALUES (?, ?, ?)", (src, key, local)
                 )
         for shard in shards:
-            for path, key in shard.table("SELECT path, key FROM paths"):
+            for path, key in shard.table("SELECT path, key FROM paths", (_TEXT, _TEXT)):
                 db.execute("INSERT OR IGNORE INTO paths (path, key) VALUES (?, ?)", (path, key))
-            for path, key in shard.table("SELECT path, key FROM moves"):
+            for path, key in shard.table("SELECT path, key FROM moves", (_TEXT, _TEXT)):
                 db.execute("INSERT OR IGNORE INTO moves (path, key) VALUES (?, ?)", (path, key))
-            for sha, path in shard.table("SELECT sha256, path FROM blobs"):
+            for sha, path in shard.table("SELECT sha256, path FROM blobs", (_TEXT, _TEXT)):
                 if path in chosen:
                     db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", (sha, path))
             db.executemany("INSERT INTO found (src, step, inherit, keys) VALUES (?, ?, ?, ?)", shard.found())
-            for url, folder, title in shard.table("SELECT url, folder, title FROM seeds ORDER BY seq"):
+            for url, folder, title in shard.table(
+                "SELECT url, folder, title FROM seeds ORDER BY seq", (_TEXT, _OPT_TEXT, _OPT_TEXT)
+            ):
                 state.add_seed(str(url), folder, title)  # type: ignore[arg-type]
         first = shards[0]
         state.set("home", first.meta("home") or first.header.home)

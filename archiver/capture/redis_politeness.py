@@ -8,12 +8,15 @@ import asyncio
 import contextlib
 import itertools
 import json
+import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from archiver.capture.redis_conn import Down
 from archiver.capture.robots import Robots, _Rule
+from archiver.errors import FormatError
 
 if TYPE_CHECKING:
     from archiver.capture.state_redis import RedisState
@@ -26,10 +29,35 @@ def robots_json(rules: Robots) -> str:
 
 
 def robots_from_json(text: str) -> Robots:
+    """The rules :func:`robots_json` wrote; ValueError for anything else (a damaged cache entry)."""
     doc = json.loads(text)
-    doc["rules"] = tuple(_Rule(r["allow"], r["path"]) for r in doc["rules"])
-    doc["sitemaps"] = tuple(doc["sitemaps"])
-    return Robots(**doc)
+    if not isinstance(doc, dict) or set(doc) - _FIELDS:
+        raise ValueError("not the JSON of robots.txt rules")
+    rules, sitemaps = doc.get("rules", []), doc.get("sitemaps", [])
+    delay, unreachable = doc.get("crawl_delay"), doc.get("unreachable")
+    if (
+        not isinstance(rules, list)
+        or not all(
+            isinstance(r, dict) and isinstance(r.get("allow"), bool) and isinstance(r.get("path"), str)
+            for r in rules
+        )
+        or not isinstance(sitemaps, list)
+        or not all(isinstance(u, str) for u in sitemaps)
+        or not isinstance(doc.get("disallow_all", False), bool)
+        or not (unreachable is None or isinstance(unreachable, str))
+        or not (delay is None or (type(delay) in (int, float) and math.isfinite(delay) and delay >= 0))
+    ):
+        raise ValueError("not the JSON of robots.txt rules")
+    return Robots(
+        rules=tuple(_Rule(r["allow"], r["path"]) for r in rules),
+        crawl_delay=None if delay is None else float(delay),
+        disallow_all=doc.get("disallow_all", False),
+        sitemaps=tuple(sitemaps),
+        unreachable=unreachable,
+    )
+
+
+_FIELDS = frozenset({"rules", "crawl_delay", "disallow_all", "sitemaps", "unreachable"})
 
 
 class RedisPoliteness:
@@ -62,21 +90,38 @@ class RedisPoliteness:
 
     async def robots(self, host: str, read: Callable[[], Awaitable[Robots]]) -> Robots:
         key = self.s.prefix + "robots:" + host
+        started = time.monotonic()
         while True:
             try:
-                cached = self.s._try(self.s.r.get, key)
-                if cached:
-                    return robots_from_json(cached)
+                cached = self._cached(key)
+                if cached is not None:
+                    return cached
                 mine = self.s._try(
                     self.s.r.set, key + ":lock", self.s.worker, nx=True, px=self.s.robots_lock_ms
                 )
+                # a lock without an expiry no worker set (a damaged key), or one that outlives its
+                # own, is not waited for
+                stale = not mine and self.s._try(self.s.r.pttl, key + ":lock") == -1
             except Down:
                 return await read()
-            if mine:
+            if mine or stale or time.monotonic() - started > self.s.robots_lock_ms / 1000:
                 rules = await read()
                 ttl = 600 if rules.unreachable else 86400  # RFC 9309 §2.4: cache at most 24 h
-                with contextlib.suppress(Down):
-                    self.s._try(self.s.r.set, key, robots_json(rules), ex=ttl)
-                    self.s._try(self.s.r.delete, key + ":lock")
+                with contextlib.suppress(Down, FormatError):
+                    self.s._try(self.s.r.set, key, robots_json(rules), ex=ttl)  # replaces any damage
+                    if mine:
+                        self.s._try(self.s.r.delete, key + ":lock")
                 return rules
             await asyncio.sleep(0.05)  # another worker is reading it
+
+    def _cached(self, key: str) -> Robots | None:
+        """The cached rules of a host; None when there are none, or when the entry is damaged (of
+        another type, not UTF-8, not the rules' JSON: formats/crawl-state.md §6.9), which is then
+        read from the host again and replaced. Raises :class:`Down`."""
+        damage = self.s.damage
+        try:
+            text = self.s._try(self.s.r.get, key)
+            return robots_from_json(text) if text else None
+        except (FormatError, ValueError):
+            self.s.damage = damage  # repaired here: not a damage that stops the worker
+            return None

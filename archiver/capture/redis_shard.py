@@ -9,8 +9,9 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from archiver.capture.redis_conn import Down
+from archiver.capture.redis_conn import Down, shown
 from archiver.capture.state import NewURL, Row, State
+from archiver.errors import FormatError
 
 if TYPE_CHECKING:
     from archiver.capture.state_redis import RedisState
@@ -18,24 +19,52 @@ if TYPE_CHECKING:
 __all__ = ["Shard", "aliases", "crawl_fields", "row_of", "settle"]
 
 
+_STATES = frozenset({"pending", "done", "failed", "unconfirmed", "skipped", "refused", "merged"})
+
+
 def row_of(key: str, f: dict[str, str]) -> Row:
-    """The row of ``key`` from its Redis hash (a missing field is None)."""
-    return Row(
-        key,
-        f["kind"],
-        f["state"],
-        int(f["depth"]),
-        f.get("referrer"),
-        int(f["priority"]),
-        int(f["seq"]),
-        f.get("path"),
-        f.get("outcome"),
-        f.get("reason"),
-        int(f["status"]) if f.get("status") else None,
-        int(f.get("attempts", 0)),
-        f.get("final_url"),
-        f.get("stylesheet") == "1",
-    )
+    """The row of ``key`` from its Redis hash (a missing field is None); a hash no script writes
+    (a field missing or not a number, an unknown kind or state) is a :class:`FormatError`."""
+    try:
+        row = Row(
+            key,
+            f["kind"],
+            f["state"],
+            _number(f["depth"]),
+            f.get("referrer"),
+            _number(f["priority"]),
+            _number(f["seq"]),
+            f.get("path"),
+            f.get("outcome"),
+            f.get("reason"),
+            _number(f["status"]) if f.get("status") else None,
+            _number(f.get("attempts", "0")),
+            f.get("final_url"),
+            f.get("stylesheet") == "1",
+        )
+    except (KeyError, ValueError, TypeError):
+        row = None
+    if row is None or row.kind not in ("page", "asset") or row.state not in _STATES or "\0" in key:
+        raise FormatError(
+            "the crawl's data in Redis is damaged: not the row of a URL (formats/crawl-state.md §6.1)",
+            subject=f"u:{shown(key)}",
+        )
+    return row
+
+
+def _checked_depth(key: str, depth: str) -> int:
+    try:
+        return _number(depth)
+    except ValueError:
+        raise FormatError(
+            "the crawl's data in Redis is damaged: a depth that is not a number", subject=f"u:{shown(key)}"
+        ) from None
+
+
+def _number(text: str) -> int:
+    if not isinstance(text, str) or not text.lstrip("-").isdigit() or len(text) > 19:
+        raise ValueError(text)
+    return int(text)
 
 
 class Shard:
@@ -158,7 +187,7 @@ def crawl_wide_discovery(state: RedisState) -> None:
     keys = [str(k) for (k,) in state.local.db.execute("SELECT key FROM urls")]
     try:
         updates = [
-            (int(depth), referrer, key)
+            (_checked_depth(key, depth), referrer, key)
             for key, (depth, referrer) in crawl_fields(state, keys, "depth", "referrer")
             if depth is not None
         ]

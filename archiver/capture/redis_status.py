@@ -7,8 +7,17 @@ import json
 from typing import Any
 
 from archiver.capture.redis_budget import budget_status
-from archiver.capture.redis_conn import check_target, connect, down_errors, prefix
-from archiver.errors import CaptureError, UsageError
+from archiver.capture.redis_conn import (
+    call,
+    check_target,
+    connect,
+    damaged,
+    inspect,
+    prefix,
+    shown,
+    shown_url,
+)
+from archiver.errors import UsageError
 
 __all__ = ["crawl_status", "status_text"]
 
@@ -19,22 +28,28 @@ def crawl_status(url: str, crawl: str | None) -> dict[str, Any]:
     r = connect(url)
     assert crawl is not None
     p = prefix(crawl)
+    config = inspect(r, url, crawl)  # the fixed keys of their types, counters numbers: else exit 1
+    if config is None:
+        raise UsageError(f"no crawl of this name on {shown_url(url)}", subject=f"--crawl {shown(crawl)}")
     try:
-        config = r.get(p + "config")
-        if config is None:
-            raise UsageError(f"no crawl of this name on {url}", subject=f"--crawl {crawl}")
-        counts = r.hgetall(p + "counts")
-        queued = r.zcard(p + "q:page") + r.zcard(p + "q:asset")
-        leased, scheduled = r.zcard(p + "leases"), r.zcard(p + "retry")
-        workers = r.hgetall(p + "workers")
-        alive = r.hgetall(p + "alive")
-        holders = [v.split(" ", 1)[0] for v in r.hvals(p + "owner")]
-        seconds, micros = r.time()
-        done_by = {w: r.hgetall(p + "wc:" + w) for w in workers}
-        expired = int(r.hget(p + "stats", "expired") or 0)
-        budget = budget_status(r, p)
-    except down_errors() as e:
-        raise CaptureError(f"cannot reach Redis: {e}", subject=url) from None
+        return call(url, crawl, _read, r, p, url, crawl, config)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # a value no worker writes
+        raise damaged(
+            crawl, f"a value --status cannot read ({type(e).__name__}: {shown(str(e)[:80])})"
+        ) from None
+
+
+def _read(r: Any, p: str, url: str, crawl: str, config: dict[str, Any]) -> dict[str, Any]:
+    counts = r.hgetall(p + "counts")
+    queued = r.zcard(p + "q:page") + r.zcard(p + "q:asset")
+    leased, scheduled = r.zcard(p + "leases"), r.zcard(p + "retry")
+    workers = r.hgetall(p + "workers")
+    alive = r.hgetall(p + "alive")
+    holders = [v.split(" ", 1)[0] for v in r.hvals(p + "owner")]
+    seconds, micros = r.time()
+    done_by = {w: r.hgetall(p + "wc:" + w) for w in workers}
+    expired = int(r.hget(p + "stats", "expired") or 0)
+    budget = budget_status(r, p)
     now = int(seconds) * 1000 + int(micros) // 1000
     states: dict[str, int] = {}
     kinds: dict[str, dict[str, int]] = {}
@@ -60,8 +75,8 @@ def crawl_status(url: str, crawl: str | None) -> dict[str, Any]:
     pending = states.get("pending", 0)
     return {
         "crawl": crawl,
-        "state": url,
-        "seeds": json.loads(config).get("seeds", []),
+        "state": shown_url(url),
+        "seeds": config["seeds"],
         "complete": pending == 0,
         "done": states.get("done", 0),
         "queued": queued + scheduled,

@@ -44,11 +44,23 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from archiver import urls
 from archiver.capture import redis_lua
 from archiver.capture.redis_budget import keep_skipped, stores_page
-from archiver.capture.redis_conn import Down, check_target, connect, down_errors, prefix
+from archiver.capture.redis_config import CONFIG_VERSION, check_same, crawl_config
+from archiver.capture.redis_conn import (
+    Down,
+    check_target,
+    connect,
+    inspect,
+    parse_config,
+    prefix,
+    redis_errors,
+    refusal,
+    shown,
+    shown_url,
+)
 from archiver.capture.redis_politeness import RedisPoliteness
 from archiver.capture.redis_shard import Shard, row_of, settle
 from archiver.capture.state import NewURL, Row, State
-from archiver.errors import CaptureError, UsageError
+from archiver.errors import ArchiverError, CaptureError, UsageError
 from archiver.tree import Record
 
 if TYPE_CHECKING:
@@ -57,7 +69,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "redis_state"]
 
-CONFIG_VERSION = 1
 _LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
 _RETRY_BACKOFF_MS = 1000  # an expired lease's row waits 1 s · 2^(attempts-1) (at most 60 s)
 _SCRIPTS = (
@@ -74,31 +85,6 @@ _SCRIPTS = (
 )
 
 
-def crawl_config(seed_keys: Iterable[str], options: CaptureOptions) -> dict[str, Any]:
-    """What every worker of a crawl must agree on: its seeds and the options that decide its scope
-    (and the delay, which is crawl-wide). Registered by the first worker."""
-    scope = options.manifest_options()
-    scope.pop("seed_folders", None)
-    scope["prefer"] = list(options.prefer)
-    scope["avoid"] = list(options.avoid)
-    scope["delay"] = 1.0 if options.delay is None else options.delay
-    return {"version": CONFIG_VERSION, "seeds": sorted(set(seed_keys)), "options": scope}
-
-
-def _differences(registered: dict[str, Any], given: dict[str, Any]) -> str:
-    parts = []
-    if registered.get("seeds") != given["seeds"]:
-        shown = ", ".join(registered.get("seeds") or []) or "none"
-        parts.append(f"other seeds (registered: {shown})")
-    old = registered.get("options") or {}
-    for name in sorted(set(old) | set(given["options"])):
-        if old.get(name) != given["options"].get(name):
-            parts.append(
-                f"{name} {json.dumps(old.get(name))} (given {json.dumps(given['options'].get(name))})"
-            )
-    return "; ".join(parts) or f"config version {registered.get('version')}"
-
-
 def redis_state(
     url: str, crawl: str | None, seeds: list[str], options: CaptureOptions, *, lease: float = 30.0
 ) -> StateFactory:
@@ -110,6 +96,10 @@ def redis_state(
     keys = [urls.dedup_key(urls.parse_seed(s)) for s in seeds]
     config = crawl_config(keys, options)
     client = connect(url)
+    # before the worker touches its folder: a refused worker leaves it exactly as it found it
+    registered = inspect(client, url, crawl)
+    if registered is not None:
+        check_same(registered, config, url, crawl)
     worker = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
 
     def factory(path: Path) -> CrawlState:
@@ -176,7 +166,7 @@ class RedisState:
         self.held: dict[str, str] = {}  # host → the holder of its lock (RedisPoliteness)
         self.stderr = stderr
         self.refused = 0  # finishes Redis refused (the lease had been lost)
-        self._errors = down_errors()
+        self._errors = redis_errors()
         self._scripts = {name: client.register_script(getattr(redis_lua, name)) for name in _SCRIPTS}
         self._tokens: dict[str, int] = {}
         self._depth = 0
@@ -186,6 +176,9 @@ class RedisState:
         self._down_since: float | None = None
         self._retry_at = 0.0
         self._said = False
+        #: the first damage met (formats/crawl-state.md §6.9): the next claim stops the worker with
+        #: it, also when it was met inside a URL's work (a host's clock), which records that URL failed
+        self.damage: ArchiverError | None = None
         self._last: Any = None  # what the last write sent by a transaction answered
         #: the page budget is the crawl's, kept by the scripts (formats/crawl-state.md §6.8)
         self.counts_pages = config["options"].get("max_pages") is not None
@@ -196,7 +189,9 @@ class RedisState:
 
     def _say(self, text: str) -> None:
         print(
-            f"archiver: {self.url} (crawl {self.crawl}): {text}", file=self.stderr or sys.stderr, flush=True
+            f"archiver: {shown_url(self.url)} (crawl {self.crawl}): {text}",
+            file=self.stderr or sys.stderr,
+            flush=True,
         )
 
     def _try(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -206,7 +201,11 @@ class RedisState:
             raise Down
         try:
             result = fn(*args, **kwargs)
-        except self._errors:
+        except self._errors as e:
+            problem = refusal(e, self.url, self.crawl)  # damaged keys, not Redis: one line
+            if problem is not None:
+                self.damage = self.damage or problem
+                raise problem from None
             if self._down_since is None:
                 self._down_since = now
             self._retry_at = now + 0.5
@@ -250,19 +249,16 @@ class RedisState:
         key = self.prefix + "config"
         try:
             if not self.r.set(key, doc, nx=True):
-                registered = json.loads(self.r.get(key) or "{}")
-                if registered != json.loads(doc):
-                    raise UsageError(
-                        f"the crawl on {self.url} was registered with {_differences(registered, config)};"
-                        " give the same seeds and scope options, or another --crawl name",
-                        subject=f"--crawl {self.crawl}",
-                    )
+                check_same(parse_config(self.r.get(key) or "{}", self.crawl), config, self.url, self.crawl)
             if self.counts_pages:
                 self.r.set(self.prefix + "budget", int(config["options"]["max_pages"]))
             info = {"host": socket.gethostname(), "pid": os.getpid(), "out": str(path.parent.parent)}
             self.r.hset(self.prefix + "workers", self.worker, json.dumps(info))
         except self._errors as e:
-            raise CaptureError(f"cannot reach Redis: {e}", subject=self.url) from None
+            problem = refusal(e, self.url, self.crawl)
+            if problem is not None:
+                raise problem from None
+            raise CaptureError(f"cannot reach Redis: {shown(str(e))}", subject=shown_url(self.url)) from None
 
     # ---- meta and seeds (home and created are the crawl's; the rest is the shard's)
 
@@ -339,6 +335,8 @@ class RedisState:
         return [] if inner or not send else list(self._last or [])
 
     def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+        if self.damage is not None:
+            raise self.damage
         try:
             self._drain()
             found = self._script(
@@ -393,7 +391,7 @@ class RedisState:
                 raise CaptureError(
                     f"no answer from Redis for {gone:.0f} s: this worker stops; what it stored is"
                     " intact in its folder (run it again to rejoin the crawl)",
-                    subject=self.url,
+                    subject=shown_url(self.url),
                 ) from None
             return 0.5
         if queued:

@@ -128,12 +128,14 @@ def test_an_expired_or_handed_back_lease_and_a_redirect_stub_return_their_slot(
 def test_a_worker_with_another_budget_is_refused(server: RedisServer, tmp_path: Path) -> None:
     options = CaptureOptions(render=False, max_pages=20)
     redis_state(server.url, "budgets", [A], options)(tmp_path / "one" / "crawl.sqlite").close()
-    other = redis_state(server.url, "budgets", [A], CaptureOptions(render=False, max_pages=30))
-    with pytest.raises(UsageError, match="max_pages 20 \\(given 30\\)"):
-        other(tmp_path / "two" / "crawl.sqlite")
-    unlimited = redis_state(server.url, "budgets", [A], CaptureOptions(render=False))
+    with pytest.raises(UsageError, match="max_pages 20 \\(given 30\\)"):  # before its folder is touched
+        redis_state(server.url, "budgets", [A], CaptureOptions(render=False, max_pages=30))(
+            tmp_path / "two" / "crawl.sqlite"
+        )
     with pytest.raises(UsageError, match="max_pages 20 \\(given null\\)"):
-        unlimited(tmp_path / "three" / "crawl.sqlite")
+        redis_state(server.url, "budgets", [A], CaptureOptions(render=False))(
+            tmp_path / "three" / "crawl.sqlite"
+        )
 
 
 # ---- three worker processes on the fixture site

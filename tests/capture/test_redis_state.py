@@ -273,14 +273,14 @@ def test_a_worker_with_other_seeds_or_scope_is_refused(server: RedisServer, tmp_
     first = redis_state(server.url, "refusal", [A], options)
     first(tmp_path / "one" / "crawl.sqlite").close()
     first(tmp_path / "one" / "crawl.sqlite").close()  # the same worker again: fine
-    deeper = redis_state(server.url, "refusal", [A], CaptureOptions(render=False, depth=5))
-    with pytest.raises(UsageError) as e:
-        deeper(tmp_path / "two" / "crawl.sqlite")
+    with pytest.raises(UsageError) as e:  # refused before its folder is touched (redis_state)
+        redis_state(server.url, "refusal", [A], CaptureOptions(render=False, depth=5))(
+            tmp_path / "two" / "crawl.sqlite"
+        )
     assert e.value.exit_code == 2 and "depth 3 (given 5)" in str(e.value)
     assert str(e.value).startswith("--crawl refusal: ")
-    other = redis_state(server.url, "refusal", [A + "other/"], options)
     with pytest.raises(UsageError, match="other seeds"):
-        other(tmp_path / "three" / "crawl.sqlite")
+        redis_state(server.url, "refusal", [A + "other/"], options)(tmp_path / "three" / "crawl.sqlite")
     assert not (tmp_path / "two").exists() and not (tmp_path / "three").exists()
 
 
