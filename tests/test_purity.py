@@ -52,8 +52,8 @@ WARC = {
 }  # fmt: skip
 
 SEARCH = {
-    "__future__", "array", "codecs", "collections", "collections.abc", "dataclasses", "hashlib", "heapq",
-    "json", "math", "re", "regex", "typing", "unicodedata", "selectolax.lexbor", "archiver.errors",
+    "__future__", "array", "codecs", "collections", "collections.abc", "dataclasses", "functools", "hashlib",
+    "heapq", "json", "math", "re", "regex", "typing", "unicodedata", "selectolax.lexbor", "archiver.errors",
     "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
 }  # fmt: skip
 

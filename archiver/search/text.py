@@ -120,7 +120,8 @@ def extract(html: bytes) -> Page:
     def flush(heading: bool) -> None:
         nonlocal budget
         nonlocal pending
-        text = _SPACES.sub(" ", "".join(parts)).strip()
+        raw = "".join(parts)
+        text = _SPACES.sub(" ", raw[: 4 * budget + 4096] if len(raw) > 4 * budget + 4096 else raw).strip()
         parts.clear()
         pending = 0
         if text and budget > 0:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 import regex
 
@@ -35,8 +36,7 @@ _LETTERS = str.maketrans(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """One term at one position, from ``start`` to ``end`` (character offsets) of the source text."""
 
     term: str
@@ -69,29 +69,42 @@ def _segments(word: str) -> Iterator[tuple[bool, int, int]]:
         yield kind, start, len(word)
 
 
+@lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> tuple[tuple[str | None, int, int], ...]:
+    """(term or None for a dropped one, start, end) of one word, offsets relative to the word."""
+    out: list[tuple[str | None, int, int]] = []
+    for cjk, a, b in _segments(word):
+        raw = word[a:b]
+        folded = fold(raw)
+        exact = len(folded) == len(raw)  # offsets map one to one, else the segment's span
+        if cjk:
+            chars = [c for c in folded if not _MARK.match(c)] if not exact else list(folded)
+            exact = exact and len(chars) == len(raw)
+            for i in range(max(1, len(chars) - 1)):
+                gram = "".join(chars[i : i + 2])
+                if gram:
+                    out.append((gram, a + i, a + i + len(gram)) if exact else (gram, a, b))
+            continue
+        for w in _WORD.finditer(folded):
+            term = w.group() if len(w.group()) <= MAX_TERM else None
+            out.append((term, a + w.start(), a + w.end()) if exact else (term, a, b))
+    return tuple(out)
+
+
 def tokens(text: str, position: int = 0) -> Iterator[Token]:
     """Every token of ``text``, numbered from ``position`` (formats/search.md §3)."""
     for m in _WORD.finditer(text):
         base = m.start()
-        for cjk, a, b in _segments(m.group()):
-            raw = m.group()[a:b]
-            folded = fold(raw)
-            exact = len(folded) == len(raw)  # offsets map one to one, else the segment's span
-            if cjk:
-                chars = [c for c in folded if not _MARK.match(c)] if not exact else list(folded)
-                exact = exact and len(chars) == len(raw)
-                grams = ["".join(chars[i : i + 2]) for i in range(max(1, len(chars) - 1))]
-                for i, gram in enumerate(grams):
-                    if gram:
-                        s, e = (base + a + i, base + a + i + len(gram)) if exact else (base + a, base + b)
-                        yield Token(gram, position, s, e)
-                        position += 1
-                continue
-            for w in _WORD.finditer(folded):
-                s, e = (base + a + w.start(), base + a + w.end()) if exact else (base + a, base + b)
-                if len(w.group()) <= MAX_TERM:
-                    yield Token(w.group(), position, s, e)
-                position += 1
+        word = m.group()
+        if word.isascii():  # letters and digits only: lower case is the whole folding
+            if len(word) <= MAX_TERM:
+                yield Token(word.lower(), position, base, m.end())
+            position += 1
+            continue
+        for term, s, e in _word_terms(word):
+            if term is not None:
+                yield Token(term, position, base + s, base + e)
+            position += 1
 
 
 def terms(text: str) -> list[str]:
