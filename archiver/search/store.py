@@ -14,7 +14,7 @@ from pathlib import Path
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
 from archiver.search.query import Index
-from archiver.search.text import MAX_HTML, extract
+from archiver.search.text import MAX_HTML, Page, extract
 from archiver.tree import RESERVED_DIR, manifest_path, records
 
 __all__ = [
@@ -30,6 +30,8 @@ __all__ = [
 #: Where a tree keeps its index, relative to its root.
 INDEX_DIR = f"{RESERVED_DIR}/search"
 _HTML = (".html", ".htm", ".xhtml")
+#: Characters of sampled pages (§2.2) kept for the build instead of being extracted again.
+_KEPT = 32 << 20
 
 
 def _pages(root: Path) -> list[str]:
@@ -68,10 +70,22 @@ def build_index(
 ) -> tuple[dict, int]:
     """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages)."""
     paths = _pages(root)
-    sample = (extract(_read_page(root, p)) for p in paths[: build.BOILERPLATE_SAMPLE])
-    builder = build.Builder(emit, skip=build.boilerplate(sample))
+    kept: dict[str, Page] = {}  # the sample's pages, up to _KEPT characters, not extracted twice
+    size = 0
+
+    def sample() -> Iterator[Page]:
+        nonlocal size
+        for p in paths[: build.BOILERPLATE_SAMPLE]:
+            page = extract(_read_page(root, p))
+            if size + page.size() <= _KEPT:
+                kept[p] = page
+                size += page.size()
+            yield page
+
+    builder = build.Builder(emit, skip=build.boilerplate(sample()))
     for i, rel in enumerate(paths):
-        builder.add(rel, extract(_read_page(root, rel)))
+        page = kept.pop(rel, None)
+        builder.add(rel, page if page is not None else extract(_read_page(root, rel)))
         if progress is not None:
             progress(i + 1)
     manifest = builder.finish()

@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-__all__ = ["MAX_HTML", "MAX_TEXT", "Page", "extract"]
+__all__ = ["MAX_DEPTH", "MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract", "flatten"]
 
 #: Bytes of HTML read from a page; the rest is not indexed.
-MAX_HTML = 16 << 20
+MAX_HTML = 8 << 20
 #: Characters of text kept from a page (title, headings and body together); the rest is cut.
 MAX_TEXT = 1 << 20
+#: Nodes (elements and texts) of a page walked; the rest is cut (a million ``<span>``: 28 s without).
+MAX_NODES = 200_000
 
 _SKIP = frozenset(
     {
@@ -47,6 +49,19 @@ _BLOCKS = frozenset(
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _SPACES = re.compile(r"\s+")
+#: Elements nested deeper than this lose their tags (a space each; their text stays), before parsing:
+#: the parser's time grows with the square of the depth (20,000 nested ``<div>``: 6 s), and browsers
+#: cap it too (Chromium's parser at 512).
+MAX_DEPTH = 256
+_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
+_RAW = frozenset({"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes"})
+_NO_DEPTH = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+        "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "tbody",
+        "thead", "tfoot", "colgroup", "caption", "param", "keygen",
+    }
+)  # fmt: skip
 
 
 @dataclass
@@ -84,6 +99,26 @@ def decode(data: bytes) -> str:
     return data.decode(name, "replace")
 
 
+def flatten(html: str) -> str:
+    """``html`` with the tags of elements nested over :data:`MAX_DEPTH` deep replaced by a space
+    (counting neither void elements nor those whose end tag is optional; raw-text elements such as
+    ``script`` keep their tags, so their text stays out)."""
+    depth = 0
+
+    def tag(m: re.Match[str]) -> str:
+        nonlocal depth
+        name = m.group(2).lower()
+        if name in _RAW or name in _NO_DEPTH or m.group(3):
+            return m.group()
+        if m.group(1):
+            depth = max(0, depth - 1)
+            return m.group() if depth < MAX_DEPTH else " "
+        depth += 1
+        return m.group() if depth <= MAX_DEPTH else " "
+
+    return _TAG.sub(tag, html)
+
+
 def _skipped(node: LexborNode) -> bool:
     tag = node.tag or ""
     if tag in _SKIP:
@@ -103,7 +138,10 @@ def _skipped(node: LexborNode) -> bool:
 
 def extract(html: bytes) -> Page:
     """The title and the blocks of ``html`` (formats/search.md §2)."""
-    tree = LexborHTMLParser(decode(html))
+    text = decode(html)
+    if text.count("<") > 4 * MAX_DEPTH:  # only a page with many tags can be nested that deep
+        text = flatten(text)
+    tree = LexborHTMLParser(text)
     page = Page()
     title = tree.css_first("title")
     if title is not None:
@@ -133,7 +171,12 @@ def extract(html: bytes) -> Page:
 
     node: LexborNode | None = body.child
     stack: list[LexborNode] = [body]  # the open elements above ``node``
+    nodes = 0
     while node is not None and budget > 0:
+        nodes += 1
+        if nodes > MAX_NODES:
+            page.cut = True
+            break
         tag = node.tag or ""
         descend = False
         if tag == "-text":
