@@ -162,11 +162,17 @@
 
   // Rank the documents of several indexes: looked[a][clause][k] = Map term -> Map doc -> posting.
   function rank(indexes, clauses, looked) {
-    var df = new Map(), n = 0, queryTerms = [];
+    var df = new Map(), anyDf = new Map(), n = 0, queryTerms = [];
     clauses.forEach(function (c) { queryTerms = queryTerms.concat(c.terms); });
     indexes.forEach(function (ix) { n += ix.documents; });
-    looked.forEach(function (perClause) { perClause.forEach(function (perTerm) { perTerm.forEach(function (found) {
+    looked.forEach(function (perClause) { perClause.forEach(function (perTerm, ci) { perTerm.forEach(function (found, k) {
       found.forEach(function (posts, t) { df.set(t, (df.get(t) || 0) + posts.size); });
+      var c = clauses[ci];
+      if (c.prefix && k === c.terms.length - 1) {
+        var docs = new Set();
+        found.forEach(function (posts) { posts.forEach(function (_p, d) { docs.add(d); }); });
+        anyDf.set(c.terms[k], (anyDf.get(c.terms[k]) || 0) + docs.size);
+      }
     }); }); });
     var ranked = [];
     looked.forEach(function (perClause, a) {
@@ -196,7 +202,8 @@
           h.forEach(function (alts, k) {
             var best = 0;
             alts.forEach(function (p, t) {
-              var v = termScore(p, idf(n, df.get(t)), indexes[a].avgdl), exact = t === c.terms[k];
+              var exact = t === c.terms[k];
+              var v = termScore(p, idf(n, exact ? df.get(t) : anyDf.get(c.terms[k])), indexes[a].avgdl);
               best = Math.max(best, exact ? v : v * PREFIX);
               if (exact && p.title) { titleHits = Math.max(titleHits, p.titleLength); }
             });

@@ -253,14 +253,18 @@ def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int
     # Per index, per clause, per term position in the clause: term → postings.
     looked: list[list[list[dict[str, dict[int, Posting]]]]] = []
     df: dict[str, int] = {}
+    any_df: dict[str, int] = {}  # a prefix: the documents holding any of its terms
     for index in indexes:
         per_clause = []
         for c in clauses:
             per_term = []
             for k, term in enumerate(c.terms):
-                found = index.postings(term, c.prefix and k == len(c.terms) - 1)
+                prefix = c.prefix and k == len(c.terms) - 1
+                found = index.postings(term, prefix)
                 for t, posts in found.items():
                     df[t] = df.get(t, 0) + len(posts)
+                if prefix:
+                    any_df[term] = any_df.get(term, 0) + len(set().union(*(p.keys() for p in found.values())))
                 per_term.append(found)
             per_clause.append(per_term)
         looked.append(per_clause)
@@ -291,8 +295,9 @@ def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int
                 for k, alts in enumerate(here):
                     best = 0.0
                     for t, p in alts.items():
-                        s = _term_score(p, _idf(n, df[t]), index.avgdl)
                         exact = t == c.terms[k]
+                        # A term the prefix stands for weighs as rare as the prefix is, not as its own rarity.
+                        s = _term_score(p, _idf(n, df[t] if exact else any_df[c.terms[k]]), index.avgdl)
                         best = max(best, s if exact else s * PREFIX)
                         if exact and p.title:
                             title_hits = max(title_hits, p.title_length)

@@ -188,3 +188,14 @@ def test_what_a_reader_does_not_see_is_not_indexed() -> None:
         assert query.search([index], w + " ").total == 0, w
     assert query.search([index], "seenword ").total == 1
     assert query.search([index], "escaped ").total == 1
+
+
+def test_a_rare_completion_does_not_outrank_the_word_typed() -> None:
+    """'dict' as typed also stands for 'dictconfig'; a page saying 'dictconfig' (rare) ranks below the
+    pages saying 'dict' (common) itself: a completion weighs as rare as the prefix (§6.3)."""
+    pages = [(f"p{i}.html", html(f"P{i}", f"<p>dict {i} filler</p>")) for i in range(10)]
+    pages.append(("a.html", html("A", "<p>dict dict dict more</p>")))
+    pages.append(("b.html", html("B", "<p>dictconfig dictconfig dictconfig more</p>")))
+    found = query.search([index_of(pages)], "dict", limit=20)
+    assert found.results[0].path == "a.html"
+    assert found.results[-1].path == "b.html"
