@@ -158,7 +158,7 @@ _SEARCH_DIR = f"{RESERVED_DIR}/search/"
 
 
 def _check_search_index(root: Path, report: TreeReport) -> None:
-    """The search index, when the tree has one (formats/search.md §4.3): every file the index's
+    """The search index, when the tree has one (formats/search.md §4.6): every file the index's
     manifest lists has its size and SHA-256; a damaged or missing file is a problem naming it."""
     from archiver.search import store
 

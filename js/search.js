@@ -174,6 +174,14 @@
         anyDf.set(c.terms[k], (anyDf.get(c.terms[k]) || 0) + docs.size);
       }
     }); }); });
+    // How rare a matched term is: its df, or for a term a prefix stands for, the prefix's.
+    function rarity(t) {
+      for (var i = 0; i < clauses.length; i++) {
+        var last = clauses[i].terms[clauses[i].terms.length - 1];
+        if (clauses[i].prefix && t !== last && t.indexOf(last) === 0) { return anyDf.get(last); }
+      }
+      return df.get(t);
+    }
     var ranked = [];
     looked.forEach(function (perClause, a) {
       var candidates = null;
@@ -217,7 +225,15 @@
           tier = 1;
           queryTerms.forEach(function (t, k) { var p = here[k].get(t); if (!p || !p.title || (p.complete && p.positions.indexOf(k) < 0)) { tier = 0; } });
         }
-        ranked.push([tier, score, a, doc]);
+        var pairs = [];
+        here.forEach(function (alts) { alts.forEach(function (p, t) { pairs.push([rarity(t), p.title + p.headings + p.body, t, p]); }); });
+        pairs.sort(function (x, y) { return (x[0] - y[0]) || (x[1] - y[1]) || (x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0); });
+        var at = -1;
+        for (var pi = 0; pi < pairs.length && at < 0; pi++) {
+          var p = pairs[pi][3];
+          p.positions.forEach(function (q) { if (q >= p.titleLength && (at < 0 || q < at)) { at = q; } });
+        }
+        ranked.push([tier, score, a, doc, at]);
       });
     });
     ranked.sort(function (x, y) { return (y[0] - x[0]) || (y[1] - x[1]) || (x[2] - y[2]) || (x[3] - y[3]); });
@@ -305,7 +321,7 @@
     return load("manifest", null).then(function (m) {
       if (!m || m.format !== "archiver-search") { throw new Damaged("manifest", "is not a search index manifest"); }
       if (m.version > VERSION || m.tokenizer !== TOKENIZER) { throw new Damaged("manifest", "was written by another archiver: build it again with archiver index"); }
-      index = { documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, maps: {} };
+      index = { documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, texts: m.text, maps: {} };
       return index;
     });
   }
@@ -330,6 +346,22 @@
     return Promise.reject(new Damaged("manifest", "no fragment group holds document " + doc));
   }
 
+  function before(a, b, c, d) { return a < c || (a === c && b <= d); }
+
+  // Text chunk k of document doc ("" when it has none).
+  function chunk(doc, k) {
+    for (var i = 0; i < index.texts.length; i++) {
+      var x = index.texts[i];
+      if (before(x[0], x[1], doc, k) && before(doc, k, x[2], x[3])) {
+        return load("x/" + i, x[5]).then(function (rows) {
+          for (var r = 0; r < rows.length; r++) { if (rows[r][0] === doc && rows[r][1] === k) { return rows[r][2]; } }
+          throw new Damaged("x/" + i, "does not hold chunk " + k + " of document " + doc);
+        });
+      }
+    }
+    return Promise.resolve("");
+  }
+
   function run(query, offset, limit) {
     var clauses = parse(query);
     if (!clauses.length) { return Promise.resolve({ total: 0, results: [] }); }
@@ -346,7 +378,16 @@
       clauses.forEach(function (c) { (c.prefix ? c.terms.slice(0, -1) : c.terms).forEach(function (t) { wanted.add(t); }); });
       if (clauses[clauses.length - 1].prefix) { var last = clauses[clauses.length - 1].terms; prefix = last[last.length - 1]; }
       return Promise.all(page.map(function (r) {
-        return fragment(r[3]).then(function (f) { return { path: f[0], title: f[1], snippet: snippet(f[3], wanted, prefix) }; });
+        return fragment(r[3]).then(function (f) {
+          var k = 0;
+          f[3].forEach(function (s, i) { if (s <= r[4]) { k = i; } });
+          return chunk(r[3], k).then(function (text) {
+            var s = snippet(text, wanted, prefix);
+            s.before = s.before || k > 0;
+            s.after = s.after || k < f[3].length - 1;
+            return { path: f[0], title: f[1], snippet: s };
+          });
+        });
       })).then(function (results) { return { total: ranked.length, results: results }; });
     });
   }

@@ -38,6 +38,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         "pages": pages,
         "shards": len(manifest["shards"]),
         "fragment_files": len(manifest["docs"]),
+        "text_files": len(manifest["text"]),
         "bytes": size,
         "seconds": round(seconds, 3),
     }
@@ -46,7 +47,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     else:
         print(
             f"{_escaped(doc['index'])}: {pages} pages, {doc['shards']} term shards, "
-            f"{doc['fragment_files']} fragment files, {size} bytes in {seconds:.2f} s; "
+            f"{doc['fragment_files']} fragment and {doc['text_files']} text files, {size} bytes "
+            f"in {seconds:.2f} s; "
             f"search page: {_escaped(doc['page'])}"
         )
     return 0

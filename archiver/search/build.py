@@ -39,7 +39,11 @@ MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
 SHARD_BYTES = 32 << 10
-GROUP_BYTES = 32 << 10
+GROUP_BYTES = 16 << 10
+TEXT_BYTES = 16 << 10
+#: A document's text is stored in chunks of whole blocks of at least this many characters; a result
+#: loads the one chunk its snippet comes from.
+CHUNK_CHARS = 2048
 _GAP = 1  # positions skipped between blocks, so no phrase spans two blocks
 _FIELDS = ("title", "headings", "body")
 
@@ -95,6 +99,7 @@ class Builder:
         skip: frozenset[str] = frozenset(),
         shard_bytes: int = SHARD_BYTES,
         group_bytes: int = GROUP_BYTES,
+        text_bytes: int = TEXT_BYTES,
     ) -> None:
         self._emit = emit
         self._skip = skip
@@ -107,6 +112,12 @@ class Builder:
         self._group_first = 0
         self._group_size = 0
         self._groups: list[list[Any]] = []
+        self._text_bytes = text_bytes
+        self._texts: list[list[Any]] = []
+        self._text: list[bytes] = []
+        self._text_first: tuple[int, int] = (0, 0)
+        self._text_last: tuple[int, int] = (0, 0)
+        self._text_size = 0
 
     def add(self, path: str, page: Page) -> int:
         """Index one document; returns its number."""
@@ -115,18 +126,26 @@ class Builder:
         stats: dict[str, list[int]] = {}
         position = 0
         headings: list[str] = []
-        text: list[str] = []
         fields: list[tuple[int, str]] = [(0, page.title)]
         for heading, block in page.blocks:
             if block in self._skip:
                 continue
             fields.append((1 if heading else 2, block))
-            text.append(block)
             if heading:
                 headings.append(block[:512])
         length = 0
         title_length = 0
+        starts: list[int] = []  # the position each text chunk starts at
+        chunks: list[list[str]] = []
+        chunk_size = CHUNK_CHARS
         for field, block in fields:
+            if field:
+                if chunk_size >= CHUNK_CHARS:
+                    starts.append(position)
+                    chunks.append([])
+                    chunk_size = 0
+                chunks[-1].append(block)
+                chunk_size += len(block) + 1
             last = position - 1
             for token in tokens(block, position):
                 entry = stats.get(token.term)
@@ -147,8 +166,31 @@ class Builder:
                 postings = self._postings[term] = array("I")
             postings.extend((doc, entry[0], entry[1], entry[2], length, title_length, len(entry) - 3))
             postings.extend(entry[3:])
-        self._add_fragment(doc, [path, page.title, headings, "\n".join(text)])
+        self._add_fragment(doc, [path, page.title, headings, starts])
+        for k, chunk in enumerate(chunks):
+            self._add_text(doc, k, "\n".join(chunk))
         return doc
+
+    def _add_text(self, doc: int, chunk: int, text: str) -> None:
+        data = _dumps([doc, chunk, text])
+        if not self._text:
+            self._text_first = (doc, chunk)
+        self._text.append(data)
+        self._text_last = (doc, chunk)
+        self._text_size += len(data)
+        if self._text_size >= self._text_bytes:
+            self._close_text()
+
+    def _close_text(self) -> None:
+        if not self._text:
+            return
+        payload = b"[" + b",".join(self._text) + b"]"
+        name = f"x/{len(self._texts)}"
+        data = wrap(name, payload)
+        self._emit(name, data)
+        first, last = self._text_first, self._text_last
+        self._texts.append([*first, *last, len(data), hashlib.sha256(payload).hexdigest()])
+        self._text, self._text_size = [], 0
 
     def _add_fragment(self, doc: int, record: list[Any]) -> None:
         data = _dumps(record)
@@ -187,6 +229,7 @@ class Builder:
     def finish(self) -> dict[str, Any]:
         """Emit the last fragment group and every term shard; return the manifest (§4.2)."""
         self._close_group(self._docs - 1)
+        self._close_text()
         shards: list[list[Any]] = []
         batch: list[bytes] = []
         first = last = ""
@@ -222,6 +265,7 @@ class Builder:
             "fields": list(_FIELDS),
             "shards": shards,
             "docs": self._groups,
+            "text": self._texts,
         }
 
 

@@ -124,12 +124,16 @@ class Index:
             self.avgdl = float(m["avgdl"]) or 1.0
             self.shards = [(str(s[0]), str(s[1]), int(s[2]), str(s[3])) for s in m["shards"]]
             self.groups = [(int(g[0]), int(g[1]), int(g[2]), str(g[3])) for g in m["docs"]]
+            self.texts = [
+                ((int(x[0]), int(x[1])), (int(x[2]), int(x[3])), int(x[4]), str(x[5])) for x in m["text"]
+            ]
         except (KeyError, TypeError, ValueError, IndexError):
             raise FormatError(
                 "the manifest's tables are malformed", subject=self._where("manifest")
             ) from None
         self._terms: dict[int, dict[str, list[int]]] = {}
         self._fragments: dict[int, list[Any]] = {}
+        self._chunks: dict[tuple[int, int], str] = {}
 
     def _where(self, name: str) -> str:
         return f"{self.label}/{name}.js" if self.label else f"{name}.js"
@@ -188,8 +192,26 @@ class Index:
             found = {t: found[t] for t in keep}
         return {t: _decode(flat) for t, flat in found.items()}
 
+    def chunk(self, doc: int, k: int) -> str:
+        """Text chunk ``k`` of document ``doc`` ("" when it has none)."""
+        key = (doc, k)
+        if key in self._chunks:
+            return self._chunks[key]
+        for i, (first, last, size, sha) in enumerate(self.texts):
+            if first <= key <= last:
+                rows = self._read(f"x/{i}", (size, sha))
+                if not isinstance(rows, list):
+                    raise FormatError("is not a list of text chunks", subject=self._where(f"x/{i}"))
+                self._chunks.update({(int(r[0]), int(r[1])): str(r[2]) for r in rows})
+                if key not in self._chunks:
+                    raise FormatError(
+                        f"does not hold chunk {k} of document {doc}", subject=self._where(f"x/{i}")
+                    )
+                return self._chunks[key]
+        return ""
+
     def fragment(self, doc: int) -> list[Any]:
-        """[path, title, headings, text] of document ``doc``."""
+        """[path, title, headings, chunk start positions] of document ``doc``."""
         if doc in self._fragments:
             return self._fragments[doc]
         for i, (first, last, size, sha) in enumerate(self.groups):
@@ -270,7 +292,7 @@ def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int
         looked.append(per_clause)
     n = sum(i.documents for i in indexes)
     query_terms = [t for c in clauses for t in c.terms]
-    ranked: list[tuple[int, float, int, int]] = []
+    ranked: list[tuple[int, float, int, int, int]] = []
     for a, (index, per_clause) in enumerate(zip(indexes, looked, strict=True)):
         candidates: set[int] | None = None
         for per_term in per_clause:
@@ -306,18 +328,43 @@ def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int
                 continue
             if len(spans) > 1:
                 score *= _proximity(spans)
-            tier = int(title_hits == len(query_terms) and _title_is(here_all(per_clause, doc), query_terms))
-            ranked.append((tier, score, a, doc))
+            every = here_all(per_clause, doc)
+            tier = int(title_hits == len(query_terms) and _title_is(every, query_terms))
+            rarity = {t: df[t] for alts in every for t in alts}
+            for c in clauses:
+                if c.prefix:
+                    for alts in every:
+                        for t in alts:
+                            if t != c.terms[-1] and t.startswith(c.terms[-1]):
+                                rarity[t] = any_df[c.terms[-1]]
+            ranked.append((tier, score, a, doc, _where_to_cut(every, rarity)))
     results.total = len(ranked)
     page = heapq.nsmallest(offset + limit, ranked, key=lambda r: (-r[0], -r[1], r[2], r[3]))[offset:]
     wanted = frozenset(t for c in clauses for t in (c.terms[:-1] if c.prefix else c.terms))
     prefix = clauses[-1].terms[-1] if clauses[-1].prefix else ""
-    for _tier, score, a, doc in page:
-        path, title, _headings, text = indexes[a].fragment(doc)
-        results.results.append(
-            Result(a, doc, round(score, 6), str(path), str(title), snippet(str(text), wanted, prefix))
-        )
+    for _tier, score, a, doc, at in page:
+        path, title, _headings, starts = indexes[a].fragment(doc)
+        k = max((i for i, s in enumerate(starts) if s <= at), default=0)
+        cut = snippet(indexes[a].chunk(doc, k), wanted, prefix)
+        if k > 0 or k < len(starts) - 1:
+            cut = Snippet(cut.text, cut.marks, cut.before or k > 0, cut.after or k < len(starts) - 1)
+        results.results.append(Result(a, doc, round(score, 6), str(path), str(title), cut))
     return results
+
+
+def _where_to_cut(every: list[dict[str, Posting]], rarity: dict[str, int]) -> int:
+    """The position a snippet is cut around: the first one in the text (after the title) of the
+    rarest matched term (fewest documents, then fewest occurrences in this one); -1 when no matched
+    term is known in the text (§6.4)."""
+    pairs = sorted(
+        ((rarity[t], p.title + p.headings + p.body, t, p) for alts in every for t, p in alts.items()),
+        key=lambda x: (x[0], x[1], x[2]),
+    )
+    for _rarity, _tf, _t, p in pairs:
+        body = [q for q in p.positions if q >= p.title_length]
+        if body:
+            return min(body)
+    return -1
 
 
 def here_all(per_clause: list[list[dict[str, dict[int, Posting]]]], doc: int) -> list[dict[str, Posting]]:

@@ -205,6 +205,11 @@ def check_index(root: Path) -> Iterator[tuple[str, str]]:
             index.fragment(first)
         except FormatError as e:
             yield (e.subject or INDEX_DIR, e.message)
+    for (doc, k), _last, _size, _sha in index.texts:
+        try:
+            index.chunk(doc, k)
+        except FormatError as e:
+            yield (e.subject or INDEX_DIR, e.message)
     for name in page.files():
         if not (folder / name).is_file():
             yield (f"{INDEX_DIR}/{name}", "is missing")

@@ -35,8 +35,14 @@ const out = input.queries.map((q) => {
   return s.rank([ix], clauses, [looked]).map((r) => {
     const g = m.docs.findIndex((d) => d[0] <= r[3] && r[3] <= d[1]);
     const f = files["d/" + g][r[3] - m.docs[g][0]];
-    const sn = s.snippet(f[3], wanted, prefix);
-    return [f[0], Math.round(r[1] * 1e6) / 1e6, sn.text, sn.marks];
+    let k = 0;
+    f[3].forEach((start, i) => { if (start <= r[4]) k = i; });
+    const key = (a, b) => a * 1e6 + b;
+    const x = m.text.findIndex((t) => key(t[0], t[1]) <= key(r[3], k) && key(r[3], k) <= key(t[2], t[3]));
+    const row = x < 0 ? null : files["x/" + x].find((c) => c[0] === r[3] && c[1] === k);
+    const sn = s.snippet(row ? row[2] : "", wanted, prefix);
+    const more = k < f[3].length - 1;
+    return [f[0], Math.round(r[1] * 1e6) / 1e6, sn.text, sn.marks, sn.before || k > 0, sn.after || more];
   });
 });
 process.stdout.write(JSON.stringify(out));
@@ -48,9 +54,16 @@ PAGES = [
     ("c.html", html("Gamma guide to foxes", "<h2>Fox</h2><p>foxes, foxglove, fox fox fox</p>")),
     ("d.html", html("東京", "<p>東京都の天気予報です。中华人民共和国。Café ÉCOLE straße</p>")),
     ("e.html", html("Quick", "<p>" + "filler " * 300 + "quick brown</p>")),
+    (
+        "f.html",
+        html(
+            "Long", "".join(f"<p>{'padding ' * 120} part{i}</p>" for i in range(6)) + "<p>a rare needle</p>"
+        ),
+    ),
 ]
 QUERIES = ["fox", "fox ", "quick brown", '"quick brown"', "guide", "alpha guide", "天気", "人民共和",
-           "cafe ecole", "strasse", "fo", "the", "brown fox ", "nothing", "東"]  # fmt: skip
+           "cafe ecole", "strasse", "fo", "the", "brown fox ", "nothing", "東", "needle", "padding part4 ",
+           "part"]  # fmt: skip
 
 
 def test_js_ranks_like_python() -> None:
@@ -61,7 +74,17 @@ def test_js_ranks_like_python() -> None:
     for q in QUERIES:
         found = query.search([index], q, limit=100)
         expected.append(
-            [[r.path, r.score, r.snippet.text, [list(m) for m in r.snippet.marks]] for r in found.results]
+            [
+                [
+                    r.path,
+                    r.score,
+                    r.snippet.text,
+                    [list(m) for m in r.snippet.marks],
+                    r.snippet.before,
+                    r.snippet.after,
+                ]
+                for r in found.results
+            ]
         )
     done = subprocess.run(
         [NODE, "-e", _JS, str(ROOT / "js" / "search.js")],
@@ -78,3 +101,6 @@ def test_js_ranks_like_python() -> None:
         assert [r[1] for r in have] == [r[1] for r in want], q
         assert [r[2:] for r in have] == [r[2:] for r in want], q
     assert any(expected)
+    needle = expected[QUERIES.index("needle")][0]
+    assert needle[0] == "f.html" and "needle" in needle[2] and needle[4]  # the last chunk, not the first
+    assert "part4" in expected[QUERIES.index("padding part4 ")][0][2]
