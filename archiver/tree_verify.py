@@ -145,12 +145,27 @@ def verify_tree(root: Path, *, links: bool = True) -> TreeReport:
     except FormatError as e:
         report.problems.append(TreeProblem("_archiver/manifest.jsonl", e.message))
         return report
+    _check_search_index(root, report)
     if report.manifest:
         unlisted = _unlisted(root, listed)
         if unlisted:
             shown = ", ".join(unlisted[:5]) + (f" and {len(unlisted) - 5} more" if len(unlisted) > 5 else "")
             report.warnings.append(TreeProblem("", f"{len(unlisted)} file(s) not in the manifest: {shown}"))
     return report
+
+
+_SEARCH_DIR = f"{RESERVED_DIR}/search/"
+
+
+def _check_search_index(root: Path, report: TreeReport) -> None:
+    """The search index, when the tree has one (formats/search.md §4.6): every file the index's
+    manifest lists has its size and SHA-256; a damaged or missing file is a problem naming it."""
+    from archiver.search import store
+
+    if not store.has_index(root):
+        return
+    for path, message in store.check_index(root):
+        report.problems.append(TreeProblem(path, f"search index: {message}"))
 
 
 def _unlisted(root: Path, listed: set[str]) -> list[str]:
@@ -160,6 +175,8 @@ def _unlisted(root: Path, listed: set[str]) -> list[str]:
         dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(folder, d)))
         for name in sorted(files):
             rel = name if rel_folder == "." else f"{rel_folder}/{name}".replace(os.sep, "/")
+            if rel.startswith(_SEARCH_DIR) and rel not in listed:
+                continue  # the search index: checked against its own manifest (_check_search_index)
             if rel not in listed and not is_private(rel) and rel != f"{RESERVED_DIR}/manifest.jsonl":
                 out.append(rel)
     return out

@@ -51,6 +51,12 @@ WARC = {
     "__future__", "base64", "dataclasses", "hashlib", "html", "json", "re", "typing", "urllib.parse", "zlib",
 }  # fmt: skip
 
+SEARCH = {
+    "__future__", "array", "codecs", "collections", "collections.abc", "dataclasses", "functools", "hashlib",
+    "heapq", "json", "math", "re", "regex", "typing", "unicodedata", "selectolax.lexbor", "archiver.errors",
+    "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
+}  # fmt: skip
+
 URLS = CORE | {
     "archiver.urls.canonical", "archiver.urls.dedup", "archiver.urls.domains", "archiver.urls.host",
     "archiver.urls.href", "archiver.urls.percent", "archiver.urls.scope", "archiver.urls.syntax",
@@ -74,6 +80,8 @@ PURE: dict[str, set[str]] = {
     "capture/depths.py": {"__future__", "collections.abc", "heapq"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
+    "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
+    "search/query.py": SEARCH, "search/snippet.py": SEARCH,
     "warc/replay_rules.py": WARC | {
         "collections.abc", "archiver", "archiver.errors", "archiver.media", "brotli",
     },

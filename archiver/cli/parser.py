@@ -140,6 +140,9 @@ EXAMPLES: dict[str, list[str]] = {
     "serve": ["archiver serve site.gwtar.html site.zim site/ --port 8000",
               "archiver serve site.zim --print-config nginx > archiver.conf"],
     "map": ["archiver map --home https://example.org/ /docs '/img/logo.png?v=3'"],
+    "index": ["archiver index site/                  # writes site/_archiver/search/ (open its index.html)"],
+    "search": ["archiver search site/ -q 'install guide'",
+               "archiver search site/ docs/ -q '\"exact phrase\"' --json --limit 20 --offset 20"],
 }  # fmt: skip
 
 
@@ -486,4 +489,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=["auto", "page", "asset"], default="auto")
     p.add_argument("--json", action="store_true", help="one JSON object per URL")
     p.set_defaults(func=_command("serve", "_cmd_map"))
+
+    # search (formats/search.md): a tree's index and the command-line query
+    p = command("index", "build a tree's search index and search page (_archiver/search/)")
+    p.add_argument("tree", metavar="TREE", help="a canonical tree (capture folder)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_command("search", "_cmd_index"))
+
+    p = command("search", "search the text of archives (trees) and rank the pages of all of them together")
+    p.add_argument(
+        "archives", nargs="+", metavar="ARCHIVE", help="trees (their index, or one built in memory)"
+    )
+    p.add_argument(
+        "-q", "--query", required=True, help='words, "quoted phrases"; the last word is also a prefix'
+    )
+    p.add_argument("--limit", type=_count(1), default=10, metavar="N", help="results shown (default 10)")
+    p.add_argument(
+        "--offset", type=_count(0), default=0, metavar="N", help="results skipped first (default 0)"
+    )
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=_command("search", "_cmd_search"))
     return parser

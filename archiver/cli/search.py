@@ -1,0 +1,103 @@
+"""The search commands (formats/search.md): ``archiver index TREE`` writes a tree's index and
+search page; ``archiver search ARCHIVE... -q QUERY`` ranks the pages of every archive named
+together (one set of document frequencies over all of them, formats/search.md §6.3)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from archiver.cli.output import _escaped, _print_json, _writing
+from archiver.errors import UsageError
+
+
+def _tree(text: str) -> Path:
+    from archiver.tree_verify import is_tree
+
+    path = Path(text)
+    if not path.exists():
+        raise UsageError("no such file or folder", subject=text)
+    if not is_tree(path):
+        raise UsageError("is not a tree (a capture folder); search reads trees for now", subject=text)
+    return path
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from archiver.search import store
+
+    root = _tree(args.tree)
+    started = time.monotonic()
+    manifest, pages, size = _writing(lambda: store.write_index(root), root / store.INDEX_DIR)
+    seconds = time.monotonic() - started
+    doc = {
+        "tree": str(root),
+        "index": str(root / store.INDEX_DIR),
+        "page": str(root / store.INDEX_DIR / "index.html"),
+        "pages": pages,
+        "shards": len(manifest["shards"]),
+        "fragment_files": len(manifest["docs"]),
+        "text_files": len(manifest["text"]),
+        "bytes": size,
+        "seconds": round(seconds, 3),
+    }
+    if args.json:
+        _print_json(doc)
+    else:
+        print(
+            f"{_escaped(doc['index'])}: {pages} pages, {doc['shards']} term shards, "
+            f"{doc['fragment_files']} fragment and {doc['text_files']} text files, {size} bytes "
+            f"in {seconds:.2f} s; "
+            f"search page: {_escaped(doc['page'])}"
+        )
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from archiver.search import query, store
+
+    roots = [_tree(a) for a in args.archives]
+    indexes = [
+        store.open_index(r, str(r / store.INDEX_DIR)) if store.has_index(r) else store.memory_index(r)
+        for r in roots
+    ]
+    found = query.search(indexes, args.query, limit=args.limit, offset=args.offset)
+    if args.json:
+        doc = {
+            "query": args.query,
+            "total": found.total,
+            "offset": found.offset,
+            "limit": found.limit,
+            "results": [
+                {
+                    "archive": str(roots[r.archive]),
+                    "path": r.path,
+                    "title": r.title,
+                    "score": r.score,
+                    "snippet": r.snippet.text,
+                    "marks": [list(m) for m in r.snippet.marks],
+                }
+                for r in found.results
+            ],
+        }
+        print(json.dumps(doc, ensure_ascii=False, indent=1))
+        return 0
+    if not found.results:
+        print(f"nothing found for {_escaped(args.query)}" if not found.total else "no more results")
+        return 0
+    for n, r in enumerate(found.results, found.offset + 1):
+        text, at, out = r.snippet.text, 0, []
+        for a, b in r.snippet.marks:
+            out += [text[at:a], "[", text[a:b], "]"]
+            at = b
+        out.append(text[at:])
+        line = ("… " if r.snippet.before else "") + "".join(out) + (" …" if r.snippet.after else "")
+        print(f"{n}. {_escaped(r.title or r.path)}")
+        print(f"   {_escaped(str(roots[r.archive] / r.path))}")
+        print(f"   {_escaped(' '.join(line.split()))}")
+    shown = found.offset + len(found.results)
+    print(
+        f"{shown} of {found.total} results" + (f" (--offset {shown} for more)" if shown < found.total else "")
+    )
+    return 0

@@ -1,0 +1,274 @@
+"""The search index builder (formats/search.md §4–§5). Pure: no network, no filesystem, no clock.
+
+Documents arrive one at a time (:meth:`Builder.add`); their fragments (path, title, headings, text
+for snippets) leave through the ``emit`` callback as soon as a group is full, so the texts of the
+archive are never held together. What grows with the archive is the term dictionary and its
+postings, kept as compact arrays of 32-bit numbers, and written in sorted term ranges by
+:meth:`Builder.finish`, which emits the shards and returns the manifest. Same documents in the same
+order → the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from archiver.search.text import Page
+from archiver.search.tokens import TOKENIZER, tokens
+
+__all__ = [
+    "FORMAT",
+    "MAX_POSITIONS",
+    "VERSION",
+    "Builder",
+    "boilerplate",
+    "order_key",
+    "payload_of",
+    "wrap",
+]
+
+FORMAT = "archiver-search"
+#: The format version (formats/search.md §1).
+VERSION = 1
+#: Positions kept per term per document (the term frequencies count every occurrence).
+MAX_POSITIONS = 32
+#: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
+BOILERPLATE_SAMPLE = 256
+SHARD_BYTES = 32 << 10
+GROUP_BYTES = 16 << 10
+TEXT_BYTES = 16 << 10
+#: A document's text is stored in chunks of whole blocks of at least this many characters; a result
+#: loads the one chunk its snippet comes from.
+CHUNK_CHARS = 2048
+_GAP = 1  # positions skipped between blocks, so no phrase spans two blocks
+_FIELDS = ("title", "headings", "body")
+
+Emit = Callable[[str, bytes], None]
+
+
+def order_key(term: str) -> bytes:
+    """The order of terms in the shards: UTF-16 code units, the order of JavaScript's ``<``."""
+    return term.encode("utf-16-be")
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def wrap(name: str, payload: bytes) -> bytes:
+    """A file of the index: the JSON ``payload`` as one call of the page's registration function,
+    ``archiverSearch("<name>",<payload>);`` and a newline (§4.1)."""
+    return b"archiverSearch(" + _dumps(name) + b"," + payload + b");\n"
+
+
+def payload_of(name: str, data: bytes) -> bytes:
+    """The JSON payload of a file :func:`wrap` wrote for ``name``; ValueError when it is not one."""
+    head = b"archiverSearch(" + _dumps(name) + b","
+    if not data.startswith(head) or not data.endswith(b");\n"):
+        raise ValueError("is not an index file of this name (its wrapper is wrong)")
+    return data[len(head) : -3]
+
+
+def boilerplate(pages: Iterable[Page]) -> frozenset[str]:
+    """The blocks repeated on more than half of ``pages`` (at most :data:`BOILERPLATE_SAMPLE`, and
+    at least 4 of them: a smaller archive has none), which are not indexed (§2.2)."""
+    seen: Counter[str] = Counter()
+    count = 0
+    for page in pages:
+        count += 1
+        seen.update({text for _, text in page.blocks})
+        if count >= BOILERPLATE_SAMPLE:
+            break
+    if count < 4:
+        return frozenset()
+    return frozenset(text for text, n in seen.items() if 2 * n > count)
+
+
+class Builder:
+    """Build one index; ``emit(name, data)`` receives every file but the manifest, which
+    :meth:`finish` returns (to be written last, under the name ``manifest``)."""
+
+    def __init__(
+        self,
+        emit: Emit,
+        *,
+        skip: frozenset[str] = frozenset(),
+        shard_bytes: int = SHARD_BYTES,
+        group_bytes: int = GROUP_BYTES,
+        text_bytes: int = TEXT_BYTES,
+    ) -> None:
+        self._emit = emit
+        self._skip = skip
+        self._shard_bytes = shard_bytes
+        self._group_bytes = group_bytes
+        self._postings: dict[str, array[int]] = {}
+        self._docs = 0
+        self._tokens = 0
+        self._group: list[bytes] = []
+        self._group_first = 0
+        self._group_size = 0
+        self._groups: list[list[Any]] = []
+        self._text_bytes = text_bytes
+        self._texts: list[list[Any]] = []
+        self._text: list[bytes] = []
+        self._text_first: tuple[int, int] = (0, 0)
+        self._text_last: tuple[int, int] = (0, 0)
+        self._text_size = 0
+
+    def add(self, path: str, page: Page) -> int:
+        """Index one document; returns its number."""
+        doc = self._docs
+        self._docs += 1
+        stats: dict[str, list[int]] = {}
+        position = 0
+        headings: list[str] = []
+        fields: list[tuple[int, str]] = [(0, page.title)]
+        for heading, block in page.blocks:
+            if block in self._skip:
+                continue
+            fields.append((1 if heading else 2, block))
+            if heading:
+                headings.append(block[:512])
+        length = 0
+        title_length = 0
+        starts: list[int] = []  # the position each text chunk starts at
+        chunks: list[list[str]] = []
+        chunk_size = CHUNK_CHARS
+        for field, block in fields:
+            if field:
+                if chunk_size >= CHUNK_CHARS:
+                    starts.append(position)
+                    chunks.append([])
+                    chunk_size = 0
+                chunks[-1].append(block)
+                chunk_size += len(block) + 1
+            last = position - 1
+            for token in tokens(block, position):
+                entry = stats.get(token.term)
+                if entry is None:
+                    entry = stats[token.term] = [0, 0, 0]
+                entry[field] += 1
+                if len(entry) < 3 + MAX_POSITIONS:
+                    entry.append(token.position)
+                last = token.position
+                length += 1
+            if field == 0:
+                title_length = length
+            position = last + 1 + _GAP
+        self._tokens += length
+        for term, entry in stats.items():
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = array("I")
+            postings.extend((doc, entry[0], entry[1], entry[2], length, title_length, len(entry) - 3))
+            postings.extend(entry[3:])
+        self._add_fragment(doc, [path, page.title, headings, starts])
+        for k, chunk in enumerate(chunks):
+            self._add_text(doc, k, "\n".join(chunk))
+        return doc
+
+    def _add_text(self, doc: int, chunk: int, text: str) -> None:
+        data = _dumps([doc, chunk, text])
+        if not self._text:
+            self._text_first = (doc, chunk)
+        self._text.append(data)
+        self._text_last = (doc, chunk)
+        self._text_size += len(data)
+        if self._text_size >= self._text_bytes:
+            self._close_text()
+
+    def _close_text(self) -> None:
+        if not self._text:
+            return
+        payload = b"[" + b",".join(self._text) + b"]"
+        name = f"x/{len(self._texts)}"
+        data = wrap(name, payload)
+        self._emit(name, data)
+        first, last = self._text_first, self._text_last
+        self._texts.append([*first, *last, len(data), hashlib.sha256(payload).hexdigest()])
+        self._text, self._text_size = [], 0
+
+    def _add_fragment(self, doc: int, record: list[Any]) -> None:
+        data = _dumps(record)
+        self._group.append(data)
+        self._group_size += len(data)
+        if self._group_size >= self._group_bytes:
+            self._close_group(doc)
+
+    def _close_group(self, last: int) -> None:
+        if not self._group:
+            return
+        payload = b"[" + b",".join(self._group) + b"]"
+        name = f"d/{len(self._groups)}"
+        data = wrap(name, payload)
+        self._emit(name, data)
+        self._groups.append([self._group_first, last, len(data), hashlib.sha256(payload).hexdigest()])
+        self._group, self._group_size, self._group_first = [], 0, last + 1
+
+    def _entry(self, term: str) -> bytes:
+        flat = self._postings[term]
+        out: list[int] = []
+        previous_doc = 0
+        i = 0
+        while i < len(flat):
+            doc, t, h, b, length, title_length, n = flat[i : i + 7]
+            positions = flat[i + 7 : i + 7 + n]
+            out.extend((doc - previous_doc, t, h, b, length, title_length, n))
+            previous = 0
+            for p in positions:
+                out.append(p - previous)
+                previous = p
+            previous_doc = doc
+            i += 7 + n
+        return _dumps([term, out])
+
+    def finish(self) -> dict[str, Any]:
+        """Emit the last fragment group and every term shard; return the manifest (§4.2)."""
+        self._close_group(self._docs - 1)
+        self._close_text()
+        shards: list[list[Any]] = []
+        batch: list[bytes] = []
+        first = last = ""
+        size = 0
+
+        def close() -> None:
+            nonlocal batch, size
+            payload = b"[" + b",".join(batch) + b"]"
+            name = f"t/{len(shards)}"
+            data = wrap(name, payload)
+            self._emit(name, data)
+            shards.append([first, last, len(data), hashlib.sha256(payload).hexdigest(), len(batch)])
+            batch, size = [], 0
+
+        for term in sorted(self._postings, key=order_key):
+            entry = self._entry(term)
+            if not batch:
+                first = term
+            batch.append(entry)
+            last = term
+            size += len(entry) + 1
+            if size >= self._shard_bytes:
+                close()
+        if batch:
+            close()
+        self._postings.clear()
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "tokenizer": TOKENIZER,
+            "documents": self._docs,
+            "avgdl": round(self._tokens / self._docs, 3) if self._docs else 0,
+            "fields": list(_FIELDS),
+            "shards": shards,
+            "docs": self._groups,
+            "text": self._texts,
+        }
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """The manifest file (``manifest.js``)."""
+    return wrap("manifest", _dumps(manifest))

@@ -1,0 +1,66 @@
+"""Snippets: the part of a document's text where the query's terms are densest, with the matches
+as character ranges (formats/search.md §6.4). Pure: no network, no filesystem, no clock."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from archiver.search.tokens import tokens
+
+__all__ = ["Snippet", "snippet"]
+
+#: Characters of text in a snippet, and before its first match.
+WIDTH = 200
+LEAD = 40
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """``text`` (a slice of the document's text), the matches in it as [start, end) ranges, and
+    whether text was left out before and after it."""
+
+    text: str
+    marks: list[tuple[int, int]] = field(default_factory=list)
+    before: bool = False
+    after: bool = False
+
+
+def snippet(text: str, terms: frozenset[str], prefix: str = "", width: int = WIDTH) -> Snippet:
+    """The window of ``width`` characters of ``text`` holding the most distinct matched terms
+    (``terms``, or a term starting with ``prefix``); its start when nothing matches."""
+    hits = [
+        (t.start, t.end, t.term)
+        for t in tokens(text)
+        if t.term in terms or (prefix and t.term.startswith(prefix))
+    ]
+    if not hits:
+        cut = text[:width]
+        return Snippet(cut, [], False, len(text) > width)
+    best = (0, 0)  # (distinct terms, index of the first hit)
+    counts: Counter[str] = Counter()
+    j = 0
+    for start, _end, term in hits:
+        counts[term] += 1
+        while hits[j][0] < start - width + LEAD:
+            counts[hits[j][2]] -= 1
+            if not counts[hits[j][2]]:
+                del counts[hits[j][2]]
+            j += 1
+        if len(counts) > best[0]:
+            best = (len(counts), j)
+    first = hits[best[1]][0]
+    begin = max(0, first - LEAD)
+    space = text.rfind(" ", begin, first)
+    if begin > 0 and space >= 0:
+        begin = space + 1
+    end = min(len(text), begin + width)
+    marks: list[tuple[int, int]] = []
+    for start, stop, _term in hits:
+        if start >= begin and stop <= end:
+            a, b = start - begin, stop - begin
+            if marks and a <= marks[-1][1]:
+                marks[-1] = (marks[-1][0], max(marks[-1][1], b))
+            else:
+                marks.append((a, b))
+    return Snippet(text[begin:end], marks, begin > 0, end < len(text))

@@ -1,0 +1,215 @@
+"""A tree's search index on disk, ``_archiver/search/`` (formats/search.md §4, formats/tree.md):
+built from the tree's pages and written atomically (:func:`write_index`), opened for queries
+(:func:`open_index`, or :func:`memory_index` for a tree without one), checked (:func:`check_index`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from archiver.errors import FormatError, UsageError
+from archiver.search import build, page
+from archiver.search.query import Index
+from archiver.search.text import MAX_HTML, Page, extract
+from archiver.tree import RESERVED_DIR, manifest_path, records
+
+__all__ = [
+    "INDEX_DIR",
+    "build_index",
+    "check_index",
+    "has_index",
+    "memory_index",
+    "open_index",
+    "write_index",
+]
+
+#: Where a tree keeps its index, relative to its root.
+INDEX_DIR = f"{RESERVED_DIR}/search"
+_HTML = (".html", ".htm", ".xhtml")
+#: Characters of sampled pages (§2.2) kept for the build instead of being extracted again.
+_KEPT = 32 << 20
+
+
+def _pages(root: Path) -> list[str]:
+    """The tree's pages in path order: the manifest's HTML pages, or without a manifest every
+    ``.html``/``.htm`` file outside the reserved folder (symbolic links are not followed)."""
+    if manifest_path(root).is_file():
+        found = {
+            r.path
+            for r in records(root)
+            if r.kind == "page" and r.path.lower().endswith(_HTML) and not r.path.startswith(f"{INDEX_DIR}/")
+        }
+        return sorted(found)
+    out = []
+    for folder, dirs, files in os.walk(root):
+        rel = Path(folder).relative_to(root).as_posix()
+        dirs[:] = sorted(d for d in dirs if not (rel == "." and d == RESERVED_DIR))
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            full = os.path.join(folder, name)
+            if name.lower().endswith(_HTML) and not os.path.islink(full):
+                out.append(name if rel == "." else f"{rel}/{name}")
+    return sorted(out)
+
+
+def _read_page(root: Path, rel: str) -> bytes:
+    try:
+        fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise FormatError(f"cannot be read: {e.strerror}", subject=str(root / rel)) from None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_HTML)
+
+
+def build_index(
+    root: Path, emit: build.Emit, progress: Callable[[int], None] | None = None
+) -> tuple[dict, int]:
+    """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages)."""
+    paths = _pages(root)
+    kept: dict[str, Page] = {}  # the sample's pages, up to _KEPT characters, not extracted twice
+    size = 0
+
+    def sample() -> Iterator[Page]:
+        nonlocal size
+        for p in paths[: build.BOILERPLATE_SAMPLE]:
+            page = extract(_read_page(root, p))
+            if size + page.size() <= _KEPT:
+                kept[p] = page
+                size += page.size()
+            yield page
+
+    builder = build.Builder(emit, skip=build.boilerplate(sample()))
+    for i, rel in enumerate(paths):
+        page = kept.pop(rel, None)
+        builder.add(rel, page if page is not None else extract(_read_page(root, rel)))
+        if progress is not None:
+            progress(i + 1)
+    manifest = builder.finish()
+    emit("manifest", build.manifest_bytes(manifest))
+    return manifest, len(paths)
+
+
+def _refuse_foreign(root: Path) -> None:
+    """``_archiver/search`` must be ours: not a link, not a host's asset folder in the manifest."""
+    target = root / INDEX_DIR
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise FormatError("is not a folder (a file or a symbolic link is in the way)", subject=str(target))
+    if manifest_path(root).is_file():
+        for r in records(root):
+            if r.path.startswith(f"{INDEX_DIR}/"):
+                raise FormatError(
+                    "holds files of the capture (a host named 'search'); the index cannot be written there",
+                    subject=str(target),
+                )
+
+
+def write_index(root: Path) -> tuple[dict, int, int]:
+    """Build the index and the search page of the tree at ``root`` into a temporary folder inside
+    the tree, then put it in place of ``_archiver/search/`` with a rename; returns
+    (manifest, pages, bytes written). Idempotent: the same tree gives the same bytes."""
+    root = Path(root)
+    if not root.is_dir():
+        raise UsageError("is not a folder", subject=str(root))
+    _refuse_foreign(root)
+    tmp_parent = root / RESERVED_DIR / "tmp"
+    tmp_parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="search-", dir=tmp_parent))
+    written = 0
+    try:
+
+        def emit(name: str, data: bytes) -> None:
+            nonlocal written
+            path = work / f"{name}.js"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "xb") as f:
+                f.write(data)
+            written += len(data)
+
+        manifest, pages = build_index(root, emit)
+        for name, data in page.files().items():
+            (work / name).write_bytes(data)
+            written += len(data)
+        target = root / INDEX_DIR
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix="search-old-", dir=tmp_parent))
+            os.rename(target, old / "search")
+        os.rename(work, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return manifest, pages, written
+
+
+def has_index(root: Path) -> bool:
+    return (Path(root) / INDEX_DIR / "manifest.js").is_file()
+
+
+def _loader(folder: Path) -> Callable[[str], bytes]:
+    def load(name: str) -> bytes:
+        parts = name.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise OSError(f"bad name {name!r}")
+        fd = os.open(folder.joinpath(*parts[:-1], parts[-1] + ".js"), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    return load
+
+
+def open_index(root: Path, label: str | None = None) -> Index:
+    """The index of the tree at ``root`` (FormatError when it is damaged)."""
+    folder = Path(root) / INDEX_DIR
+    return Index(_loader(folder), label if label is not None else str(folder))
+
+
+def memory_index(root: Path, label: str | None = None) -> Index:
+    """An index of the tree at ``root`` built in memory (for a tree that has none)."""
+    files: dict[str, bytes] = {}
+    build_index(Path(root), files.__setitem__)
+
+    def load(name: str) -> bytes:
+        try:
+            return files[name]
+        except KeyError:
+            raise OSError(f"no file {name}") from None
+
+    return Index(load, label if label is not None else f"{root} (built in memory)")
+
+
+def check_index(root: Path) -> Iterator[tuple[str, str]]:
+    """(path, problem) for every damaged or missing file of the tree's index (empty when intact)."""
+    folder = Path(root) / INDEX_DIR
+    try:
+        index = open_index(root, str(INDEX_DIR))
+    except FormatError as e:
+        yield (e.subject or INDEX_DIR, e.message)
+        return
+    for i in range(len(index.shards)):
+        try:
+            index.shard(i)
+        except FormatError as e:
+            yield (e.subject or INDEX_DIR, e.message)
+    for first, _last, _size, _sha in index.groups:
+        try:
+            index.fragment(first)
+        except FormatError as e:
+            yield (e.subject or INDEX_DIR, e.message)
+    for (doc, k), _last, _size, _sha in index.texts:
+        try:
+            index.chunk(doc, k)
+        except FormatError as e:
+            yield (e.subject or INDEX_DIR, e.message)
+    for name in page.files():
+        if not (folder / name).is_file():
+            yield (f"{INDEX_DIR}/{name}", "is missing")

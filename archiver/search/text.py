@@ -1,0 +1,224 @@
+"""The text a reader sees on a page, for the search index (formats/search.md §2).
+Pure: no network, no filesystem, no clock.
+
+:func:`extract` turns an HTML document (bytes) into its title and its *blocks* in reading order, each
+a heading (h1–h6) or body text. Left out: scripts, styles, templates, ``<head>`` except the title,
+form controls, elements hidden by ``hidden``, ``aria-hidden="true"`` or an inline
+``display:none``/``visibility:hidden``, and the navigation of the site: ``nav``, ``aside``,
+``[role=navigation|banner|contentinfo|search]``, and ``header``/``footer`` that are not inside an
+``article``, ``main`` or ``section``. The walk is iterative (any depth of nesting), the input is cut
+at :data:`MAX_HTML` bytes and the text at :data:`MAX_TEXT` characters.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+__all__ = ["MAX_DEPTH", "MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract", "flatten"]
+
+#: Bytes of HTML read from a page; the rest is not indexed.
+MAX_HTML = 8 << 20
+#: Characters of text kept from a page (title, headings and body together); the rest is cut.
+MAX_TEXT = 1 << 20
+#: Nodes (elements and texts) of a page walked; the rest is cut (a million ``<span>``: 28 s without).
+MAX_NODES = 200_000
+
+_SKIP = frozenset(
+    {
+        "script", "style", "noscript", "template", "head", "nav", "aside", "svg", "math", "iframe",
+        "object", "embed", "select", "textarea", "button", "input", "option", "datalist", "canvas",
+        "audio", "video", "map", "dialog", "-comment", "-doctype",
+    }
+)  # fmt: skip
+_SKIP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "dialog"})
+_SECTIONING = frozenset({"article", "main", "section"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_BLOCKS = frozenset(
+    {
+        "p", "div", "li", "ul", "ol", "dl", "dt", "dd", "pre", "blockquote", "table", "tr", "td", "th",
+        "thead", "tbody", "tfoot", "caption", "figure", "figcaption", "section", "article", "main",
+        "header", "footer", "br", "hr", "address", "details", "summary", "body", "html", "form",
+        "fieldset", "legend", "center", "hgroup", "search",
+    }
+)  # fmt: skip
+_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_SPACES = re.compile(r"\s+")
+#: Elements nested deeper than this lose their tags (a space each; their text stays), before parsing:
+#: the parser's time grows with the square of the depth (20,000 nested ``<div>``: 6 s), and browsers
+#: cap it too (Chromium's parser at 512).
+MAX_DEPTH = 256
+_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
+_RAW = frozenset({"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes"})
+_NO_DEPTH = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+        "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "tbody",
+        "thead", "tfoot", "colgroup", "caption", "param", "keygen",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class Page:
+    """A page's title and its blocks: ``(True, text)`` for a heading, ``(False, text)`` for body text."""
+
+    title: str = ""
+    blocks: list[tuple[bool, str]] = field(default_factory=list)
+    cut: bool = False
+
+    def size(self) -> int:
+        return len(self.title) + sum(len(t) for _, t in self.blocks)
+
+
+def decode(data: bytes) -> str:
+    """The page's text: a BOM, else a ``<meta charset>`` in the first 1024 bytes, else UTF-8;
+    undecodable bytes become U+FFFD (which is no word character)."""
+    data = data[:MAX_HTML]
+    for bom, name in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
+        if data.startswith(bom):
+            return data[len(bom) :].decode(name, "replace")
+    m = _META_CHARSET.search(data[:1024])
+    name = "utf-8"
+    if m:
+        try:
+            name = codecs.lookup(m.group(1).decode("ascii")).name
+        except LookupError:
+            name = "utf-8"
+        if name.startswith("utf-16"):  # a meta tag read as ASCII cannot be UTF-16 (HTML spec)
+            name = "utf-8"
+    return data.decode(name, "replace")
+
+
+def flatten(html: str) -> str:
+    """``html`` with the tags of elements nested over :data:`MAX_DEPTH` deep replaced by a space
+    (counting neither void elements nor those whose end tag is optional; raw-text elements such as
+    ``script`` keep their tags, so their text stays out)."""
+    depth = 0
+
+    def tag(m: re.Match[str]) -> str:
+        nonlocal depth
+        name = m.group(2).lower()
+        if name in _RAW or name in _NO_DEPTH or m.group(3):
+            return m.group()
+        if m.group(1):
+            depth = max(0, depth - 1)
+            return m.group() if depth < MAX_DEPTH else " "
+        depth += 1
+        return m.group() if depth <= MAX_DEPTH else " "
+
+    return _TAG.sub(tag, html)
+
+
+def _skipped(node: LexborNode) -> bool:
+    tag = node.tag or ""
+    if tag in _SKIP:
+        return True
+    if tag.startswith("-") and tag != "-text":
+        return True
+    attrs = node.attributes if tag != "-text" else {}
+    if not attrs:
+        return False
+    if "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    if (attrs.get("role") or "").strip().lower() in _SKIP_ROLES:
+        return True
+    style = attrs.get("style")
+    return bool(style and _HIDDEN_STYLE.search(style))
+
+
+def extract(html: bytes) -> Page:
+    """The title and the blocks of ``html`` (formats/search.md §2)."""
+    text = decode(html)
+    if text.count("<") > 4 * MAX_DEPTH:  # only a page with many tags can be nested that deep
+        text = flatten(text)
+    tree = LexborHTMLParser(text)
+    page = Page()
+    title = tree.css_first("title")
+    if title is not None:
+        page.title = _SPACES.sub(" ", title.text(deep=True)).strip()[:1024]
+    body = tree.body
+    if body is None:
+        return page
+    budget = MAX_TEXT - len(page.title)
+    parts: list[str] = []
+    pending = 0  # characters in ``parts``
+    heading_depth = 0  # > 0 while inside a heading
+    sectioned = 0  # > 0 while inside article/main/section
+
+    def flush(heading: bool) -> None:
+        nonlocal budget
+        nonlocal pending
+        raw = "".join(parts)
+        text = _SPACES.sub(" ", raw[: 4 * budget + 4096] if len(raw) > 4 * budget + 4096 else raw).strip()
+        parts.clear()
+        pending = 0
+        if text and budget > 0:
+            text = text[:budget]
+            budget -= len(text)
+            page.blocks.append((heading, text))
+            if budget <= 0:
+                page.cut = True
+
+    node: LexborNode | None = body.child
+    stack: list[LexborNode] = [body]  # the open elements above ``node``
+    nodes = 0
+    while node is not None and budget > 0:
+        nodes += 1
+        if nodes > MAX_NODES:
+            page.cut = True
+            break
+        tag = node.tag or ""
+        descend = False
+        if tag == "-text":
+            parts.append(node.text_content or "")
+            pending += len(parts[-1])
+            if pending > budget:
+                flush(heading_depth > 0)
+        elif not _skipped(node) and not (tag in ("header", "footer") and not sectioned):
+            if tag in _BLOCKS or tag in _HEADINGS:
+                flush(heading_depth > 0)
+            if tag in _HEADINGS:
+                heading_depth += 1
+            if tag in _SECTIONING:
+                sectioned += 1
+            descend = node.child is not None
+            if not descend:
+                _leave(tag, flush, heading_depth)
+                heading_depth -= tag in _HEADINGS
+                sectioned -= tag in _SECTIONING
+        if descend:
+            stack.append(node)
+            node = node.child
+            continue
+        # Next sibling, else climb until an ancestor has one (leaving each element climbed out of).
+        while node is not None and node.next is None:
+            if len(stack) <= 1:
+                node = None
+                break
+            node = stack.pop()
+            t = node.tag or ""
+            _leave(t, flush, heading_depth)
+            heading_depth -= t in _HEADINGS
+            sectioned -= t in _SECTIONING
+        if node is not None:
+            node = node.next
+    flush(heading_depth > 0)
+    if budget <= 0:
+        page.cut = True
+    return page
+
+
+def _leave(tag: str, flush: Callable[[bool], None], heading_depth: int) -> None:
+    """Leaving a block or heading ends the text block it holds."""
+    if tag in _BLOCKS or tag in _HEADINGS:
+        flush(heading_depth > 0)

@@ -1,0 +1,112 @@
+"""The search tokenizer, version :data:`TOKENIZER` (formats/search.md §3).
+Pure: no network, no filesystem, no clock.
+
+Text becomes *terms* (folded words, and overlapping character bigrams of Chinese, Japanese and Korean
+runs) at *positions* (consecutive numbers; a phrase is terms at consecutive positions). The same rules
+run in the browser (js/search.js ``tokens``); formats/vectors/search-tokens.json holds the vectors both
+sides are tested against. Any change to what a text yields is a new :data:`TOKENIZER` number: an index
+records the number it was built with and a reader refuses one it does not share.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import NamedTuple
+
+import regex
+
+__all__ = ["MAX_TERM", "TOKENIZER", "Token", "fold", "terms", "tokens"]
+
+#: The tokenizer's version, written in every index manifest.
+TOKENIZER = 1
+#: A term longer than this many characters (after folding) is dropped; its position is still used.
+MAX_TERM = 64
+
+#: A word: a run of letters, marks and digits (Unicode general categories L, M, N).
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
+#: Characters written without spaces between words: Han, Hiragana, Katakana, Hangul and the
+#: prolonged sound mark (Script=Common); a mark joins whatever precedes it.
+_CJK = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]")
+_MARK = regex.compile(r"\p{M}")
+#: Letters no decomposition takes apart but that readers type without their stroke.
+_LETTERS = str.maketrans(
+    {"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i", "ς": "σ"}
+)
+
+
+class Token(NamedTuple):
+    """One term at one position, from ``start`` to ``end`` (character offsets) of the source text."""
+
+    term: str
+    position: int
+    start: int
+    end: int
+
+
+def fold(text: str) -> str:
+    """NFKC, lower case, the letters of :data:`_LETTERS`, then the combining diacritical marks
+    U+0300–U+036F removed after canonical decomposition (é→e, ﬁ→fi, Ａ→a, ß→ss, ﾃ→テ)."""
+    text = unicodedata.normalize("NFKC", text).lower().translate(_LETTERS)
+    decomposed = unicodedata.normalize("NFD", text)
+    stripped = "".join(c for c in decomposed if not "\u0300" <= c <= "\u036f")
+    return unicodedata.normalize("NFC", stripped)
+
+
+def _segments(word: str) -> Iterator[tuple[bool, int, int]]:
+    """(is CJK, start, end) runs of one word; a mark stays with the character before it."""
+    start = 0
+    kind: bool | None = None
+    for i, c in enumerate(word):
+        cjk = kind if (kind is not None and _MARK.match(c)) else bool(_CJK.match(c))
+        if kind is None:
+            kind = cjk
+        elif cjk != kind:
+            yield kind, start, i
+            start, kind = i, cjk
+    if kind is not None:
+        yield kind, start, len(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> tuple[tuple[str | None, int, int], ...]:
+    """(term or None for a dropped one, start, end) of one word, offsets relative to the word."""
+    out: list[tuple[str | None, int, int]] = []
+    for cjk, a, b in _segments(word):
+        raw = word[a:b]
+        folded = fold(raw)
+        exact = len(folded) == len(raw)  # offsets map one to one, else the segment's span
+        if cjk:
+            chars = [c for c in folded if not _MARK.match(c)] if not exact else list(folded)
+            exact = exact and len(chars) == len(raw)
+            for i in range(max(1, len(chars) - 1)):
+                gram = "".join(chars[i : i + 2])
+                if gram:
+                    out.append((gram, a + i, a + i + len(gram)) if exact else (gram, a, b))
+            continue
+        for w in _WORD.finditer(folded):
+            term = w.group() if len(w.group()) <= MAX_TERM else None
+            out.append((term, a + w.start(), a + w.end()) if exact else (term, a, b))
+    return tuple(out)
+
+
+def tokens(text: str, position: int = 0) -> Iterator[Token]:
+    """Every token of ``text``, numbered from ``position`` (formats/search.md §3)."""
+    for m in _WORD.finditer(text):
+        base = m.start()
+        word = m.group()
+        if word.isascii():  # letters and digits only: lower case is the whole folding
+            if len(word) <= MAX_TERM:
+                yield Token(word.lower(), position, base, m.end())
+            position += 1
+            continue
+        for term, s, e in _word_terms(word):
+            if term is not None:
+                yield Token(term, position, base + s, base + e)
+            position += 1
+
+
+def terms(text: str) -> list[str]:
+    """The terms of ``text`` in order (the vectors' ``out``)."""
+    return [t.term for t in tokens(text)]

@@ -1,0 +1,477 @@
+/* archiver's search page (formats/search.md §7): _archiver/search/index.html loads this classic
+   script. It reads ?q=, loads the index by injecting <script> elements (fetch is refused on file://),
+   each file calling window.archiverSearch(name, value) once; loads only the manifest, the shards
+   whose term range can hold the query's terms and the fragment groups of the results shown; checks
+   each file's SHA-256 with crypto.subtle where the page has it; says "the index is damaged" when a
+   file is missing, fails its check or never registers. Part 1 is pure (the tokenizer, the query
+   parser, ranking, snippets: the rules of archiver/search/*.py, tested against the same vectors);
+   node's tests load it with require(). Part 2 runs in the browser. No request leaves the folder. */
+(function () {
+  "use strict";
+
+  // ---------------------------------------------------------------- part 1: pure
+  var TOKENIZER = 1;
+  var VERSION = 1;
+  var MAX_TERM = 64;
+  var WORD = "[\\p{L}\\p{M}\\p{N}]+";
+  var CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]/u;
+  var MARK = /\p{M}/u;
+  var LETTERS = { "ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i", "ς": "σ" };
+  var K1 = 1.2, B = 0.75, TITLE = 3.0, HEADING = 1.5, PREFIX = 0.8, PHRASE = 1.5, NEAR = 1.2;
+  var NEAR_WINDOW = 8, MAX_EXPANSIONS = 64, MAX_CLAUSES = 16, WIDTH = 200, LEAD = 40;
+
+  function fold(s) {
+    s = s.normalize("NFKC").toLowerCase().replace(/[ßæœøłđðþıς]/g, function (c) { return LETTERS[c]; });
+    return s.normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC");
+  }
+
+  function segments(cps) {
+    var out = [], start = 0, kind = null;
+    for (var i = 0; i < cps.length; i++) {
+      var cjk = (kind !== null && MARK.test(cps[i])) ? kind : CJK.test(cps[i]);
+      if (kind === null) { kind = cjk; } else if (cjk !== kind) { out.push([kind, start, i]); start = i; kind = cjk; }
+    }
+    if (kind !== null) { out.push([kind, start, cps.length]); }
+    return out;
+  }
+
+  // Tokens of text from position: {term, position, start, end} (offsets in UTF-16 units).
+  function tokens(text, position) {
+    var out = [], m, re = new RegExp(WORD, "gu");
+    position = position || 0;
+    while ((m = re.exec(text)) !== null) {
+      var cps = Array.from(m[0]), offs = [], o = m.index;
+      for (var k = 0; k < cps.length; k++) { offs.push(o); o += cps[k].length; }
+      offs.push(o);
+      var segs = segments(cps);
+      for (var si = 0; si < segs.length; si++) {
+        var seg = segs[si], n = seg[2] - seg[1];
+        var folded = fold(cps.slice(seg[1], seg[2]).join("")), fcps = Array.from(folded);
+        var exact = fcps.length === n, s0 = offs[seg[1]], e0 = offs[seg[2]];
+        if (seg[0]) {
+          var chars = exact ? fcps : fcps.filter(function (c) { return !MARK.test(c); });
+          exact = exact && chars.length === n;
+          var grams = Math.max(1, chars.length - 1);
+          for (var g = 0; g < grams; g++) {
+            var gram = chars.slice(g, g + 2).join("");
+            if (gram) {
+              var gl = Array.from(gram).length;
+              out.push({ term: gram, position: position, start: exact ? offs[seg[1] + g] : s0, end: exact ? offs[seg[1] + g + gl] : e0 });
+              position++;
+            }
+          }
+          continue;
+        }
+        var wre = new RegExp(WORD, "gu"), w;
+        while ((w = wre.exec(folded)) !== null) {
+          var wl = Array.from(w[0]).length;
+          if (wl <= MAX_TERM) {
+            var at = seg[1] + Array.from(folded.slice(0, w.index)).length;
+            out.push({ term: w[0], position: position, start: exact ? offs[at] : s0, end: exact ? offs[at + wl] : e0 });
+          }
+          position++;
+        }
+      }
+    }
+    return out;
+  }
+
+  function terms(text) { return tokens(text).map(function (t) { return t.term; }); }
+
+  // Words and "quoted phrases"; the last word, when nothing follows it, is also a prefix.
+  function parse(query) {
+    var re = /"([^"]*)"?|(\S+)/g, m, found = [], clauses = [];
+    while ((m = re.exec(query)) !== null) { found.push({ quoted: m[1] !== undefined, text: m[1] !== undefined ? m[1] : m[2], end: re.lastIndex }); }
+    for (var i = 0; i < found.length; i++) {
+      var t = terms(found[i].text);
+      if (!t.length) { continue; }
+      clauses.push({ terms: t, prefix: i === found.length - 1 && !found[i].quoted && found[i].end === query.length });
+    }
+    return clauses.slice(0, MAX_CLAUSES);
+  }
+
+  // UTF-16 order, as the shards are sorted.
+  function shardsFor(shards, term, prefix) {
+    var out = [];
+    for (var i = 0; i < shards.length; i++) {
+      var first = shards[i][0], last = shards[i][1];
+      if (last < term) { continue; }
+      if (!(first <= term || (prefix && first.indexOf(term) === 0))) { break; }
+      out.push(i);
+    }
+    return out;
+  }
+
+  function decode(flat) {
+    var out = new Map(), doc = 0, i = 0;
+    while (i + 7 <= flat.length) {
+      doc += flat[i];
+      var n = flat[i + 6], positions = [], p = 0;
+      for (var k = 0; k < n; k++) { p += flat[i + 7 + k]; positions.push(p); }
+      out.set(doc, { title: flat[i + 1], headings: flat[i + 2], body: flat[i + 3], length: flat[i + 4], titleLength: flat[i + 5], positions: positions,
+        complete: positions.length >= flat[i + 1] + flat[i + 2] + flat[i + 3] });
+      i += 7 + n;
+    }
+    return out;
+  }
+
+  // Term -> flat postings of one index: the term, and with prefix the most frequent terms it begins.
+  function pick(shardMaps, term, prefix) {
+    var found = new Map();
+    shardMaps.forEach(function (map) {
+      map.forEach(function (flat, t) { if (t === term || (prefix && t.indexOf(term) === 0)) { found.set(t, flat); } });
+    });
+    if (prefix && found.size > MAX_EXPANSIONS) {
+      var keep = Array.from(found.keys()).sort(function (a, b) {
+        return ((a !== term) - (b !== term)) || (found.get(b).length - found.get(a).length) || (a < b ? -1 : a > b ? 1 : 0);
+      }).slice(0, MAX_EXPANSIONS);
+      var kept = new Map();
+      keep.forEach(function (t) { kept.set(t, found.get(t)); });
+      found = kept;
+    }
+    var out = new Map();
+    found.forEach(function (flat, t) { out.set(t, decode(flat)); });
+    return out;
+  }
+
+  function idf(n, df) { return Math.log(1 + (n - df + 0.5) / (df + 0.5)); }
+
+  function termScore(p, w, avgdl) {
+    var tf = p.body + 2 * p.headings;
+    var body = tf ? tf * (K1 + 1) / (tf + K1 * (1 - B + B * p.length / avgdl)) : 0;
+    return w * ((p.title ? TITLE : 0) + HEADING * p.headings / (p.headings + 0.5) + body);
+  }
+
+  function allPositions(alts) {
+    var s = new Set();
+    alts.forEach(function (p) { p.positions.forEach(function (q) { s.add(q); }); });
+    return s;
+  }
+
+  function proximity(spans) {
+    var best = -1;
+    for (var i = 1; i < spans.length; i++) {
+      var prev = spans[i - 1][0].slice(0, MAX_EXPANSIONS), width = spans[i - 1][1], cur = spans[i][0].slice(0, MAX_EXPANSIONS);
+      if (!prev.length || !cur.length) { return 1; }
+      var gap = Infinity;
+      prev.forEach(function (p) { cur.forEach(function (c) { gap = Math.min(gap, Math.abs(c - (p + width))); }); });
+      best = Math.max(best, gap);
+    }
+    return best === 0 ? PHRASE : best <= NEAR_WINDOW ? NEAR : 1;
+  }
+
+  // Rank the documents of several indexes: looked[a][clause][k] = Map term -> Map doc -> posting.
+  function rank(indexes, clauses, looked) {
+    var df = new Map(), anyDf = new Map(), n = 0, queryTerms = [];
+    clauses.forEach(function (c) { queryTerms = queryTerms.concat(c.terms); });
+    indexes.forEach(function (ix) { n += ix.documents; });
+    looked.forEach(function (perClause) { perClause.forEach(function (perTerm, ci) { perTerm.forEach(function (found, k) {
+      found.forEach(function (posts, t) { df.set(t, (df.get(t) || 0) + posts.size); });
+      var c = clauses[ci];
+      if (c.prefix && k === c.terms.length - 1) {
+        var docs = new Set();
+        found.forEach(function (posts) { posts.forEach(function (_p, d) { docs.add(d); }); });
+        anyDf.set(c.terms[k], (anyDf.get(c.terms[k]) || 0) + docs.size);
+      }
+    }); }); });
+    // How rare a matched term is: its df, or for a term a prefix stands for, the prefix's.
+    function rarity(t) {
+      for (var i = 0; i < clauses.length; i++) {
+        var last = clauses[i].terms[clauses[i].terms.length - 1];
+        if (clauses[i].prefix && t !== last && t.indexOf(last) === 0) { return anyDf.get(last); }
+      }
+      return df.get(t);
+    }
+    var ranked = [];
+    looked.forEach(function (perClause, a) {
+      var candidates = null;
+      perClause.forEach(function (perTerm) { perTerm.forEach(function (found) {
+        var docs = new Set();
+        found.forEach(function (posts) { posts.forEach(function (_p, d) { docs.add(d); }); });
+        candidates = candidates === null ? docs : new Set(Array.from(candidates).filter(function (d) { return docs.has(d); }));
+      }); });
+      Array.from(candidates || []).sort(function (x, y) { return x - y; }).forEach(function (doc) {
+        var score = 0, spans = [], ok = true, titleHits = 0, here = [];
+        for (var ci = 0; ci < clauses.length && ok; ci++) {
+          var c = clauses[ci], perTerm = perClause[ci];
+          var h = perTerm.map(function (found) { var m = new Map(); found.forEach(function (posts, t) { if (posts.has(doc)) { m.set(t, posts.get(doc)); } }); return m; });
+          here = here.concat(h);
+          var complete = h.every(function (alts) { return Array.from(alts.values()).every(function (p) { return p.complete; }); });
+          var starts;
+          if (h.length > 1) {
+            var s = allPositions(h[0]);
+            for (var k = 1; k < h.length; k++) { var at = allPositions(h[k]); s = new Set(Array.from(s).filter(function (q) { return at.has(q + k); })); }
+            starts = (s.size || complete) ? Array.from(s).sort(function (x, y) { return x - y; }) : null;
+            if (starts !== null && !starts.length) { ok = false; break; }
+          } else {
+            starts = Array.from(allPositions(h[0])).sort(function (x, y) { return x - y; });
+          }
+          spans.push([starts || [], h.length]);
+          h.forEach(function (alts, k) {
+            var best = 0;
+            alts.forEach(function (p, t) {
+              var exact = t === c.terms[k];
+              var v = termScore(p, idf(n, exact ? df.get(t) : anyDf.get(c.terms[k])), indexes[a].avgdl);
+              best = Math.max(best, exact ? v : v * PREFIX);
+              if (exact && p.title) { titleHits = Math.max(titleHits, p.titleLength); }
+            });
+            score += best;
+          });
+        }
+        if (!ok) { return; }
+        if (spans.length > 1) { score *= proximity(spans); }
+        var tier = 0;
+        if (titleHits === queryTerms.length) {
+          tier = 1;
+          queryTerms.forEach(function (t, k) { var p = here[k].get(t); if (!p || !p.title || (p.complete && p.positions.indexOf(k) < 0)) { tier = 0; } });
+        }
+        var pairs = [];
+        here.forEach(function (alts) { alts.forEach(function (p, t) { pairs.push([rarity(t), p.title + p.headings + p.body, t, p]); }); });
+        pairs.sort(function (x, y) { return (x[0] - y[0]) || (x[1] - y[1]) || (x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0); });
+        var at = -1;
+        for (var pi = 0; pi < pairs.length && at < 0; pi++) {
+          var p = pairs[pi][3];
+          p.positions.forEach(function (q) { if (q >= p.titleLength && (at < 0 || q < at)) { at = q; } });
+        }
+        ranked.push([tier, score, a, doc, at]);
+      });
+    });
+    ranked.sort(function (x, y) { return (y[0] - x[0]) || (y[1] - x[1]) || (x[2] - y[2]) || (x[3] - y[3]); });
+    return ranked;
+  }
+
+  function snippet(text, wanted, prefix) {
+    var hits = tokens(text).filter(function (t) { return wanted.has(t.term) || (prefix && t.term.indexOf(prefix) === 0); });
+    if (!hits.length) { return { text: text.slice(0, WIDTH), marks: [], before: false, after: text.length > WIDTH }; }
+    var best = [0, 0], counts = new Map(), j = 0;
+    for (var i = 0; i < hits.length; i++) {
+      counts.set(hits[i].term, (counts.get(hits[i].term) || 0) + 1);
+      while (hits[j].start < hits[i].start - WIDTH + LEAD) {
+        var c = counts.get(hits[j].term) - 1;
+        if (c) { counts.set(hits[j].term, c); } else { counts.delete(hits[j].term); }
+        j++;
+      }
+      if (counts.size > best[0]) { best = [counts.size, j]; }
+    }
+    var first = hits[best[1]].start, begin = Math.max(0, first - LEAD);
+    var space = text.lastIndexOf(" ", first - 1);
+    if (begin > 0 && space >= begin) { begin = space + 1; }
+    var end = Math.min(text.length, begin + WIDTH), marks = [];
+    hits.forEach(function (h) {
+      if (h.start >= begin && h.end <= end) {
+        var a = h.start - begin, b = h.end - begin;
+        if (marks.length && a <= marks[marks.length - 1][1]) { marks[marks.length - 1][1] = Math.max(marks[marks.length - 1][1], b); } else { marks.push([a, b]); }
+      }
+    });
+    return { text: text.slice(begin, end), marks: marks, before: begin > 0, after: end < text.length };
+  }
+
+  var pure = { TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, decode: decode, pick: pick, rank: rank, snippet: snippet };
+  if (typeof window === "undefined") { module.exports = pure; return; }
+
+  // ---------------------------------------------------------------- part 2: the browser
+  var TIMEOUT = 10000;
+  var waiting = {};
+  var loaded = {};
+  var stats = { files: [] };
+  window.archiverSearchStats = stats;
+
+  window.archiverSearch = function (name, value) {
+    var w = waiting[name];
+    if (w) { delete waiting[name]; w.resolve(value); }
+  };
+
+  function Damaged(name, why) { this.name = name; this.why = why; }
+
+  function hex(buffer) {
+    return Array.from(new Uint8Array(buffer)).map(function (b) { return (b < 16 ? "0" : "") + b.toString(16); }).join("");
+  }
+
+  function check(name, value, sha) {
+    var subtle = window.crypto && window.crypto.subtle;
+    if (!sha || !subtle) { return Promise.resolve(value); }
+    return subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(value))).then(function (d) {
+      if (hex(d) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
+      return value;
+    });
+  }
+
+  function load(name, sha) {
+    if (loaded[name]) { return loaded[name]; }
+    loaded[name] = new Promise(function (resolve, reject) {
+      var script = document.createElement("script");
+      var timer = setTimeout(function () { delete waiting[name]; reject(new Damaged(name, "never registered")); }, TIMEOUT);
+      waiting[name] = { resolve: function (v) { clearTimeout(timer); resolve(v); } };
+      script.onerror = function () { clearTimeout(timer); delete waiting[name]; reject(new Damaged(name, "cannot be loaded")); };
+      script.onload = function () {
+        if (waiting[name]) { clearTimeout(timer); delete waiting[name]; reject(new Damaged(name, "did not register itself")); }
+        script.remove();
+      };
+      script.charset = "utf-8";
+      script.src = name + ".js";
+      stats.files.push(name);
+      document.head.appendChild(script);
+    }).then(function (value) { return check(name, value, sha); });
+    return loaded[name];
+  }
+
+  var index = null;
+
+  function openIndex() {
+    return load("manifest", null).then(function (m) {
+      if (!m || m.format !== "archiver-search") { throw new Damaged("manifest", "is not a search index manifest"); }
+      if (m.version > VERSION || m.tokenizer !== TOKENIZER) { throw new Damaged("manifest", "was written by another archiver: build it again with archiver index"); }
+      index = { documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, texts: m.text, maps: {} };
+      return index;
+    });
+  }
+
+  function shardMap(i) {
+    if (index.maps[i]) { return Promise.resolve(index.maps[i]); }
+    return load("t/" + i, index.shards[i][3]).then(function (rows) {
+      var map = new Map();
+      rows.forEach(function (r) { map.set(r[0], r[1]); });
+      index.maps[i] = map;
+      return map;
+    });
+  }
+
+  function fragment(doc) {
+    for (var i = 0; i < index.groups.length; i++) {
+      var g = index.groups[i];
+      if (g[0] <= doc && doc <= g[1]) {
+        return load("d/" + i, g[3]).then(function (rows) { return rows[doc - g[0]]; });
+      }
+    }
+    return Promise.reject(new Damaged("manifest", "no fragment group holds document " + doc));
+  }
+
+  function before(a, b, c, d) { return a < c || (a === c && b <= d); }
+
+  // Text chunk k of document doc ("" when it has none).
+  function chunk(doc, k) {
+    for (var i = 0; i < index.texts.length; i++) {
+      var x = index.texts[i];
+      if (before(x[0], x[1], doc, k) && before(doc, k, x[2], x[3])) {
+        return load("x/" + i, x[5]).then(function (rows) {
+          for (var r = 0; r < rows.length; r++) { if (rows[r][0] === doc && rows[r][1] === k) { return rows[r][2]; } }
+          throw new Damaged("x/" + i, "does not hold chunk " + k + " of document " + doc);
+        });
+      }
+    }
+    return Promise.resolve("");
+  }
+
+  function run(query, offset, limit) {
+    var clauses = parse(query);
+    if (!clauses.length) { return Promise.resolve({ total: 0, results: [] }); }
+    var perClause = clauses.map(function (c) {
+      return Promise.all(c.terms.map(function (term, k) {
+        var prefix = c.prefix && k === c.terms.length - 1;
+        return Promise.all(shardsFor(index.shards, term, prefix).map(shardMap)).then(function (maps) { return pick(maps, term, prefix); });
+      }));
+    });
+    return Promise.all(perClause).then(function (looked) {
+      var ranked = rank([index], clauses, [looked]);
+      var page = ranked.slice(offset, offset + limit);
+      var wanted = new Set(), prefix = "";
+      clauses.forEach(function (c) { (c.prefix ? c.terms.slice(0, -1) : c.terms).forEach(function (t) { wanted.add(t); }); });
+      if (clauses[clauses.length - 1].prefix) { var last = clauses[clauses.length - 1].terms; prefix = last[last.length - 1]; }
+      return Promise.all(page.map(function (r) {
+        return fragment(r[3]).then(function (f) {
+          var k = 0;
+          f[3].forEach(function (s, i) { if (s <= r[4]) { k = i; } });
+          return chunk(r[3], k).then(function (text) {
+            var s = snippet(text, wanted, prefix);
+            s.before = s.before || k > 0;
+            s.after = s.after || k < f[3].length - 1;
+            return { path: f[0], title: f[1], snippet: s };
+          });
+        });
+      })).then(function (results) { return { total: ranked.length, results: results }; });
+    });
+  }
+
+  function href(path) {
+    return "../../" + path.split("/").map(encodeURIComponent).join("/");
+  }
+
+  function render(list, results) {
+    results.forEach(function (r) {
+      var li = document.createElement("li"), a = document.createElement("a"), p = document.createElement("p");
+      a.href = href(r.path);
+      a.textContent = r.title || r.path;
+      var s = r.snippet, at = 0;
+      if (s.before) { p.appendChild(document.createTextNode("… ")); }
+      s.marks.forEach(function (m) {
+        p.appendChild(document.createTextNode(s.text.slice(at, m[0])));
+        var mark = document.createElement("mark");
+        mark.textContent = s.text.slice(m[0], m[1]);
+        p.appendChild(mark);
+        at = m[1];
+      });
+      p.appendChild(document.createTextNode(s.text.slice(at) + (s.after ? " …" : "")));
+      var small = document.createElement("small");
+      small.textContent = r.path;
+      li.appendChild(a); li.appendChild(small); li.appendChild(p);
+      list.appendChild(li);
+    });
+  }
+
+  function start() {
+    var form = document.getElementById("search-form"), input = document.getElementById("q");
+    var status = document.getElementById("status"), list = document.getElementById("results"), more = document.getElementById("more");
+    var query = new URLSearchParams(location.search).get("q") || "";
+    var shown = 0, PAGE = 10, generation = 0;
+    input.value = query;
+
+    function fail(e) {
+      status.textContent = e instanceof Damaged ? "The index is damaged: " + e.name + ".js " + e.why + "." : "The search failed: " + e;
+      status.className = "damaged";
+      document.body.setAttribute("data-state", "damaged");
+    }
+
+    function go(q, append) {
+      var mine = ++generation;
+      if (!append) { list.textContent = ""; shown = 0; }
+      if (!q.trim()) { status.textContent = ""; more.hidden = true; document.body.setAttribute("data-state", "idle"); return; }
+      status.textContent = "Searching…";
+      document.body.setAttribute("data-state", "busy");
+      (index ? Promise.resolve(index) : openIndex()).then(function () { return run(q, shown, PAGE); }).then(function (r) {
+        if (mine !== generation) { return; }
+        render(list, r.results);
+        shown += r.results.length;
+        status.textContent = r.total ? r.total + (r.total === 1 ? " page" : " pages") + " found" : "Nothing found for " + q;
+        more.hidden = shown >= r.total;
+        document.body.setAttribute("data-state", "done");
+      }).catch(function (e) { if (mine === generation) { fail(e); } });
+    }
+
+    var typing = null;
+    input.addEventListener("input", function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () {
+        try { history.replaceState(null, "", "?q=" + encodeURIComponent(input.value)); } catch (e) { /* a file: URL some browsers refuse to rewrite */ }
+        go(input.value, false);
+      }, 150);
+    });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      clearTimeout(typing);
+      try { history.pushState(null, "", "?q=" + encodeURIComponent(input.value)); } catch (err) { location.search = "?q=" + encodeURIComponent(input.value); return; }
+      go(input.value, false);
+      var first = list.querySelector("a");
+      if (first) { first.focus(); }
+    });
+    more.addEventListener("click", function () { go(input.value, true); });
+    document.addEventListener("keydown", function (e) {
+      if (e.key !== "ArrowDown" && e.key !== "ArrowUp") { return; }
+      var links = Array.from(list.querySelectorAll("a")), i = links.indexOf(document.activeElement);
+      if (e.key === "ArrowDown") { (links[i + 1] || links[0] || input).focus(); } else if (i <= 0) { input.focus(); } else { links[i - 1].focus(); }
+      e.preventDefault();
+    });
+    go(query, false);
+  }
+
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
+})();

@@ -1,0 +1,201 @@
+"""The builder and the query core together (formats/search.md §4–§6), as properties: every word of a
+document finds it; any 2+ character substring of a Chinese or Japanese run finds its page; folding;
+a page's title as the query ranks that page above every page without that title; phrases; prefixes;
+paging; building is deterministic; a query loads only the shards its terms can be in."""
+
+from __future__ import annotations
+
+import html as htmllib
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archiver.search import query
+from archiver.search.tokens import terms
+from tests.search.helpers import build_files, html, index_of
+
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyzéüßø", min_size=1, max_size=10)
+_doc = st.lists(_word, min_size=1, max_size=30)
+_slow = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _pages(docs: list[list[str]]) -> list[tuple[str, str]]:
+    """One page per list of words (each block starts with its page's number: no block repeats, so
+    none is boilerplate, §2.2)."""
+    return [
+        (f"p{i:03}.html", html(f"page {i}", f"<p>{i} " + " ".join(d) + "</p>")) for i, d in enumerate(docs)
+    ]
+
+
+@_slow
+@given(st.lists(_doc, min_size=1, max_size=8), st.data())
+def test_every_word_of_a_document_finds_it(docs: list[list[str]], data: st.DataObject) -> None:
+    index = index_of(_pages(docs), shard_bytes=200, group_bytes=100)  # many shards and groups
+    d = data.draw(st.integers(0, len(docs) - 1))
+    word = data.draw(st.sampled_from(docs[d]))
+    for q in (word, word + " ", f'"{word}"', word.upper()):
+        found = query.search([index], q, limit=100)
+        assert f"p{d:03}.html" in [r.path for r in found.results], q
+
+
+_cjk_run = st.text(
+    alphabet=st.sampled_from("中华人民共和国成立東京都の天気予報ですテストコンピューター한국어"),
+    min_size=2,
+    max_size=24,
+)
+
+
+@_slow
+@given(st.lists(_cjk_run, min_size=1, max_size=6), st.data())
+def test_any_cjk_substring_finds_its_page(runs: list[str], data: st.DataObject) -> None:
+    pages = [(f"c{i}.html", html(f"文書{i}", f"<p>{r}</p><p>filler text</p>")) for i, r in enumerate(runs)]
+    index = index_of(pages, shard_bytes=300)
+    d = data.draw(st.integers(0, len(runs) - 1))
+    i = data.draw(st.integers(0, len(runs[d]) - 2))
+    j = data.draw(st.integers(i + 2, len(runs[d])))
+    for q in (runs[d][i:j], runs[d][i:j] + " ", f'"{runs[d][i:j]}"'):
+        found = query.search([index], q, limit=100)
+        assert f"c{d}.html" in [r.path for r in found.results], q
+
+
+def test_folding_finds_either_spelling() -> None:
+    index = index_of(
+        [("a.html", html("A", "<p>Ｆｕｌｌ ﬁne ÉCOLE Straße</p>")), ("b.html", html("B", "<p>other</p>"))]
+    )
+    for q in ("full", "FULL", "fine", "ﬁne", "ecole", "école", "strasse", "STRASSE", "straße"):
+        assert [r.path for r in query.search([index], q + " ").results] == ["a.html"], q
+
+
+_title = st.lists(
+    st.sampled_from("alpha beta gamma delta omega kappa sigma zeta".split()), min_size=1, max_size=4
+)
+
+
+@_slow
+@given(st.lists(_title, min_size=2, max_size=8), st.data())
+def test_a_title_as_query_ranks_its_page_first(titles: list[list[str]], data: st.DataObject) -> None:
+    """Pages whose body repeats the words many times still rank below the page titled so."""
+    t = data.draw(st.integers(0, len(titles) - 1))
+    wanted = " ".join(titles[t])
+    pages = []
+    for i, words in enumerate(titles):
+        body = " ".join((titles[t] + ["filler"]) * (20 if i != t else 1))
+        pages.append((f"t{i}.html", html(" ".join(words), f"<p>{body}</p>")))
+    found = query.search([index_of(pages)], wanted + " ", limit=len(pages))
+    first = found.results[0]
+    assert " ".join(terms(first.title)) == " ".join(terms(wanted)), (wanted, [r.title for r in found.results])
+
+
+def test_phrase_and_prefix() -> None:
+    pages = [
+        ("a.html", html("A", "<p>the quick brown fox</p>")),
+        ("b.html", html("B", "<p>the brown quick fox</p>")),
+        ("c.html", html("C", "<p>quickly</p>")),
+    ]
+    index = index_of(pages)
+    assert [r.path for r in query.search([index], '"quick brown"').results] == ["a.html"]
+    assert {r.path for r in query.search([index], "quick brown ").results} == {"a.html", "b.html"}
+    assert query.search([index], "quick brown ").results[0].path == "a.html"  # the phrase bonus
+    assert {r.path for r in query.search([index], "quic").results} == {"a.html", "b.html", "c.html"}
+    assert {r.path for r in query.search([index], "quic ").results} == set()  # a finished word is whole
+
+
+def test_snippet_marks_the_match() -> None:
+    body = "<p>" + "lorem ipsum " * 50 + "the needle is here" + " dolor sit" * 50 + "</p>"
+    found = query.search([index_of([("n.html", html("N", body))])], "needle ")
+    s = found.results[0].snippet
+    assert [s.text[a:b] for a, b in s.marks] == ["needle"] and s.before and s.after
+    assert len(s.text) <= 200
+
+
+def test_paging() -> None:
+    pages = [(f"p{i:02}.html", html(f"P{i}", f"<p>common {'word ' * (i + 1)}</p>")) for i in range(25)]
+    index = index_of(pages, group_bytes=200)
+    everything = query.search([index], "common ", limit=100)
+    assert everything.total == 25
+    paged = [
+        r.path for o in (0, 10, 20) for r in query.search([index], "common ", limit=10, offset=o).results
+    ]
+    assert paged == [r.path for r in everything.results]
+
+
+@_slow
+@given(st.lists(_doc, min_size=1, max_size=6))
+def test_building_is_deterministic(docs: list[list[str]]) -> None:
+    assert build_files(_pages(docs), shard_bytes=300) == build_files(_pages(docs), shard_bytes=300)
+
+
+def test_a_query_loads_only_the_shards_of_its_terms() -> None:
+    words = [f"w{i:04}" for i in range(3000)]
+    pages = [
+        (f"p{i}.html", html(f"p{i}", "<p>" + " ".join(words[i * 30 : i * 30 + 30]) + "</p>"))
+        for i in range(100)
+    ]
+    index = index_of(pages, shard_bytes=2048)
+    assert len(index.shards) > 30
+    query.search([index], "w1234 ", limit=1)
+    assert [n for n in index.loaded if n.startswith("t/")] == [n for n in index.loaded if n.startswith("t/")][
+        :1
+    ]
+    assert sum(n.startswith("t/") for n in index.loaded) == 1
+    assert sum(n.startswith("d/") for n in index.loaded) == 1
+
+
+def test_results_across_indexes_rank_together() -> None:
+    """Two archives ranked as one: the document frequencies of both (§6.3), so a page scores what it
+    would in one archive holding both sets of pages."""
+    a = index_of([(f"a{i}.html", html(f"A{i}", f"<p>zebra filler {i}</p>")) for i in range(10)])
+    b = index_of([("b.html", html("B", "<p>zebra zebra zebra filler</p>"))])
+    found = query.search([a, b], "zebra ", limit=20)
+    assert found.total == 11
+    assert found.results[0].archive == 1  # the page that says it three times
+    assert {r.archive for r in found.results} == {0, 1}
+    together = index_of(
+        [(f"a{i}.html", html(f"A{i}", f"<p>zebra filler {i}</p>")) for i in range(10)]
+        + [("b.html", html("B", "<p>zebra zebra zebra filler</p>"))]
+    )
+    alone = query.search([together], "zebra ", limit=20)
+    assert [r.path for r in alone.results] == [r.path for r in found.results]
+
+
+def test_boilerplate_is_not_indexed() -> None:
+    nav = "<div>Site menu: Home Blog Contact</div>"
+    pages = [(f"p{i}.html", html(f"P{i}", nav + f"<p>unique{i} text</p>")) for i in range(6)]
+    index = index_of(pages)
+    assert query.search([index], "contact ").total == 0
+    assert query.search([index], "unique3 ").results[0].path == "p3.html"
+
+
+def test_what_a_reader_does_not_see_is_not_indexed() -> None:
+    body = (
+        "<nav>navword</nav><script>scriptword</script><style>.stylew{}</style><template>tplword</template>"
+        "<div hidden>hiddenword</div><p style='display: none'>nonew</p><footer>footword</footer>"
+        "<aside>asideword</aside><div role=navigation>roleword</div><main><p>seenword</p></main>"
+        + htmllib.escape("<p>escaped</p>")
+    )
+    index = index_of([("x.html", html("X", body))])
+    for w in (
+        "navword",
+        "scriptword",
+        "stylew",
+        "tplword",
+        "hiddenword",
+        "nonew",
+        "footword",
+        "asideword",
+        "roleword",
+    ):
+        assert query.search([index], w + " ").total == 0, w
+    assert query.search([index], "seenword ").total == 1
+    assert query.search([index], "escaped ").total == 1
+
+
+def test_a_rare_completion_does_not_outrank_the_word_typed() -> None:
+    """'dict' as typed also stands for 'dictconfig'; a page saying 'dictconfig' (rare) ranks below the
+    pages saying 'dict' (common) itself: a completion weighs as rare as the prefix (§6.3)."""
+    pages = [(f"p{i}.html", html(f"P{i}", f"<p>dict {i} filler</p>")) for i in range(10)]
+    pages.append(("a.html", html("A", "<p>dict dict dict more</p>")))
+    pages.append(("b.html", html("B", "<p>dictconfig dictconfig dictconfig more</p>")))
+    found = query.search([index_of(pages)], "dict", limit=20)
+    assert found.results[0].path == "a.html"
+    assert found.results[-1].path == "b.html"
