@@ -76,7 +76,7 @@ PURE: dict[str, set[str]] = {
     "zim/zimsafe.py": ZIM, "zim/offline.py": ZIM,
     "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
-    "capture/codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
+    "codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
     "capture/depths.py": {"__future__", "collections.abc", "heapq"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,

@@ -23,7 +23,12 @@ Politeness
 Size cap
     A body larger than ``size_cap`` is **skipped, never truncated**: refused on its ``Content-Length``
     before reading, or dropped as soon as the stream passes the cap. Bodies over 1 MiB are spooled to a
-    temporary file in ``tmp_dir`` (the crawler moves it into place), so memory stays bounded.
+    temporary file in ``tmp_dir`` (the crawler moves it into place), so memory stays bounded. The
+    cap counts decoded bytes as they come: every body is read as received (``aiter_raw``) and its
+    content coding undone by :mod:`archiver.codings` a step (at most 1 MiB) at a time, so a
+    compression bomb stops at the cap (httpx's own decoders inflate a whole chunk at once: a few
+    hundred bytes of ``br`` became 512 MiB). Every request asks for ``Accept-Encoding: br, deflate,
+    gzip``, exactly what that module undoes.
 
 Address guard
     Only ``http`` and ``https``. The guard decides by **origin** (scheme, host, port), every spelling
@@ -46,7 +51,7 @@ Address guard
 Recording
     With a ``recorder`` (``capture --warc``, :mod:`archiver.warc.record`) every response whose head
     arrived is handed to it: the body is read as received (``aiter_raw``), kept for the WARC and
-    decoded by :mod:`.codings` for the caller; ``FetchResult.warc`` says where its record is.
+    decoded by :mod:`archiver.codings` for the caller; ``FetchResult.warc`` says where its record is.
 
 Outcomes (:class:`FetchResult.outcome`)
     ``ok`` (2xx), ``redirected`` (2xx after redirects; the chain is kept), ``failed`` (4xx, 5xx after
@@ -65,7 +70,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -75,7 +80,6 @@ import httpx
 
 from archiver import urls
 from archiver.capture import robots as robots_mod
-from archiver.capture.codings import CodingError, supported
 from archiver.capture.fetched import (
     USER_AGENT,
     FetchPolicy,
@@ -96,6 +100,7 @@ from archiver.capture.guard import (
     guard_host,
     system_resolver,
 )
+from archiver.codings import CodingError, Decoder, accept_encoding
 from archiver.errors import URLError
 from archiver.media import parse_content_type
 
@@ -473,11 +478,10 @@ class Fetcher:
     async def _request(
         self, url: str, current: str, referrer: str | None, cap: int | _Prefix | None, accept: str
     ) -> FetchResult:
-        headers = {"Accept": accept}
+        # every body is decoded here (archiver.codings): ask only for what can be
+        headers = {"Accept": accept, "Accept-Encoding": accept_encoding()}
         if referrer:
             headers["Referer"] = referrer
-        if self.recorder is not None:  # the body is decoded here: ask only for what can be
-            headers["Accept-Encoding"] = ", ".join(sorted(supported() - {"x-gzip"}))
         self.requests += 1
         async with asyncio.timeout(self.policy.total_timeout):
             async with self.client.stream("GET", current, headers=headers) as response:
@@ -539,7 +543,14 @@ class Fetcher:
         buffer = bytearray()
         spool: Any = None
         size = 0
-        chunks = response.aiter_bytes() if exchange is None else exchange.body(response.aiter_raw())
+        decoding: AsyncGenerator[bytes, None] | None = None
+        if exchange is not None:
+            chunks = exchange.body(response.aiter_raw())
+        else:
+            decoder = Decoder(response.headers.get("content-encoding"))
+            if not decoder.identity:
+                decoding = _decoded(response.aiter_raw(), decoder)
+            chunks = response.aiter_raw() if decoding is None else decoding
         try:
             async for chunk in chunks:
                 size += len(chunk)
@@ -569,6 +580,8 @@ class Fetcher:
                 spool.close()
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(spool.name)
+            if decoding is not None:
+                await decoding.aclose()
             raise
         self.bytes += size
         result.size = min(size, limit) if limit is not None else size
@@ -582,3 +595,12 @@ class Fetcher:
         if self.tmp_dir is not None:
             self.tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
+
+
+async def _decoded(raw: AsyncIterator[bytes], decoder: Decoder) -> AsyncGenerator[bytes, None]:
+    """The body of the raw stream ``raw``, its content coding undone in bounded steps."""
+    async for chunk in raw:
+        for piece in decoder.feed(chunk):
+            yield piece
+    for piece in decoder.flush():
+        yield piece

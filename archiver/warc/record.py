@@ -3,7 +3,7 @@
 The capture's one network path (:class:`archiver.capture.fetch.Fetcher`) hands each response it
 receives to :meth:`Recorder.begin` and feeds the body through the :class:`Exchange` as it arrives,
 content-coded as it came over the wire; the exchange decodes it for the crawler
-(:mod:`archiver.capture.codings`), hashes it and keeps it (memory, then a spool file past
+(:mod:`archiver.codings`), hashes it and keeps it (memory, then a spool file past
 :data:`SPOOL_LIMIT`). When the response ends, :meth:`Exchange.end` writes its ``response`` record (or
 a ``revisit`` when the payload was already recorded in this capture) and the ``request`` record,
 each one gzip member (:mod:`archiver.warc.members`: stored or deflated), both in one ``write``; it
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from archiver import __version__
-from archiver.capture.codings import Decoder
+from archiver.codings import Decoder
 from archiver.errors import CaptureError
 from archiver.tree import WarcRef
 from archiver.warc.members import DEFLATE, Packing, compressor, packing_for
@@ -234,7 +234,7 @@ class Exchange:
 
     def body(self, raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """The decoded body of the raw stream ``raw``, every raw byte kept on the way; raises
-        :class:`archiver.capture.codings.CodingError` for data its Content-Encoding cannot undo."""
+        :class:`archiver.codings.CodingError` for data its Content-Encoding cannot undo."""
         self._body = self._decoded(raw)
         return self._body
 

@@ -26,8 +26,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.capture import capture
-from archiver.capture.codings import STEP, CodingError, Decoder
 from archiver.cli import _size
+from archiver.codings import STEP, CodingError, Decoder
 from archiver.tree import read_records
 from archiver.warc import read
 from archiver.warc.record import PROFILE_IDENTICAL
