@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any
 
 __all__ = ["STEP", "CodingError", "Decoder", "accept_encoding", "supported"]
@@ -150,6 +150,14 @@ class Decoder:
     def flush(self) -> Iterator[bytes]:
         """The rest, at the end of the body; raises :class:`CodingError` for a stream cut short."""
         yield from self._through(0, b"", final=True)
+
+    async def stream(self, raw: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+        """The decoded body of the raw stream ``raw`` (an HTTP client's, as received)."""
+        async for chunk in raw:
+            for piece in self.feed(chunk):
+                yield piece
+        for piece in self.flush():
+            yield piece
 
     def _through(self, i: int, data: bytes, *, final: bool) -> Iterator[bytes]:
         if i == len(self.stages):

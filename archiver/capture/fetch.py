@@ -549,7 +549,7 @@ class Fetcher:
         else:
             decoder = Decoder(response.headers.get("content-encoding"))
             if not decoder.identity:
-                decoding = _decoded(response.aiter_raw(), decoder)
+                decoding = decoder.stream(response.aiter_raw())
             chunks = response.aiter_raw() if decoding is None else decoding
         try:
             async for chunk in chunks:
@@ -595,12 +595,3 @@ class Fetcher:
         if self.tmp_dir is not None:
             self.tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
-
-
-async def _decoded(raw: AsyncIterator[bytes], decoder: Decoder) -> AsyncGenerator[bytes, None]:
-    """The body of the raw stream ``raw``, its content coding undone in bounded steps."""
-    async for chunk in raw:
-        for piece in decoder.feed(chunk):
-            yield piece
-    for piece in decoder.flush():
-        yield piece
