@@ -83,7 +83,7 @@ PURE: dict[str, set[str]] = {
     "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
     "search/query.py": SEARCH, "search/snippet.py": SEARCH,
     "warc/replay_rules.py": WARC | {
-        "collections.abc", "archiver", "archiver.errors", "archiver.media", "brotli",
+        "collections.abc", "archiver", "archiver.errors", "archiver.media", "archiver.codings",
     },
 }  # fmt: skip
 

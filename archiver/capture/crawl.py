@@ -562,6 +562,7 @@ class Crawler:
             run_pages=self.pages_done,
             run_assets=self.assets_done,
             run_bytes=self.bytes_written,
+            notes=list(getattr(self.fetcher, "notes", [])),
         )
 
 

@@ -52,6 +52,8 @@ class CaptureReport:
     run_assets: int = 0
     #: The bytes this run wrote (``bytes`` is the whole tree's stored files, earlier runs included).
     run_bytes: int = 0
+    #: What the transport says once about the run (an import: bodies stored decoded, warc.md §8.4).
+    notes: list[str] = field(default_factory=list)
 
     def outcome(self, url: str) -> Item | None:
         """The item for ``url`` (any spelling that canonicalises to the same dedup key)."""
@@ -92,7 +94,7 @@ class CaptureReport:
             "this_run": {"pages": self.run_pages, "assets": self.run_assets, "bytes": self.run_bytes},
             "counts": dict(sorted(self.counts.items())),
             "items": [i.to_json() for i in self.items],
-        }
+        } | ({"notes": list(self.notes)} if self.notes else {})
 
     def summary(self, *, examples: int = 3) -> str:
         """A few human lines: totals (and this run's share when it resumed an earlier one), outcome
@@ -111,6 +113,7 @@ class CaptureReport:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
         if counts:
             lines.append(f"outcomes: {counts}")
+        lines += [f"note: {note}" for note in self.notes]
         groups: dict[tuple[str, str], list[Item]] = {}
         for item in self.problems():
             groups.setdefault((item.outcome, _reason_class(item.reason)), []).append(item)

@@ -27,6 +27,7 @@ from typing import IO, Any, Literal
 from archiver import urls
 from archiver.capture import robots as robots_mod
 from archiver.capture.fetch import _KEPT_HEADERS, SPOOL_LIMIT, FetchPolicy, FetchResult, redirect_step
+from archiver.capture.policy import redact
 from archiver.errors import FormatError, URLError
 from archiver.warc import replay_rules as rules
 from archiver.warc.read import Finding, iter_records, record_at
@@ -187,6 +188,7 @@ class ReplayTransport:
         self.tmp_dir = tmp_dir
         self.requests = 0  # records read
         self._robots: dict[str, robots_mod.Robots] = {}
+        self._as_stored: set[str] = set()  # URLs whose body was stored decoded under its coding
 
     async def __aenter__(self) -> ReplayTransport:
         return self
@@ -350,7 +352,7 @@ class ReplayTransport:
         """The body into ``result`` (memory, or a spool file past :data:`SPOOL_LIMIT`). Past ``limit``
         a body is skipped, or with ``cut`` kept up to ``limit``."""
         dechunk = rules.Dechunker() if chunked else None
-        decoder = rules.BodyDecoder(coding)
+        decoder = rules.BodyDecoder(coding, result.media_type)
         if decoder.error:
             raise _Skip("failed", decoder.error)
         buffer = bytearray()
@@ -396,6 +398,20 @@ class ReplayTransport:
             result.file = Path(spool.name)
         else:
             result.body = bytes(buffer)
+        if decoder.as_stored:
+            self._as_stored.add(result.final_url)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the capture's report says once about this import (formats/warc.md §8.4)."""
+        if not self._as_stored:
+            return []
+        n = len(self._as_stored)
+        return [
+            f"{n} response{'s' if n > 1 else ''} stored already decoded under {'their' if n > 1 else 'its'} "
+            f"Content-Encoding (as ArchiveWeb.page and wabac.js write them), e.g. "
+            f"{redact(min(self._as_stored))}: taken as stored"
+        ]
 
     def _spool_file(self) -> Any:
         if self.tmp_dir is not None:

@@ -10,19 +10,14 @@ Pure: no network, no filesystem, no clock. The store that keeps the index (SQLit
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from archiver import urls
+from archiver.codings import CodingError, Decoder
 from archiver.errors import URLError
 from archiver.media import parse_content_type as media_of
-
-try:  # optional at import time: without it a br body is an outcome, not a crash
-    import brotli
-except ImportError:  # pragma: no cover (a dependency; tests/warc checks br)
-    brotli = None
 
 __all__ = [
     "INDEXED",
@@ -35,6 +30,7 @@ __all__ = [
     "entry_of",
     "failure_of",
     "media_of",
+    "of_media_type",
     "parse_http_head",
     "revisit_plan",
 ]
@@ -44,7 +40,9 @@ INDEXED = frozenset({"response", "revisit", "resource"})
 MAX_HTTP_HEADER = 256 * 1024
 _REDIRECT = frozenset({301, 302, 303, 307, 308})
 _UNCONFIRMED = frozenset({401, 403, 408, 429})
-_STEP = 64 * 1024  # compressed bytes handed to a decoder at once
+_STEP = 64 * 1024  # decoded bytes given at once
+_HOLD = 256 * 1024  # bytes kept while a coding has given nothing, to take them as stored (§8.4)
+_SNIFF = 1024  # the bytes whose media type is judged
 
 
 def date_key(date: str) -> str:
@@ -237,117 +235,121 @@ class Dechunker:
 
 class BodyDecoder:
     """Undoes a ``Content-Encoding`` (``gzip``, ``x-gzip``, ``deflate`` — zlib or raw —, ``br``,
-    ``identity``, several in a list) as bytes arrive, never producing more than ``limit`` bytes at
-    once per call step. :attr:`error` names what could not be decoded."""
+    ``identity``, several in a list) as bytes arrive, by :class:`archiver.codings.Decoder` in pieces
+    of at most 64 KiB. :attr:`error` names what could not be decoded (a coding it does not know, or
+    damaged data).
 
-    def __init__(self, encoding: str) -> None:
-        codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
-        codings = [c for c in codings if c != "identity"]
-        self.error = ""
-        self.stages: list[Any] = []
-        for coding in reversed(codings):  # the last coding applied is undone first
-            if coding in ("gzip", "x-gzip"):
-                self.stages.append(_Zlib(47))
-            elif coding == "deflate":
-                self.stages.append(_Zlib(15, raw_fallback=True))
-            elif coding == "br" and brotli is not None:
-                self.stages.append(_Brotli())
-            else:
-                self.error = f"content coding {coding[:40]!r} is not supported"
-                return
+    With the declared ``media`` type, a body **stored already decoded** under its header's coding
+    (what ArchiveWeb.page and wabac.js write; warcio and pywb replay it) is taken as stored: when the
+    coding fails before it gave a byte, within the first :data:`_HOLD` bytes, and the first
+    :data:`_SNIFF` bytes are of the declared media type (:func:`of_media_type`). :attr:`as_stored`
+    then says so."""
+
+    def __init__(self, encoding: str, media: str | None = None) -> None:
+        self.decoder = Decoder(encoding, step=_STEP)
+        unknown = self.decoder.unknown
+        self.error = f"content coding {unknown[0][:40]!r} is not supported" if unknown else ""
+        self.media = media or ""
+        self.as_stored = False
+        self._held: bytearray | None = bytearray() if media and not self.decoder.identity else None
+        self._failure = ""  # the coding failed before it gave a byte: judged on _SNIFF bytes
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``data``, in pieces of bounded size."""
-        pieces: Iterator[bytes] = iter([data])
-        for stage in self.stages:
-            pieces = _through(stage, pieces)
-        for piece in pieces:
-            if piece:
-                yield piece
-
-    def close(self) -> Iterator[bytes]:
-        pieces: Iterator[bytes] = iter([])
-        for stage in self.stages:
-            pieces = _finish(stage, pieces)
-        for piece in pieces:
-            if piece:
-                yield piece
-        for stage in self.stages:
-            if stage.error and not self.error:
-                self.error = stage.error
-
-
-def _through(stage: Any, pieces: Iterator[bytes]) -> Iterator[bytes]:
-    for piece in pieces:
-        yield from stage.feed(piece)
-
-
-def _finish(stage: Any, pieces: Iterator[bytes]) -> Iterator[bytes]:
-    yield from _through(stage, pieces)
-    yield from stage.close()
-
-
-class _Zlib:
-    def __init__(self, wbits: int, *, raw_fallback: bool = False) -> None:
-        self.d: Any = zlib.decompressobj(wbits)
-        self.raw_fallback = raw_fallback
-        self.started = False
-        self.error = ""
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        for i in range(0, len(data), _STEP):
-            yield from self._feed(data[i : i + _STEP])
-
-    def _feed(self, data: bytes) -> Iterator[bytes]:
-        if self.error or self.d.eof:
+        if self.error or not data:
+            return
+        if self.as_stored:
+            yield data
+            return
+        if self._held is not None:
+            self._held += data
+            if self.decoder.started or len(self._held) > _HOLD:
+                self._held = None
+        if self._failure:
+            yield from self._judge(final=False)
             return
         try:
-            out = self.d.decompress(data, _STEP)
-        except zlib.error as e:
-            if self.raw_fallback and not self.started:  # "deflate" sent as raw DEFLATE (old IIS)
-                self.raw_fallback = False
-                self.d = zlib.decompressobj(-15)
-                yield from self._feed(data)
-                return
-            self.error = f"damaged compressed body ({e})"
+            yield from self.decoder.feed(data)
+        except CodingError as e:
+            self._failure = str(e)
+            yield from self._judge(final=False)
+
+    def close(self) -> Iterator[bytes]:
+        if self.error or self.as_stored:
             return
-        self.started = True
-        yield out
-        while self.d.unconsumed_tail and not self.d.eof:
+        if not self._failure:
             try:
-                out = self.d.decompress(self.d.unconsumed_tail, _STEP)
-            except zlib.error as e:
-                self.error = f"damaged compressed body ({e})"
+                yield from self.decoder.flush()
                 return
-            yield out
+            except CodingError as e:
+                self._failure = str(e)
+        yield from self._judge(final=True)
 
-    def close(self) -> Iterator[bytes]:
-        if self.error:
-            return
-        if not self.d.eof:
-            self.error = "the compressed body ends early"
-        try:
-            yield self.d.flush()
-        except zlib.error as e:  # pragma: no cover
-            self.error = f"damaged compressed body ({e})"
+    def _judge(self, *, final: bool) -> Iterator[bytes]:
+        held = self._held
+        if held is not None and not self.decoder.started:
+            if len(held) < _SNIFF and not final:
+                return  # too few bytes to tell their type yet
+            if of_media_type(self.media, bytes(held[:_SNIFF])):
+                self.as_stored = True
+                self._held = None
+                yield bytes(held)
+                return
+        self._held = None
+        self.error = self._failure
 
 
-class _Brotli:
-    def __init__(self) -> None:
-        self.d = brotli.Decompressor()
-        self.error = ""
+#: Media types whose bytes open with a fixed signature (the WHATWG MIME Sniffing Standard's §6).
+_SIGNATURES: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/apng": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/bmp": (b"BM",),
+    "image/x-icon": (b"\x00\x00\x01\x00", b"\x00\x00\x02\x00"),
+    "image/vnd.microsoft.icon": (b"\x00\x00\x01\x00", b"\x00\x00\x02\x00"),
+    "font/woff": (b"wOFF",),
+    "font/woff2": (b"wOF2",),
+    "font/ttf": (b"\x00\x01\x00\x00", b"true"),
+    "font/otf": (b"OTTO",),
+    "application/pdf": (b"%PDF-",),
+    "application/wasm": (b"\x00asm",),
+    "application/zip": (b"PK\x03\x04",),
+    "video/webm": (b"\x1a\x45\xdf\xa3",),
+    "audio/ogg": (b"OggS",),
+    "video/ogg": (b"OggS",),
+    "audio/mpeg": (b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"),
+}
+#: RIFF and ISO-BMFF containers: the type's mark at its offset.
+_MARKS: dict[str, tuple[int, bytes]] = {
+    "image/webp": (8, b"WEBP"),
+    "audio/wav": (8, b"WAVE"),
+    "image/avif": (4, b"ftypavi"),
+    "video/mp4": (4, b"ftyp"),
+}
+_TEXT_TYPES = frozenset(
+    {
+        "application/javascript", "application/x-javascript", "application/ecmascript",
+        "application/json", "application/xml", "application/manifest+json", "image/svg+xml",
+    }
+)  # fmt: skip
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if self.error or self.d.is_finished():
-            return
-        try:
-            yield self.d.process(data, output_buffer_limit=_STEP)
-            while not self.d.is_finished() and not self.d.can_accept_more_data():
-                yield self.d.process(b"", output_buffer_limit=_STEP)  # the rest, a step at a time
-        except brotli.error as e:
-            self.error = f"damaged br body ({e})"
 
-    def close(self) -> Iterator[bytes]:
-        if not self.error and not self.d.is_finished():
-            self.error = "the br body ends early"
-        return iter(())
+def of_media_type(media: str, head: bytes) -> bool:
+    """Whether ``head``, the first bytes of a body, are of the ``media`` type: a signature for
+    images, fonts, media and documents with one; for text types (``text/*``, JavaScript, JSON,
+    XML, SVG) no binary data byte (WHATWG MIME Sniffing §3), and for HTML a ``<``
+    first after any BOM and white space. An unknown type: False (nothing to tell coded bytes from)."""
+    media = media.lower()
+    if media in _SIGNATURES:
+        return head.startswith(_SIGNATURES[media])
+    if media in _MARKS:
+        offset, mark = _MARKS[media]
+        return head[offset : offset + len(mark)] == mark
+    text = media.startswith("text/") or media in _TEXT_TYPES or media.endswith(("+xml", "+json"))
+    if not text or not head or _BINARY_BYTES.search(head):
+        return False
+    if media in ("text/html", "application/xhtml+xml"):
+        return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n\x0c").startswith(b"<")
+    return True
