@@ -97,6 +97,9 @@ class _Brotli:
         import brotli
 
         self.step = step
+        # brotli's output_buffer_limit is passed by up to its size again (the last block it grew):
+        # asking for half a step keeps a piece within the step
+        self.limit = max(step // 2, 1)
         self.error = brotli.error
         self.d = brotli.Decompressor()
         self.fed = False
@@ -106,13 +109,13 @@ class _Brotli:
         if self.d.is_finished():
             return  # bytes after the end of the stream are ignored
         try:
-            out = self.d.process(data, output_buffer_limit=self.step)
+            out = self.d.process(data, output_buffer_limit=self.limit)
             while True:
-                if out:
-                    yield out
+                for i in range(0, len(out), self.step):  # one piece, unless brotli passed the step
+                    yield out[i : i + self.step] if len(out) > self.step else out
                 if self.d.can_accept_more_data() or self.d.is_finished():
                     return
-                out = self.d.process(b"", output_buffer_limit=self.step)
+                out = self.d.process(b"", output_buffer_limit=self.limit)
         except self.error as e:
             raise CodingError(f"damaged br data ({e})") from None
 
