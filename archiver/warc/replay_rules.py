@@ -256,10 +256,17 @@ class BodyDecoder:
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``data``, in pieces of bounded size."""
+        if self._held is not None and len(data) > _STEP:  # held a step at a time, so the first
+            for i in range(0, len(data), _STEP):  # bytes are judged however large the chunk
+                yield from self._feed(data[i : i + _STEP])
+            return
+        yield from self._feed(data)
+
+    def _feed(self, data: bytes) -> Iterator[bytes]:
         if self.error or not data:
             return
         if self.as_stored:
-            yield data
+            yield from _steps(data)
             return
         if self._held is not None:
             self._held += data
@@ -293,10 +300,15 @@ class BodyDecoder:
             if of_media_type(self.media, bytes(held[:_SNIFF])):
                 self.as_stored = True
                 self._held = None
-                yield bytes(held)
+                yield from _steps(bytes(held))
                 return
         self._held = None
         self.error = self._failure
+
+
+def _steps(data: bytes) -> Iterator[bytes]:
+    for i in range(0, len(data), _STEP):
+        yield data[i : i + _STEP] if len(data) > _STEP else data
 
 
 #: Media types whose bytes open with a fixed signature (the WHATWG MIME Sniffing Standard's §6).

@@ -127,6 +127,14 @@ def test_a_decoded_body_under_any_coding_is_taken_as_stored(coding: str, step: i
         assert (out, dec.error, dec.as_stored) == (body, "", True), (coding, media)
 
 
+def test_a_large_body_taken_as_stored_comes_out_in_steps() -> None:
+    big = b"<!doctype html><p>" + b"words, " * 200_000
+    dec = rules.BodyDecoder("gzip", "text/html")
+    pieces = list(dec.feed(big)) + list(dec.close())
+    assert b"".join(pieces) == big and dec.as_stored
+    assert max(map(len, pieces)) <= 64 << 10
+
+
 def test_what_is_not_taken_as_stored() -> None:
     # bytes not of the declared type: an image that is HTML, HTML that is binary, an unknown type
     for media, body in (("image/png", PAGE), ("text/html", PNG), ("application/octet-stream", PAGE)):
