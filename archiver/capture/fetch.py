@@ -297,7 +297,9 @@ class Fetcher:
             )
         rules = await asyncio.shield(host.robots_task)
         host.robots = rules
-        host.crawl_delay = rules.crawl_delay or 0.0
+        delay = rules.crawl_delay or 0.0  # a shared crawl's cached rules too: bounded here
+        cap = min(self.policy.max_retry_after, robots_mod.MAX_CRAWL_DELAY)
+        host.crawl_delay = min(delay, cap) if delay == delay else 0.0  # the longest wait accepted
         return rules
 
     async def _read_robots(self, scheme: str, netloc: str) -> robots_mod.Robots:

@@ -19,15 +19,19 @@ being fetched ends ``unconfirmed`` (tried again on the next run), never "disallo
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import quote, unquote
 
-__all__ = ["MAX_BYTES", "Robots", "parse"]
+__all__ = ["MAX_BYTES", "MAX_CRAWL_DELAY", "Robots", "parse"]
 
 #: RFC 9309 §2.5: parse at least 500 KiB; ignore the rest (the fetcher reads no more than this).
 MAX_BYTES = 500 * 1024
+#: The longest Crawl-delay obeyed, in seconds: a robots.txt asking for more (``inf``, ``1e308``) gets
+#: this, not a capture that waits forever.
+MAX_CRAWL_DELAY = 60.0
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,11 @@ def parse(text: str, agent: str) -> Robots:
                 current[1].append(_Rule(name == "allow", _normalise(value)))
         elif name == "crawl-delay":
             with contextlib.suppress(ValueError):
-                current[2].append(max(0.0, float(value)))
+                delay = float(value)
+                if math.isfinite(delay):  # "nan" is no delay; "inf" and "1e308" are capped
+                    current[2].append(min(max(0.0, delay), MAX_CRAWL_DELAY))
+                elif delay > 0:
+                    current[2].append(MAX_CRAWL_DELAY)
     chosen = [g for g in groups if agent in g[0]] or [g for g in groups if "*" in g[0]]
     rules = tuple(rule for g in chosen for rule in g[1])
     delays = [d for g in chosen for d in g[2]]

@@ -85,3 +85,37 @@ def test_only_the_first_500_kib_are_parsed_and_a_cut_line_is_no_rule() -> None:
     assert not rules.allowed("/early/x")
     assert rules.allowed("/abcdefghij/x")  # "Disallow: /abcde" (cut) would have disallowed it
     assert rules.allowed("/late/x")  # past 500 KiB: ignored
+
+
+def test_a_crawl_delay_is_bounded() -> None:
+    from archiver.capture.robots import MAX_CRAWL_DELAY
+
+    for value, expected in (("inf", MAX_CRAWL_DELAY), ("1e308", MAX_CRAWL_DELAY), ("nan", None), ("-5", 0.0),
+                            ("86400", MAX_CRAWL_DELAY), ("2.5", 2.5), ("soon", None)):  # fmt: skip
+        assert parse(f"User-agent: *\nCrawl-delay: {value}\n", "archiver").crawl_delay == expected, value
+
+
+def test_a_hostile_crawl_delay_never_stalls_the_capture(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """robots.txt asking for 'Crawl-delay: 1e308' (or inf): before, the second request to the host
+    waited 1e308 s (asyncio refused the timer or slept forever). The wait is now the longest one
+    the capture accepts from a server (``max_retry_after``, 60 s at most)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = f"""
+import sys
+from pathlib import Path
+from archiver.capture import capture
+from archiver.fixture import FixtureConfig, FixtureServer
+robots = "User-agent: *\\nCrawl-delay: 1e308\\n"
+with FixtureServer(FixtureConfig(robots=robots)) as server:
+    report = capture([server.url + "about.html", server.url + "docs/"], Path({str(tmp_path / "t")!r}),
+                     render=False, depth=0, delay=0, max_retry_after=0.5, progress=False)
+print(report.pages)
+"""
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "2"
