@@ -140,8 +140,10 @@ class App:
                 range_value = value
             elif name == b"sec-fetch-mode":
                 browser = True
+        if host is None:
+            return None  # the ordinary path answers 400 (HTTP/1.1) or serves the bare host (1.0)
         hosts = self.hosts
-        where = None if hosts is None or host is None else hosts.get(host, _UNKNOWN)
+        where = None if hosts is None else hosts.get(host, _UNKNOWN)
         if where is _UNKNOWN or (browser and where is None):
             return None  # the ordinary path answers (421, or the redirect to the mount's origin)
         raw, _, query = url.partition(b"?")
@@ -208,6 +210,9 @@ class App:
                 browser = True
             elif name == b"service-worker":
                 worker = True
+        if host is None and scope.get("http_version") == "1.1":
+            await _plain(send, 400, "no Host header field", head)  # RFC 9112 §3.2: HTTP/1.1 needs one
+            return
         where = self.where(host)
         if where is _UNKNOWN:  # DNS rebinding, or a name this server does not know
             await _plain(send, 421, "misdirected request", head)

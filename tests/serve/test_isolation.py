@@ -237,6 +237,16 @@ def test_two_host_header_fields_are_400_on_both_paths(
     assert _get(port, CSS, f"mini.localhost:{port}")[0] == 200  # one Host: as before
 
 
+@pytest.mark.parametrize("path", [CSS, "/", "/page.gwtar.html/~/index.html"])
+def test_an_http_11_request_without_host_is_400(port: int, path: str) -> None:
+    """RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request that lacks a Host field (before:
+    it was served as the bare host); HTTP/1.0 has no Host and is served as before."""
+    ((status, headers, body),) = _raw(port, f"GET {path} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
+    assert status == 400 and headers["x-content-type-options"] == "nosniff" and b"mini" not in body.lower()
+    ((status, _, _),) = _raw(port, f"GET {path} HTTP/1.0\r\n\r\n".encode())
+    assert status != 400
+
+
 def test_allow_live_lifts_only_the_fetch_limits(world: dict[str, list[Path]]) -> None:
     with running(world["paths"], allow_live=True) as base:
         p = int(base.rstrip("/").rsplit(":", 1)[1])
