@@ -196,7 +196,7 @@ def test_argument_errors(tmp_path: Path) -> None:
         )
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(FormatError, match="no HTML page"):
+    with pytest.raises(UsageError, match=r"no HTML page to open first .* --main PATH"):
         pack(empty, tmp_path / "o.gwtar.html", loader=STUB_LOADER)
     with pytest.raises(UsageError, match="RFC 3339"):
         pack(MINI, tmp_path / "o.gwtar.html", loader=STUB_LOADER, created="yesterday")
