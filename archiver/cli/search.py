@@ -5,9 +5,11 @@ together (one set of document frequencies over all of them, formats/search.md §
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from archiver.cli.output import _escaped, _print_json, _writing
 from archiver.errors import UsageError
@@ -54,14 +56,66 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_packed(path: Path, stack: contextlib.ExitStack) -> Any:
+    """The index inside a gwtar (members) or a ZIM (entries), read one file at a time
+    (formats/search.md §8); UsageError for an archive packed without one."""
+    from archiver.detect import kind_of
+    from archiver.search import archive
+
+    kind = kind_of(path)
+    if kind == "gwtar":
+        from archiver.gwtar.read import GwtarReader
+
+        reader: Any = stack.enter_context(GwtarReader(path))
+        read = reader.read
+
+        def has(name: str) -> bool:
+            try:
+                reader.member(name)
+            except KeyError:
+                return False
+            return True
+    elif kind == "zim":
+        from archiver.zim.read import open_archive
+
+        reader = stack.enter_context(open_archive(path, check="structure"))
+
+        def read(name: str) -> bytes:
+            return bytes(reader.get(name).read())
+
+        has = reader.has
+    else:
+        raise UsageError("is not a tree, a gwtar or a ZIM file", subject=str(path))
+    if not has(f"{archive.PREFIX}manifest.js"):
+        raise UsageError(
+            "has no search index (packed without one): pack it again from its tree, or extract it and "
+            "run archiver index",
+            subject=str(path),
+        )
+    return archive.archive_index(read, f"{path}/{archive.PREFIX.rstrip('/')}")
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        return _search(args, stack)
+
+
+def _search(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from archiver.search import query, store
 
-    roots = [_tree(a) for a in args.archives]
-    indexes = [
-        store.open_index(r, str(r / store.INDEX_DIR)) if store.has_index(r) else store.memory_index(r)
-        for r in roots
-    ]
+    roots: list[Path] = []
+    indexes = []
+    for a in args.archives:
+        path = Path(a)
+        if path.is_file():
+            roots.append(path)
+            indexes.append(_open_packed(path, stack))
+            continue
+        r = _tree(a)
+        roots.append(r)
+        indexes.append(
+            store.open_index(r, str(r / store.INDEX_DIR)) if store.has_index(r) else store.memory_index(r)
+        )
     found = query.search(indexes, args.query, limit=args.limit, offset=args.offset)
     if args.json:
         doc = {
@@ -94,7 +148,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
         out.append(text[at:])
         line = ("… " if r.snippet.before else "") + "".join(out) + (" …" if r.snippet.after else "")
         print(f"{n}. {_escaped(r.title or r.path)}")
-        print(f"   {_escaped(str(roots[r.archive] / r.path))}")
+        where = roots[r.archive]
+        print(f"   {_escaped(str(where / r.path) if where.is_dir() else f'{where}#/{r.path}')}")
         print(f"   {_escaped(' '.join(line.split()))}")
     shown = found.offset + len(found.results)
     print(
