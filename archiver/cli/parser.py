@@ -498,7 +498,12 @@ def _parser() -> argparse.ArgumentParser:
 
     # search (formats/search.md): a tree's index and the command-line query
     p = command("index", "build a tree's search index and search page (_archiver/search/)")
-    p.add_argument("tree", metavar="TREE", help="a canonical tree (capture folder)")
+    p.add_argument(
+        "tree",
+        metavar="TREE",
+        help="a canonical tree (capture folder); or a gwtar or ZIM packed without an index: its index "
+        "goes beside it, ARCHIVE.search/ (the archive is not changed)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_command("search", "_cmd_index"))
 

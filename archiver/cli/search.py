@@ -26,9 +26,34 @@ def _tree(text: str) -> Path:
     return path
 
 
+def _index_archive(args: argparse.Namespace, path: Path) -> int:
+    from archiver.search import archive
+
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        read, has, found = _packed(path, stack)
+        if has(f"{archive.PREFIX}manifest.js"):
+            print(f"{_escaped(str(path))}: has its search index inside (packed with it); nothing to do")
+            return 0
+        pages = archive.page_paths(found)
+        target = archive.sidecar(path)
+        manifest, folder = _writing(lambda: archive.write_sidecar(path, pages, read), target)
+    seconds = time.monotonic() - started
+    doc = {"archive": str(path), "index": str(folder), "pages": len(pages), "shards": len(manifest["shards"]),
+           "seconds": round(seconds, 3)}  # fmt: skip
+    if args.json:
+        _print_json(doc)
+    else:
+        print(f"{_escaped(str(folder))}: {len(pages)} pages, {doc['shards']} term shards in {seconds:.2f} s "
+              f"(beside the archive, which is unchanged)")  # fmt: skip
+    return 0
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
     from archiver.search import store
 
+    if Path(args.tree).is_file():
+        return _index_archive(args, Path(args.tree))
     root = _tree(args.tree)
     started = time.monotonic()
     manifest, pages, size = _writing(lambda: store.write_index(root), root / store.INDEX_DIR)
@@ -56,18 +81,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_packed(path: Path, stack: contextlib.ExitStack) -> Any:
-    """The index inside a gwtar (members) or a ZIM (entries), read one file at a time
-    (formats/search.md §8); UsageError for an archive packed without one."""
+def _packed(path: Path, stack: contextlib.ExitStack) -> tuple[Any, Any, list[tuple[str, str]]]:
+    """(read, has, pages) of a gwtar (members, each read at its offset) or a ZIM (entries)."""
     from archiver.detect import kind_of
-    from archiver.search import archive
 
     kind = kind_of(path)
     if kind == "gwtar":
         from archiver.gwtar.read import GwtarReader
 
         reader: Any = stack.enter_context(GwtarReader(path))
-        read = reader.read
 
         def has(name: str) -> bool:
             try:
@@ -75,24 +97,40 @@ def _open_packed(path: Path, stack: contextlib.ExitStack) -> Any:
             except KeyError:
                 return False
             return True
-    elif kind == "zim":
+
+        pages = [(m.path, m.media_type) for m in reader.members if m.kind == "page"]
+        return reader.read, has, pages
+    if kind == "zim":
         from archiver.zim.read import open_archive
 
-        reader = stack.enter_context(open_archive(path, check="structure"))
+        z = stack.enter_context(open_archive(path, check="structure"))
 
         def read(name: str) -> bytes:
-            return bytes(reader.get(name).read())
+            return bytes(z.get(name).read())
 
-        has = reader.has
-    else:
-        raise UsageError("is not a tree, a gwtar or a ZIM file", subject=str(path))
-    if not has(f"{archive.PREFIX}manifest.js"):
-        raise UsageError(
-            "has no search index (packed without one): pack it again from its tree, or extract it and "
-            "run archiver index",
-            subject=str(path),
-        )
-    return archive.archive_index(read, f"{path}/{archive.PREFIX.rstrip('/')}")
+        def pages() -> list[tuple[str, str]]:
+            return [(e.path, e.mimetype) for e in z.iter_entries() if not e.is_redirect]
+
+        return read, z.has, pages()
+    raise UsageError("is not a tree, a gwtar or a ZIM file", subject=str(path))
+
+
+def _open_packed(path: Path, stack: contextlib.ExitStack) -> Any:
+    """The index inside a gwtar (members) or a ZIM (entries), read one file at a time, else its
+    sidecar ``X.search/`` (formats/search.md §8); UsageError for an archive with neither."""
+    from archiver.search import archive
+
+    read, has, _ = _packed(path, stack)
+    label = f"{path}/{archive.PREFIX.rstrip('/')}"
+    if has(f"{archive.PREFIX}manifest.js"):
+        return archive.archive_index(read, label)
+    side = archive.sidecar(path)
+    if (side / "manifest.js").is_file():
+        return archive.archive_index(archive.sidecar_read(side), str(side))
+    raise UsageError(
+        "has no search index (packed without one): run archiver index on it, or pack it again",
+        subject=str(path),
+    )
 
 
 def _cmd_search(args: argparse.Namespace) -> int:

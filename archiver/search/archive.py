@@ -7,14 +7,29 @@ shard a query needs; :func:`check` reports every damaged or missing index file b
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from archiver.errors import FormatError
-from archiver.search import page, store
+from archiver.search import build, page, store
 from archiver.search.query import Index
+from archiver.search.text import MAX_HTML, extract
 
-__all__ = ["PREFIX", "archive_index", "check", "is_index_path", "media_type", "pack_files"]
+__all__ = [
+    "PREFIX",
+    "archive_index",
+    "build_pages",
+    "check",
+    "is_index_path",
+    "media_type",
+    "pack_files",
+    "page_paths",
+    "sidecar",
+    "sidecar_read",
+    "write_sidecar",
+]
 
 #: Every index file's path starts with this, in a tree, a gwtar and a ZIM alike.
 PREFIX = f"{store.INDEX_DIR}/"
@@ -122,3 +137,87 @@ def check(read: Read, has: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
     for name in page.files():
         if not has(PREFIX + name):
             yield (PREFIX + name, "is missing")
+
+
+# ---------------------------------------------------------------------------------------------
+# An index beside an archive packed without one: ``X.search/`` (formats/search.md §8.1)
+
+_HTML = (".html", ".htm", ".xhtml")
+
+
+def sidecar(archive_path: Path) -> Path:
+    """Where ``archiver index ARCHIVE`` puts the index of an archive that has none."""
+    return archive_path.with_name(archive_path.name + ".search")
+
+
+def page_paths(paths: Iterable[tuple[str, str]]) -> list[str]:
+    """The archive's HTML pages (path, media type) in path order, the reserved folder left out."""
+    return sorted(
+        p
+        for p, media in paths
+        if not p.startswith("_archiver/") and (p.lower().endswith(_HTML) or media == "text/html")
+    )
+
+
+def build_pages(pages: Sequence[str], read: Read, emit: build.Emit) -> dict:
+    """Build the index of ``pages`` (read through ``read``) through ``emit``, as
+    :func:`archiver.search.store.build_index` does for a tree (the same bytes for the same pages)."""
+    sample = (extract(read(p)[:MAX_HTML]) for p in pages[: build.BOILERPLATE_SAMPLE])
+    builder = build.Builder(emit, skip=build.boilerplate(sample))
+    for p in pages:
+        builder.add(p, extract(read(p)[:MAX_HTML]))
+    manifest = builder.finish()
+    emit("manifest", build.manifest_bytes(manifest))
+    return manifest
+
+
+def write_sidecar(archive_path: Path, pages: Sequence[str], read: Read) -> tuple[dict, Path]:
+    """Build ``X.search/`` beside the archive: into a temporary folder beside it, then renamed over
+    the previous one (the archive itself is never touched: its hashes, FEC data and any signature
+    stay valid)."""
+    target = sidecar(archive_path)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+
+        def emit(name: str, data: bytes) -> None:
+            path = work / f"{name}.js"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "xb") as f:
+                f.write(data)
+
+        manifest = build_pages(pages, read, emit)
+        for name, data in page.files().items():
+            (work / name).write_bytes(data)
+        os.chmod(work, 0o755)
+        old = None
+        if target.is_symlink() or target.is_file():
+            raise FormatError("is in the way (not a folder this archiver wrote)", subject=str(target))
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
+            os.rename(target, old / "x")
+        os.rename(work, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return manifest, target
+
+
+def sidecar_read(folder: Path) -> Read:
+    """Read a sidecar's files by their archive path (``_archiver/search/t/0.js``)."""
+
+    def read(path: str) -> bytes:
+        if not is_index_path(path):
+            raise KeyError(path)
+        parts = path[len(PREFIX) :].split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise KeyError(path)
+        try:
+            fd = os.open(folder.joinpath(*parts), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            raise KeyError(path) from None
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    return read

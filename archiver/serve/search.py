@@ -80,6 +80,10 @@ class Searcher:
             found = None
         if found is not None and not found[1](f"{archive.PREFIX}manifest.js"):
             found = None
+        side = archive.sidecar(Path(m.path))
+        if found is None and m.kind != "tree" and (side / "manifest.js").is_file():
+            read = archive.sidecar_read(side)  # archiver index ARCHIVE (formats/search.md §8.1)
+            found = (read, lambda p, read=read: _has(read, p))
         self._readers[m.name] = found
         return found
 

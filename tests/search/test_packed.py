@@ -158,3 +158,24 @@ def test_a_query_reads_only_the_members_it_needs(tmp_path: Path) -> None:
     assert found.results[0].path == "p007.html"
     shards = [n for n in read if n.startswith(f"{PREFIX}t/")]
     assert len(shards) == 1, read
+
+
+@pytest.mark.parametrize("fmt", ["gwtar", "zim"])
+def test_index_of_an_archive_packed_without_one_goes_beside_it(mini: Path, tmp_path: Path, fmt: str) -> None:
+    name = "m.gwtar.html" if fmt == "gwtar" else "m.zim"
+    with_index, without = tmp_path / "with" / name, tmp_path / name
+    with_index.parent.mkdir()
+    _pack(mini, with_index, fmt)
+    _pack(mini, without, fmt, "--no-search-index")
+    before = without.read_bytes()
+    assert run("search", str(without), "-q", "great").returncode == 2
+    done = run("index", str(without))
+    assert done.returncode == 0, done.stderr
+    side = tmp_path / f"{name}.search"
+    assert without.read_bytes() == before  # the archive is never changed
+    inside = (_gwtar_index if fmt == "gwtar" else _zim_index)(with_index)
+    assert (side / "manifest.js").read_bytes() == inside[f"{PREFIX}manifest.js"]  # the same index
+    assert run("index", str(without)).returncode == 0  # again: replaced whole, nothing left over
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["mini", "with", name, f"{name}.search"])
+    both = json.loads(run("search", str(without), str(with_index), "-q", "great", "--json").stdout)
+    assert both["total"] >= 2 and len({r["score"] for r in both["results"][:2]}) == 1
