@@ -161,3 +161,22 @@ def test_the_search_page_of_a_gwtar_mount_and_a_damaged_one(base: str) -> None:
         _mount_page, f"{other}/damaged.gwtar.html/~/_archiver/search/index.html?q=field"
     )
     assert state == "damaged" and "t/0" in status
+
+
+@pytest.mark.interop
+def test_nginx_with_the_printed_config_serves_a_trees_search_page(tmp_path: Path) -> None:
+    from archiver.serve import print_config
+    from tests.serve.helpers import free_port, nginx_block
+
+    site = Path(shutil.copytree(SITE, tmp_path / "www" / "site"))
+    store.write_index(site)
+    for p in [tmp_path, *tmp_path.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)  # nginx's workers read the files too
+    port = free_port()
+    (tmp_path / "nginx").mkdir()
+    with nginx_block(
+        tmp_path / "nginx", print_config("nginx", [site], listen=f"127.0.0.1:{port}"), port
+    ) as url:
+        for name in ("index.html", "search.js", "manifest.js", "t/0.js"):
+            status, _headers, body = _get(f"{url}site/_archiver/search/{name}", host=f"site.localhost:{port}")
+            assert status == 200 and body == (site / "_archiver" / "search" / name).read_bytes(), name
