@@ -64,7 +64,13 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
         with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
             result = _writing(
                 lambda: gwtar.pack(
-                    src, out, main=args.main, single_page=args.single_page, fec=fec, progress=meter
+                    src,
+                    out,
+                    main=args.main,
+                    single_page=args.single_page,
+                    fec=fec,
+                    progress=meter,
+                    search_index=not args.no_search_index,
                 ),
                 out,
             )
@@ -90,6 +96,7 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
                     allow_incomplete=args.allow_incomplete,
                     main=args.main,
                     progress=meter,
+                    search_index=not args.no_search_index,
                 ),
                 out,
             )
@@ -125,7 +132,7 @@ def _pack_wacz(args: argparse.Namespace) -> int:
     from archiver.warc import wacz
 
     if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
-            or args.no_render or args.chromium):  # fmt: skip
+            or args.no_render or args.chromium or args.no_search_index):  # fmt: skip
         raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
     out = Path(args.out)
     result = _writing(lambda: wacz.pack([Path(p) for p in args.path], out), out)

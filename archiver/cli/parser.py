@@ -397,6 +397,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
     p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
     p.add_argument("--allow-incomplete", action="store_true", help="zim: pack an unfinished capture")
+    p.add_argument(
+        "--no-search-index",
+        action="store_true",
+        help="gwtar, zim: leave out the search index and search page (_archiver/search/, built at pack "
+        "time when the tree has none; formats/search.md 8)",
+    )
     p.add_argument("--no-render", action="store_true", help="WARC/WACZ input: import without Chromium")
     p.add_argument("--chromium", metavar="PATH", help="WARC/WACZ input: the Chromium that renders")
     p.add_argument(
@@ -492,13 +498,21 @@ def _parser() -> argparse.ArgumentParser:
 
     # search (formats/search.md): a tree's index and the command-line query
     p = command("index", "build a tree's search index and search page (_archiver/search/)")
-    p.add_argument("tree", metavar="TREE", help="a canonical tree (capture folder)")
+    p.add_argument(
+        "tree",
+        metavar="TREE",
+        help="a canonical tree (capture folder); or a gwtar or ZIM packed without an index: its index "
+        "goes beside it, ARCHIVE.search/ (the archive is not changed)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_command("search", "_cmd_index"))
 
-    p = command("search", "search the text of archives (trees) and rank the pages of all of them together")
+    p = command("search", "search the text of archives and rank the pages of all of them together")
     p.add_argument(
-        "archives", nargs="+", metavar="ARCHIVE", help="trees (their index, or one built in memory)"
+        "archives",
+        nargs="+",
+        metavar="ARCHIVE",
+        help="trees (their index, or one built in memory), gwtar and ZIM files (the index packed in them)",
     )
     p.add_argument(
         "-q", "--query", required=True, help='words, "quoted phrases"; the last word is also a prefix'

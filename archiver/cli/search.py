@@ -5,9 +5,11 @@ together (one set of document frequencies over all of them, formats/search.md §
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from archiver.cli.output import _escaped, _print_json, _writing
 from archiver.errors import UsageError
@@ -24,9 +26,34 @@ def _tree(text: str) -> Path:
     return path
 
 
+def _index_archive(args: argparse.Namespace, path: Path) -> int:
+    from archiver.search import archive
+
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        read, has, found = _packed(path, stack)
+        if has(f"{archive.PREFIX}manifest.js"):
+            print(f"{_escaped(str(path))}: has its search index inside (packed with it); nothing to do")
+            return 0
+        pages = archive.page_paths(found)
+        target = archive.sidecar(path)
+        manifest, folder = _writing(lambda: archive.write_sidecar(path, pages, read), target)
+    seconds = time.monotonic() - started
+    doc = {"archive": str(path), "index": str(folder), "pages": len(pages), "shards": len(manifest["shards"]),
+           "seconds": round(seconds, 3)}  # fmt: skip
+    if args.json:
+        _print_json(doc)
+    else:
+        print(f"{_escaped(str(folder))}: {len(pages)} pages, {doc['shards']} term shards in {seconds:.2f} s "
+              f"(beside the archive, which is unchanged)")  # fmt: skip
+    return 0
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
     from archiver.search import store
 
+    if Path(args.tree).is_file():
+        return _index_archive(args, Path(args.tree))
     root = _tree(args.tree)
     started = time.monotonic()
     manifest, pages, size = _writing(lambda: store.write_index(root), root / store.INDEX_DIR)
@@ -54,14 +81,79 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _packed(path: Path, stack: contextlib.ExitStack) -> tuple[Any, Any, list[tuple[str, str]]]:
+    """(read, has, pages) of a gwtar (members, each read at its offset) or a ZIM (entries)."""
+    from archiver.detect import kind_of
+
+    kind = kind_of(path)
+    if kind == "gwtar":
+        from archiver.gwtar.read import GwtarReader
+
+        reader: Any = stack.enter_context(GwtarReader(path))
+
+        def has(name: str) -> bool:
+            try:
+                reader.member(name)
+            except KeyError:
+                return False
+            return True
+
+        pages = [(m.path, m.media_type) for m in reader.members if m.kind == "page"]
+        return reader.read, has, pages
+    if kind == "zim":
+        from archiver.zim.read import open_archive
+
+        z = stack.enter_context(open_archive(path, check="structure"))
+
+        def read(name: str) -> bytes:
+            return bytes(z.get(name).read())
+
+        def pages() -> list[tuple[str, str]]:
+            return [(e.path, e.mimetype) for e in z.iter_entries() if not e.is_redirect]
+
+        return read, z.has, pages()
+    raise UsageError("is not a tree, a gwtar or a ZIM file", subject=str(path))
+
+
+def _open_packed(path: Path, stack: contextlib.ExitStack) -> Any:
+    """The index inside a gwtar (members) or a ZIM (entries), read one file at a time, else its
+    sidecar ``X.search/`` (formats/search.md §8); UsageError for an archive with neither."""
+    from archiver.search import archive
+
+    read, has, _ = _packed(path, stack)
+    label = f"{path}/{archive.PREFIX.rstrip('/')}"
+    if has(f"{archive.PREFIX}manifest.js"):
+        return archive.archive_index(read, label)
+    side = archive.sidecar(path)
+    if (side / "manifest.js").is_file():
+        return archive.archive_index(archive.sidecar_read(side), str(side))
+    raise UsageError(
+        "has no search index (packed without one): run archiver index on it, or pack it again",
+        subject=str(path),
+    )
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        return _search(args, stack)
+
+
+def _search(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from archiver.search import query, store
 
-    roots = [_tree(a) for a in args.archives]
-    indexes = [
-        store.open_index(r, str(r / store.INDEX_DIR)) if store.has_index(r) else store.memory_index(r)
-        for r in roots
-    ]
+    roots: list[Path] = []
+    indexes = []
+    for a in args.archives:
+        path = Path(a)
+        if path.is_file():
+            roots.append(path)
+            indexes.append(_open_packed(path, stack))
+            continue
+        r = _tree(a)
+        roots.append(r)
+        indexes.append(
+            store.open_index(r, str(r / store.INDEX_DIR)) if store.has_index(r) else store.memory_index(r)
+        )
     found = query.search(indexes, args.query, limit=args.limit, offset=args.offset)
     if args.json:
         doc = {
@@ -94,7 +186,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
         out.append(text[at:])
         line = ("… " if r.snippet.before else "") + "".join(out) + (" …" if r.snippet.after else "")
         print(f"{n}. {_escaped(r.title or r.path)}")
-        print(f"   {_escaped(str(roots[r.archive] / r.path))}")
+        where = roots[r.archive]
+        print(f"   {_escaped(str(where / r.path) if where.is_dir() else f'{where}#/{r.path}')}")
         print(f"   {_escaped(' '.join(line.split()))}")
     shown = found.offset + len(found.results)
     print(

@@ -25,7 +25,17 @@ from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.media import media_type_for
 from archiver.urls import RESERVED_DIR
 
-__all__ = ["TOOL", "Source", "is_zim", "main_assets", "read_prefix", "tree_source", "zim_source"]
+__all__ = [
+    "TOOL",
+    "Source",
+    "add_search_index",
+    "drop_search_index",
+    "is_zim",
+    "main_assets",
+    "read_prefix",
+    "tree_source",
+    "zim_source",
+]
 
 TOOL = f"archiver/{__version__}"
 _MAIN_READ_LIMIT = 16 << 20  # bytes of the main page parsed for its assets
@@ -310,3 +320,26 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
     return Source(
         specs, files, expected, meta, mtime, main_assets(main_path, files, kinds), late_titles=frozenset(late)
     )
+
+
+def add_search_index(source: Source, root: Path, work: Path) -> None:
+    """Make the tree's search index members of ``source`` (formats/gwtar.md §5.4): the tree's own
+    ``_archiver/search/`` when this archiver reads it, else one built into ``work`` now; any other
+    file under ``_archiver/search/`` the walk found is replaced."""
+    from archiver.search import archive
+
+    drop_search_index(source)
+    for path, full in archive.pack_files(root, work).items():
+        source.specs[path] = MemberSpec(
+            path=path, size=full.stat().st_size, media_type=archive.media_type(path)
+        )
+        source.files[path] = full
+        source.expected[path] = None
+
+
+def drop_search_index(source: Source) -> None:
+    """Leave every ``_archiver/search/`` file out of ``source`` (``--no-search-index``)."""
+    from archiver.search import archive
+
+    for path in [p for p in source.specs if archive.is_index_path(p)]:
+        del source.specs[path], source.files[path], source.expected[path]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from archiver import tar
+from archiver.errors import FormatError
 from archiver.gwtar import parse, rules
 from archiver.gwtar.read import MAX_INDEX, IndexStream, TarEntry, TarWalk, _index_member, read_header_bytes
 from archiver.gwtar.rules import INDEX_PATH, Problem
@@ -182,7 +183,31 @@ def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> 
         from archiver.gwtar.verify_links import check_links
 
         check_links(path, report)
+    if report.extension and not report.unreadable:
+        _check_search(path, report)
     return report
+
+
+def _check_search(path: Path, report: Report) -> None:
+    """The search index members (formats/gwtar.md §5.4), each checked against the search manifest."""
+    from archiver.gwtar.read import GwtarReader
+    from archiver.search import archive
+
+    try:
+        reader = GwtarReader(path)
+    except FormatError:
+        return  # the damage is reported above
+    with reader:
+
+        def has(name: str) -> bool:
+            try:
+                reader.member(name)
+            except KeyError:
+                return False
+            return True
+
+        for name, problem in archive.check(reader.read, has):
+            report.add(name, None, f"search index: {problem}")
 
 
 def _verify(f: IO[bytes], report: Report, meter: Meter) -> None:

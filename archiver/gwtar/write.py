@@ -25,7 +25,15 @@ from archiver.errors import UsageError
 from archiver.gwtar import layout, rules
 from archiver.gwtar.body import CHUNK, write_all, write_body
 from archiver.gwtar.loader import loader_source
-from archiver.gwtar.sources import Source, is_zim, read_prefix, tree_source, zim_source
+from archiver.gwtar.sources import (
+    Source,
+    add_search_index,
+    drop_search_index,
+    is_zim,
+    read_prefix,
+    tree_source,
+    zim_source,
+)
 from archiver.progress import Meter
 
 if TYPE_CHECKING:
@@ -62,6 +70,7 @@ def pack(
     loader: str | None = None,
     fec: float | None = None,
     progress: Meter | None = None,
+    search_index: bool = False,
 ) -> PackResult:
     """Pack ``src`` into the gwtar file ``out``.
 
@@ -74,7 +83,9 @@ def pack(
     fraction, 0.10 for 10 %) appends a PAR2 tail (formats/fec.md) to the temporary file before its one
     fsync and rename, so the FEC'd file appears atomically. The same input and options
     give byte-identical output. ``progress`` is told the body's size and each member's bytes as they
-    are written. Raises :class:`UsageError` for bad arguments and :class:`FormatError`
+    are written. ``search_index`` adds the tree's search index and search page as members
+    (formats/gwtar.md §5.4; built now when the tree has none; not with ``single_page``).
+    Raises :class:`UsageError` for bad arguments and :class:`FormatError`
     for an input that cannot be packed; no output file exists after an error."""
     src = Path(src)
     out = Path(out)
@@ -86,13 +97,18 @@ def pack(
     if is_zim(src):
         return _pack_zim(
             src, out, main=main, single_page=single_page, created=created, loader=loader_text, fec=fec,
-            progress=progress,
+            progress=progress, search_index=search_index,
         )  # fmt: skip
     if src.is_dir():
         source = tree_source(src, main=main, created=created)
-        return write_archive(
-            source, out, single_page=single_page, loader=loader_text, fec=fec, progress=progress
-        )
+        if not search_index or single_page:
+            drop_search_index(source)
+            return write_archive(
+                source, out, single_page=single_page, loader=loader_text, fec=fec, progress=progress
+            )
+        with safefs.temp_dir(out) as work:
+            add_search_index(source, src, work)
+            return write_archive(source, out, loader=loader_text, fec=fec, progress=progress)
     if src.is_file():
         if not src.name.lower().endswith((".html", ".htm")):
             raise UsageError("is neither a tree folder, a ZIM nor a SingleFile .html page", subject=str(src))
@@ -120,12 +136,17 @@ def _pack_zim(
     loader: str,
     fec: float | None,
     progress: Meter | None,
+    search_index: bool = False,
 ) -> PackResult:
     """A ZIM packed through a tree (:func:`~archiver.gwtar.sources.zim_source`) extracted into a
     private folder beside ``out`` (``.OUT.archiver-tmp-PID-RAND``, removed on every exit), which is
     packed like any tree."""
     with safefs.temp_dir(out) as work:
         source = zim_source(src, work / "tree", main=main, created=created)
+        if search_index and not single_page:
+            add_search_index(source, work / "tree", work)
+        else:
+            drop_search_index(source)
         return write_archive(source, out, single_page=single_page, loader=loader, fec=fec, progress=progress)
 
 

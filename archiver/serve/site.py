@@ -8,6 +8,7 @@ network.
 from __future__ import annotations
 
 import html
+import json
 import time
 from collections.abc import Callable
 from typing import Final
@@ -16,6 +17,7 @@ from archiver.serve.mounts import Mount
 from archiver.serve.paths import RESERVED, _href, _query_suffix, split_request_path
 from archiver.serve.policy import PAGE_HEADERS, content_headers, host_labels
 from archiver.serve.representation import _NOT_FOUND, InMemory, Problem, Redirect, Representation, Result
+from archiver.serve.search import Searcher, results_page, search_form
 from archiver.serve.zim_mount import _ZimMount
 
 __all__ = ["Site"]
@@ -45,6 +47,8 @@ class Site:
         self.index = self._page(_index_page(mounts, None), self.started)
         self.cache: dict[bytes, Representation] = {}
         self.cache_entries = _cache_entries()
+        self.searcher = Searcher(mounts)
+        self._last_search: tuple[tuple[tuple[str, ...], bytes], Result] | None = None
 
     def origin(self, mount: Mount) -> str:
         """The origin a mount is served at (``http://<label>.<domain>:<port>``)."""
@@ -104,7 +108,32 @@ class Site:
             return mount, Redirect(301, mount.href + _query_suffix(raw_query))
         return mount, mount.resolve(rest, slash, raw_query)
 
+    def _search(self, rest: list[str], raw_query: bytes) -> Result:
+        doc = self.searcher.search(
+            _query_param(raw_query, "q"),
+            _int_param(raw_query, "limit", 10),
+            _int_param(raw_query, "offset", 0),
+            self.origin,
+        )
+        if rest[0] == "search":
+            return self._page(results_page(doc, _STYLE), int(self.clock()))
+        page = InMemory(
+            json.dumps(doc, ensure_ascii=False).encode("utf-8"), "application/json", int(self.clock())
+        )
+        page.secure(PAGE_HEADERS, PAGE_HEADERS)
+        return page
+
     def _server_page(self, rest: list[str], raw_query: bytes) -> Result:
+        if rest in (["api", "search"], ["search"]):  # formats/serve.md §8
+            key = (tuple(rest), raw_query)
+            if self._last_search is not None and self._last_search[0] == key:
+                # the fast path resolved this request and left a large answer to the ASGI path:
+                # the same answer, not a second search (one entry, used once)
+                answer, self._last_search = self._last_search[1], None
+                return answer
+            answer = self._search(rest, raw_query)
+            self._last_search = (key, answer)
+            return answer
         if len(rest) == 2 and rest[0] == "search":
             mount = self.mounts.get(rest[1])
             if isinstance(mount, _ZimMount):
@@ -115,6 +144,7 @@ class Site:
 
     def close(self) -> None:
         self.cache.clear()
+        self.searcher.close()
         for m in self.mounts.values():
             m.close()
 
@@ -130,6 +160,11 @@ def _cache_entries() -> int:
     if soft == resource.RLIM_INFINITY:
         return _CACHE_ENTRIES
     return max(16, min(_CACHE_ENTRIES, soft // 4))
+
+
+def _int_param(raw_query: bytes, name: str, default: int) -> int:
+    text = _query_param(raw_query, name)
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 9 else default
 
 
 def _query_param(raw_query: bytes, name: str) -> str:
@@ -159,9 +194,8 @@ def _index_page(mounts: list[Mount], origin: Callable[[Mount], str] | None) -> b
         )
     text = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>archiver serve</title>'
-        f"{_STYLE}</head><body><h1>Served here</h1><table><tr><th>name</th><th>kind</th><th></th></tr>"
-        + "".join(rows)
-        + "</table></body></html>\n"
+        f"{_STYLE}</head><body><h1>Served here</h1>{search_form()}"
+        "<table><tr><th>name</th><th>kind</th><th></th></tr>" + "".join(rows) + "</table></body></html>\n"
     )
     return text.encode("utf-8")
 

@@ -27,6 +27,7 @@ import msgspec
 from archiver import __version__, safefs
 from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.progress import Meter
+from archiver.search import archive as search_archive
 from archiver.urls import host_of
 from archiver.zim import icon
 from archiver.zim.compressible import SMALL, by_type, sample_of, sample_spans, should_compress
@@ -53,6 +54,7 @@ from archiver.zim.source import (
     Source,
     SourceEntry,
     SourceRedirect,
+    TreeSource,
     check_entry_path,
     open_source,
 )
@@ -286,6 +288,7 @@ def pack(
     cluster_size: int = CLUSTER_SIZE,
     today: dt.date | None = None,
     progress: Meter | None = None,
+    search_index: bool = False,
 ) -> PackResult:
     """Pack ``src`` (a canonical tree folder, a ``.gwtar.html`` or a ``.zim``) into the ZIM file
     ``out`` (replaced if it exists, only once the new one is complete).
@@ -297,7 +300,9 @@ def pack(
     page, ``index.html``, or the first page). A tree whose crawl is unfinished (formats/zim.md §2)
     is refused unless ``allow_incomplete``, and then marked ``X-Archiver-Incomplete: yes``.
     ``progress`` is told the bytes of each entry as it is handed to libzim (libzim's own
-    compression and index finalising follow)."""
+    compression and index finalising follow). ``search_index`` adds the tree's search index and
+    search page as entries (formats/zim.md §11; built now when the tree has none); a ZIM or gwtar
+    input keeps the index entries it has; without it, every ``_archiver/search/`` entry is left out."""
     started = time.monotonic()
     src, out = Path(src), Path(out)
     if out.is_dir():
@@ -323,10 +328,15 @@ def pack(
         probe = {"_ftindex": "yes", "_pictures": "no", "_videos": "no", "_details": "yes"}
         # validate everything before libzim starts (Tags again at the end, with what was seen)
         ZimMetadata.from_mapping({**values, "Tags": merge_tags(user_tags, probe)}, date=day, illustration=png)
-        with safefs.interruptible():
+        with safefs.interruptible(), contextlib.ExitStack() as stack:
+            index_files: dict[str, Path] | None = {} if not search_index else None
+            if search_index and isinstance(source, TreeSource):
+                index_files = search_archive.pack_files(
+                    source.root, stack.enter_context(safefs.temp_dir(out))
+                )
             result = _write(
                 source, out, values, user_tags, png, main_path, workers, cluster_size, warnings, started,
-                Meter() if progress is None else progress,
+                Meter() if progress is None else progress, index_files,
             )  # fmt: skip
         result.illustration = icon_from
         return result
@@ -346,6 +356,7 @@ def _write(
     warnings: list[str],
     started: float,
     meter: Meter,
+    index_files: dict[str, Path] | None = None,
 ) -> PackResult:
     tmp = _temp_prefix(out)
     manifest_tmp = tmp.with_name(tmp.name + ".manifest")
@@ -359,6 +370,8 @@ def _write(
 
     def items(manifest: Any) -> Iterator[ItemSpec]:
         for e in source.entries():
+            if index_files is not None and search_archive.is_index_path(e.path):
+                continue  # replaced by the index built for this pack, or left out (--no-search-index)
             if e.size == 0:
                 skipped.append((e.path, "empty: ZIM forbids empty entries"))
                 continue
@@ -370,6 +383,13 @@ def _write(
                 manifest.write(encoder.encode(e.record) + b"\n")
             yield _spec(e, source.carried_edits.get(e.path), edits, early)
             meter.advance(e.size)
+        for path, full in (index_files or {}).items():
+            data = full.read_bytes()
+            paths.add(path)
+            yield ItemSpec(
+                path=path, title="", mimetype=search_archive.media_type(path), size=len(data), front=False,
+                compress=True, chunks=lambda data=data: [data], data=data,
+            )  # fmt: skip
         if edits:
             data = encode_edits(edits)
             paths.add(STORED_EDITS)

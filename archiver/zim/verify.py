@@ -102,10 +102,19 @@ def verify(path: Path, *, links: bool = True, checksum: bool = True) -> Report:
                         )
             _check_metadata(reader, report)
             _check_entries(reader, report, links)
+            _check_search(reader, report)
         except (RuntimeError, FormatError) as e:  # libzim on a file damaged past what the structure shows
             message = e.message if isinstance(e, FormatError) else str(e)
             report.problems.append(Problem("", f"cannot be read: {message}"))
     return report
+
+
+def _check_search(reader: ZimReader, report: Report) -> None:
+    """The search index entries (formats/zim.md §11), each checked against the search manifest."""
+    from archiver.search import archive
+
+    for name, problem in archive.check(lambda p: reader.get(p).read(), reader.has):
+        report.problems.append(Problem(name, f"search index: {problem}"))
 
 
 def _check_metadata(reader: ZimReader, report: Report) -> None:

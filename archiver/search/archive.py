@@ -1,0 +1,223 @@
+"""The search index inside a packed archive (formats/search.md §8): the same files as a tree's
+``_archiver/search/`` (formats/search.md §4.1), as gwtar members or ZIM entries under the same
+paths. :func:`pack_files` gives the files to pack (the tree's own index, or one built at pack time);
+:func:`archive_index` opens an archive's index through its members or entries, reading one file per
+shard a query needs; :func:`check` reports every damaged or missing index file by its path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+from archiver.errors import FormatError
+from archiver.search import build, page, store
+from archiver.search.query import Index
+from archiver.search.text import MAX_HTML, extract
+
+__all__ = [
+    "PREFIX",
+    "archive_index",
+    "build_pages",
+    "check",
+    "is_index_path",
+    "media_type",
+    "pack_files",
+    "page_paths",
+    "sidecar",
+    "sidecar_read",
+    "write_sidecar",
+]
+
+#: Every index file's path starts with this, in a tree, a gwtar and a ZIM alike.
+PREFIX = f"{store.INDEX_DIR}/"
+
+Read = Callable[[str], bytes]  # a tree path → the member's or entry's bytes (KeyError when absent)
+
+
+def is_index_path(path: str) -> bool:
+    return path.startswith(PREFIX)
+
+
+def media_type(path: str) -> str:
+    return "text/html" if path.endswith(".html") else "text/javascript"
+
+
+def _listed(index: Index) -> list[str]:
+    """The paths of every file the index's manifest names, then the search page's."""
+    names = ["manifest"]
+    names += [f"t/{i}" for i in range(len(index.shards))]
+    names += [f"d/{i}" for i in range(len(index.groups))]
+    names += [f"x/{i}" for i in range(len(index.texts))]
+    return [f"{PREFIX}{n}.js" for n in names] + [f"{PREFIX}{n}" for n in page.files()]
+
+
+def pack_files(root: Path, work: Path) -> dict[str, Path]:
+    """The index files to pack with the tree at ``root``, by tree path: the tree's own index when it
+    has one this archiver reads (written by ``archiver index``; its files are taken as they are,
+    checked against its manifest by ``verify`` after packing), else one built now into ``work``
+    (streaming over the pages, formats/search.md §5)."""
+    if store.has_index(root):
+        try:
+            index = store.open_index(root)
+        except FormatError:
+            index = None  # an older or foreign index: built again below
+        if index is not None:
+            out = {}
+            for path in _listed(index):
+                full = Path(root) / path
+                if not full.is_file() or full.is_symlink():
+                    break
+                out[path] = full
+            else:
+                return out
+    folder = work / "search"
+
+    def emit(name: str, data: bytes) -> None:
+        target = folder / f"{name}.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as f:
+            f.write(data)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    store.build_index(Path(root), emit)
+    for name, data in page.files().items():
+        (folder / name).write_bytes(data)
+    out = {}
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            full = Path(dirpath) / name
+            out[PREFIX + full.relative_to(folder).as_posix()] = full
+    return dict(sorted(out.items()))
+
+
+def _load(read: Read) -> Callable[[str], bytes]:
+    def load(name: str) -> bytes:
+        try:
+            return read(f"{PREFIX}{name}.js")
+        except KeyError:
+            raise OSError("is missing") from None
+
+    return load
+
+
+def archive_index(read: Read, label: str) -> Index:
+    """The index of an archive read through ``read`` (FormatError when it is damaged)."""
+    return Index(_load(read), label)
+
+
+def check(read: Read, has: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
+    """(path, problem) for every damaged or missing file of an archive's index, the paths as the
+    archive names them (``_archiver/search/t/3.js``); nothing when the archive has no index."""
+    if not has(f"{PREFIX}manifest.js"):
+        return
+    label = store.INDEX_DIR
+    try:
+        index = archive_index(read, label)
+    except FormatError as e:
+        yield (e.subject or f"{PREFIX}manifest.js", e.message)
+        return
+    for i in range(len(index.shards)):
+        try:
+            index.shard(i)
+        except FormatError as e:
+            yield (e.subject or PREFIX, e.message)
+    for first, _last, _size, _sha in index.groups:
+        try:
+            index.fragment(first)
+        except FormatError as e:
+            yield (e.subject or PREFIX, e.message)
+    for (doc, k), _last, _size, _sha in index.texts:
+        try:
+            index.chunk(doc, k)
+        except FormatError as e:
+            yield (e.subject or PREFIX, e.message)
+    for name in page.files():
+        if not has(PREFIX + name):
+            yield (PREFIX + name, "is missing")
+
+
+# ---------------------------------------------------------------------------------------------
+# An index beside an archive packed without one: ``X.search/`` (formats/search.md §8.1)
+
+_HTML = (".html", ".htm", ".xhtml")
+
+
+def sidecar(archive_path: Path) -> Path:
+    """Where ``archiver index ARCHIVE`` puts the index of an archive that has none."""
+    return archive_path.with_name(archive_path.name + ".search")
+
+
+def page_paths(paths: Iterable[tuple[str, str]]) -> list[str]:
+    """The archive's HTML pages (path, media type) in path order, the reserved folder left out."""
+    return sorted(
+        p
+        for p, media in paths
+        if not p.startswith("_archiver/") and (p.lower().endswith(_HTML) or media == "text/html")
+    )
+
+
+def build_pages(pages: Sequence[str], read: Read, emit: build.Emit) -> dict:
+    """Build the index of ``pages`` (read through ``read``) through ``emit``, as
+    :func:`archiver.search.store.build_index` does for a tree (the same bytes for the same pages)."""
+    sample = (extract(read(p)[:MAX_HTML]) for p in pages[: build.BOILERPLATE_SAMPLE])
+    builder = build.Builder(emit, skip=build.boilerplate(sample))
+    for p in pages:
+        builder.add(p, extract(read(p)[:MAX_HTML]))
+    manifest = builder.finish()
+    emit("manifest", build.manifest_bytes(manifest))
+    return manifest
+
+
+def write_sidecar(archive_path: Path, pages: Sequence[str], read: Read) -> tuple[dict, Path]:
+    """Build ``X.search/`` beside the archive: into a temporary folder beside it, then renamed over
+    the previous one (the archive itself is never touched: its hashes, FEC data and any signature
+    stay valid)."""
+    target = sidecar(archive_path)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+
+        def emit(name: str, data: bytes) -> None:
+            path = work / f"{name}.js"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "xb") as f:
+                f.write(data)
+
+        manifest = build_pages(pages, read, emit)
+        for name, data in page.files().items():
+            (work / name).write_bytes(data)
+        os.chmod(work, 0o755)
+        old = None
+        if target.is_symlink() or target.is_file():
+            raise FormatError("is in the way (not a folder this archiver wrote)", subject=str(target))
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
+            os.rename(target, old / "x")
+        os.rename(work, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return manifest, target
+
+
+def sidecar_read(folder: Path) -> Read:
+    """Read a sidecar's files by their archive path (``_archiver/search/t/0.js``)."""
+
+    def read(path: str) -> bytes:
+        if not is_index_path(path):
+            raise KeyError(path)
+        parts = path[len(PREFIX) :].split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise KeyError(path)
+        try:
+            fd = os.open(folder.joinpath(*parts), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            raise KeyError(path) from None
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    return read

@@ -1,0 +1,191 @@
+"""Search across every mount (formats/serve.md §8): ``/~/api/search?q=&limit=&offset=`` (JSON) and
+``/~/search?q=`` (the index page's search box), on the bare host only. Each mount's own index
+(formats/search.md §4, §8: a tree's ``_archiver/search/``, a gwtar's members, a ZIM's entries) is
+opened afresh for each query, so memory holds one query's shards, never a growing cache; a mount
+without an index is skipped and named in ``skipped``. Results are ranked together
+(formats/search.md §6.3) and link to the page on its mount's own origin."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from archiver.errors import FormatError
+from archiver.search import archive, query, store
+from archiver.serve.mounts import Mount
+from archiver.serve.paths import _href
+
+__all__ = ["MAX_LIMIT", "Searcher", "results_page"]
+
+MAX_LIMIT = 100
+MAX_OFFSET = 10_000
+
+Read = Callable[[str], bytes]
+
+
+def _tree_read(root: str) -> Read:
+    def read(path: str) -> bytes:
+        parts = path.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise KeyError(path)
+        try:
+            fd = os.open(os.path.join(root, *parts), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            raise KeyError(path) from None
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    return read
+
+
+class Searcher:
+    """The search over ``mounts``; archives are opened on the first query."""
+
+    def __init__(self, mounts: list[Mount]) -> None:
+        self.mounts = [m for m in mounts if m.kind in ("tree", "gwtar", "zim")]
+        self._readers: dict[str, tuple[Read, Callable[[str], bool]] | None] = {}
+        self._opened: list[Any] = []
+
+    def _reader(self, m: Mount) -> tuple[Read, Callable[[str], bool]] | None:
+        if m.name in self._readers:
+            return self._readers[m.name]
+        found: tuple[Read, Callable[[str], bool]] | None = None
+        try:
+            if m.kind == "tree":
+                read = _tree_read(os.path.realpath(m.path))
+                if store.has_index(Path(m.path)):
+                    found = (read, lambda p, read=read: _has(read, p))
+            elif m.kind == "gwtar":
+                from archiver.gwtar.read import GwtarReader
+
+                g = GwtarReader(Path(m.path))
+                self._opened.append(g)
+
+                def has(p: str, g: Any = g) -> bool:
+                    try:
+                        g.member(p)
+                    except KeyError:
+                        return False
+                    return True
+
+                found = (g.read, has)
+            else:
+                z = getattr(m, "reader", None)
+                if z is not None:
+                    found = (lambda p, z=z: bytes(z.get(p).read()), z.has)
+        except (FormatError, OSError):
+            found = None
+        if found is not None and not found[1](f"{archive.PREFIX}manifest.js"):
+            found = None
+        side = archive.sidecar(Path(m.path))
+        if found is None and m.kind != "tree" and (side / "manifest.js").is_file():
+            read = archive.sidecar_read(side)  # archiver index ARCHIVE (formats/search.md §8.1)
+            found = (read, lambda p, read=read: _has(read, p))
+        self._readers[m.name] = found
+        return found
+
+    def search(self, text: str, limit: int, offset: int, origin: Callable[[Mount], str]) -> dict[str, Any]:
+        indexes, used, skipped = [], [], []
+        for m in self.mounts:
+            reader = self._reader(m)
+            if reader is None:
+                skipped.append({"mount": m.name, "reason": "no search index (archiver index or pack it)"})
+                continue
+            try:
+                indexes.append(archive.archive_index(reader[0], f"{m.name}/{store.INDEX_DIR}"))
+            except FormatError as e:
+                skipped.append({"mount": m.name, "reason": f"damaged index: {e.subject}: {e.message}"})
+                continue
+            used.append(m)
+        limit, offset = max(1, min(limit, MAX_LIMIT)), max(0, min(offset, MAX_OFFSET))
+        doc: dict[str, Any] = {"query": text, "total": 0, "offset": offset, "limit": limit, "results": []}
+        if text.strip() and indexes:
+            try:
+                found = query.search(indexes, text, limit=limit, offset=offset)
+            except FormatError as e:
+                doc["error"] = f"damaged index: {e.subject}: {e.message}"
+                found = None
+            if found is not None:
+                doc["total"] = found.total
+                doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
+        doc["skipped"] = skipped
+        return doc
+
+    def close(self) -> None:
+        for g in self._opened:
+            g.close()
+        self._opened.clear()
+        self._readers.clear()
+
+
+def _has(read: Read, path: str) -> bool:
+    try:
+        read(path)
+    except KeyError:
+        return False
+    return True
+
+
+def _result(m: Mount, r: query.Result, origin: Callable[[Mount], str]) -> dict[str, Any]:
+    segments = r.path.split("/")
+    if m.kind == "gwtar":  # the loader's address of the page inside the file
+        url = origin(m) + _href(m.name) + "#/" + _href(*segments).lstrip("/")
+    else:
+        url = origin(m) + _href(m.name, *segments)
+    return {
+        "mount": m.name,
+        "kind": m.kind,
+        "path": r.path,
+        "title": r.title,
+        "url": url,
+        "score": r.score,
+        "snippet": r.snippet.text,
+        "marks": [list(k) for k in r.snippet.marks],
+    }
+
+
+def results_page(doc: dict[str, Any], style: str) -> bytes:
+    """The bare host's results page for the index page's search box."""
+    items = []
+    for r in doc["results"]:
+        text, at, out = r["snippet"], 0, []
+        for a, b in r["marks"]:
+            out += [html.escape(text[at:a]), "<mark>", html.escape(text[a:b]), "</mark>"]
+            at = b
+        out.append(html.escape(text[at:]))
+        items.append(
+            f'<li><a href="{html.escape(r["url"])}">{html.escape(r["title"] or r["path"])}</a>'
+            f"<br><small>{html.escape(r['mount'])} · {html.escape(r['path'])}</small>"
+            f"<p>{''.join(out)}</p></li>"
+        )
+    if doc["query"].strip() and not doc["results"]:
+        items.append("<li>No results.</li>")
+    notes = "".join(f"<li>{html.escape(s['mount'])}: {html.escape(s['reason'])}</li>" for s in doc["skipped"])
+    if doc.get("error"):
+        notes += f"<li>{html.escape(doc['error'])}</li>"
+    more = ""
+    shown = doc["offset"] + len(doc["results"])
+    if shown < doc["total"]:
+        from urllib.parse import urlencode
+
+        target = html.escape(urlencode({"q": doc["query"], "offset": shown}))
+        more = f'<p><a href="/~/search?{target}">More results</a></p>'
+    text = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Search every archive</title>'
+        f"{style}</head><body><h1>Search every archive</h1>{search_form(doc['query'])}"
+        f'<p id="status">{doc["total"]} results</p><ol id="results">{"".join(items)}</ol>{more}'
+        + (f"<p>Not searched:</p><ul>{notes}</ul>" if notes else "")
+        + '<p><a href="/">all archives</a></p></body></html>\n'
+    )
+    return text.encode("utf-8")
+
+
+def search_form(value: str = "") -> str:
+    return (
+        '<form method="get" action="/~/search" role="search"><input id="q" name="q" type="search" '
+        f'value="{html.escape(value)}" placeholder="Search every archive" autofocus> '
+        "<button>Search</button></form>"
+    )
