@@ -24,6 +24,20 @@ def _is_warc(path: Path) -> bool:
         return False
 
 
+def _search_index(args: argparse.Namespace, src: Path) -> bool:
+    """Whether the pack carries a search index: ``--search-index`` builds one when the tree has
+    none, ``--no-search-index`` leaves it out, and by default a tree's own index (``archiver
+    index``) goes in and none is built (building costs about 25 ms of CPU a page: pack would be
+    tens of times slower; formats/search.md)."""
+    if args.no_search_index:
+        return False
+    if args.search_index:
+        return True
+    from archiver.search import store
+
+    return src.is_dir() and store.has_index(src)
+
+
 def _cmd_pack(args: argparse.Namespace) -> int:
     if args.format == "wacz":
         return _pack_wacz(args)
@@ -70,7 +84,7 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
                     single_page=args.single_page,
                     fec=fec,
                     progress=meter,
-                    search_index=not args.no_search_index,
+                    search_index=_search_index(args, src),
                 ),
                 out,
             )
@@ -96,7 +110,7 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
                     allow_incomplete=args.allow_incomplete,
                     main=args.main,
                     progress=meter,
-                    search_index=not args.no_search_index,
+                    search_index=_search_index(args, src),
                 ),
                 out,
             )
@@ -132,7 +146,7 @@ def _pack_wacz(args: argparse.Namespace) -> int:
     from archiver.warc import wacz
 
     if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
-            or args.no_render or args.chromium or args.no_search_index):  # fmt: skip
+            or args.no_render or args.chromium or args.no_search_index or args.search_index):  # fmt: skip
         raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
     out = Path(args.out)
     result = _writing(lambda: wacz.pack([Path(p) for p in args.path], out), out)

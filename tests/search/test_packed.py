@@ -62,12 +62,14 @@ def _zim_index(path: Path) -> dict[str, bytes]:
 
 def test_pack_builds_the_index_into_gwtar_and_zim_of_a_tree_without_one(mini: Path, tmp_path: Path) -> None:
     assert not store.has_index(mini)
-    _pack(mini, tmp_path / "m.gwtar.html", "gwtar")
-    _pack(mini, tmp_path / "m.zim", "zim")
+    _pack(mini, tmp_path / "m.gwtar.html", "gwtar", "--search-index")
+    _pack(mini, tmp_path / "m.zim", "zim", "--search-index")
     in_gwtar, in_zim = _gwtar_index(tmp_path / "m.gwtar.html"), _zim_index(tmp_path / "m.zim")
     want = {f"{PREFIX}{n}" for n in ("manifest.js", "index.html", "search.js", "t/0.js", "d/0.js", "x/0.js")}
     assert want <= set(in_gwtar) and in_gwtar == in_zim  # the same files under the same paths
     assert not (mini / "_archiver" / "search").exists()  # nothing written into the input tree
+    _pack(mini, tmp_path / "plain.gwtar.html", "gwtar")  # by default none is built (it costs CPU)
+    assert _gwtar_index(tmp_path / "plain.gwtar.html") == {}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
     # the site index lists them, so the loader finds them like any member
     with gwtar.open(tmp_path / "m.gwtar.html") as g:
@@ -110,7 +112,7 @@ def test_verify_names_a_damaged_index_member(mini: Path, tmp_path: Path, fmt: st
     data[len(data) // 2] ^= 0x01
     shard.write_bytes(bytes(data))
     out = tmp_path / ("m.gwtar.html" if fmt == "gwtar" else "m.zim")
-    _pack(mini, out, fmt)
+    _pack(mini, out, fmt, "--search-index")
     verified = run("verify", str(out), "--no-links")
     assert verified.returncode == 1, verified.stdout
     assert "_archiver/search/t/0.js" in verified.stdout
@@ -120,8 +122,8 @@ def test_verify_names_a_damaged_index_member(mini: Path, tmp_path: Path, fmt: st
 
 
 def test_search_ranks_a_tree_a_gwtar_and_a_zim_together(site: Path, tmp_path: Path) -> None:
-    _pack(site, tmp_path / "s.gwtar.html", "gwtar")
-    _pack(site, tmp_path / "s.zim", "zim")
+    _pack(site, tmp_path / "s.gwtar.html", "gwtar", "--search-index")
+    _pack(site, tmp_path / "s.zim", "zim", "--search-index")
     archives = [str(site), str(tmp_path / "s.gwtar.html"), str(tmp_path / "s.zim")]
     done = run("search", *archives, "-q", "field", "--json", "--limit", "6")
     assert done.returncode == 0, done.stderr
@@ -142,7 +144,7 @@ def test_a_query_reads_only_the_members_it_needs(tmp_path: Path) -> None:
         words = " ".join(f"w{i}x{k}" for k in range(40))
         (pages / f"p{i:03}.html").write_text(f"<title>Page {i}</title><p>{words} common</p>")
     out = tmp_path / "t.gwtar.html"
-    _pack(pages, out, "gwtar")
+    _pack(pages, out, "gwtar", "--search-index")
     read: list[str] = []
     with gwtar.open(out) as g:
 
@@ -165,7 +167,7 @@ def test_index_of_an_archive_packed_without_one_goes_beside_it(mini: Path, tmp_p
     name = "m.gwtar.html" if fmt == "gwtar" else "m.zim"
     with_index, without = tmp_path / "with" / name, tmp_path / name
     with_index.parent.mkdir()
-    _pack(mini, with_index, fmt)
+    _pack(mini, with_index, fmt, "--search-index")
     _pack(mini, without, fmt, "--no-search-index")
     before = without.read_bytes()
     assert run("search", str(without), "-q", "great").returncode == 2
