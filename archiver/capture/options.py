@@ -63,6 +63,9 @@ class CaptureOptions:
     #: Where the crawl state lives (:mod:`.crawlstate`): None is the SQLite file
     #: ``_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`).
     state: StateFactory | None = None
+    #: Build the tree's search index and page (``_archiver/search/``) when the run ends, so the
+    #: pages' own search boxes lead somewhere (formats/tree.md §8); off: ``--no-search-index``.
+    search_index: bool = True
 
     def manifest_options(self) -> dict[str, Any]:
         """The options recorded in the manifest header (informative; tree.md §8.1)."""

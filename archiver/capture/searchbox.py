@@ -15,9 +15,10 @@ A search box is a text input (``type`` absent, ``text`` or ``search``) the page 
 - or an input named like a query (``q``, ``query``, ``search``, ``searchbar``, ``s``, ``term``,
   ``k``, ``keywords``) in a form whose action's last path segment names search (``search``,
   ``search.html``, ``search.php``…) **on the page's own site** (a relative action, or one whose
-  host is the page's). A form that submits to another site's search and is not marked as search is
-  not the site's search box and is left alone; so is every form without such an input (a login
-  form, a newsletter form whose field is ``type=email``).
+  host is the page's; an empty action is the page's own URL: Sphinx's ``search.html``). A form
+  that submits to another site's search and is not marked as search is not the site's search box
+  and is left alone; so is every form without such an input (a login form, a newsletter form whose
+  field is ``type=email``).
 
 Each box (one per form: its first ``type=search`` or query-named input, else its first text input)
 becomes a plain form: ``method=get``, ``action`` = the archive's search page (the caller's relative
@@ -112,8 +113,9 @@ def _marked(node: LexborNode) -> bool:
 
 def _same_site_search(action: str, page_url: str) -> bool:
     try:
-        parts = urlsplit(action.strip())
         page = urlsplit(page_url) if page_url else None
+        # an empty action submits to the page itself (Sphinx's own search.html has action="")
+        parts = urlsplit(action.strip()) if action.strip() or page is None else page
     except ValueError:
         return False
     if parts.scheme and parts.scheme.lower() not in ("http", "https"):

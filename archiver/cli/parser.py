@@ -222,6 +222,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="when stderr is not a terminal (a log), print a plain progress line this often (30; 0: never)",
     )
+    p.add_argument(
+        "--no-search-index",
+        action="store_true",
+        help="do not build the tree's search index and page at the end (archiver index TREE builds it later)",
+    )
     g = p.add_argument_group("seeds")
     g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
     g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")

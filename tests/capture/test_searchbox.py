@@ -62,7 +62,8 @@ def _hidden(node: LexborNode) -> str | None:
 @pytest.mark.parametrize("vector", VECTORS["vectors"], ids=[v["name"] for v in VECTORS["vectors"]])
 def test_vector(vector: dict) -> None:
     before = _page(vector["html"])
-    out = _run(before)
+    target = searchbox.Target(TARGET.href, vector.get("page_url", TARGET.page_url))
+    out = _run(before, target)
     doc = rewrite_html.parse(out)
     forms = [f for f in doc.css("form") if f.attributes.get("action") == VECTORS["action"]]
     assert len(forms) == len(vector["boxes"]), out
@@ -82,7 +83,7 @@ def test_vector(vector: dict) -> None:
         assert "disabled" not in box.attributes and "readonly" not in box.attributes
         assert _hidden(box) is None, (_hidden(box), out)
     # the rewrite is idempotent
-    assert _run(out) == out
+    assert _run(out, target) == out
 
 
 def test_names_before_are_the_sites_own() -> None:
