@@ -36,9 +36,9 @@ ZIM = {
     "archiver.html_refs", "archiver.zim.zimsafe", "html", "json", "selectolax.lexbor",
 }  # fmt: skip
 CAPTURE = {
-    "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "re", "typing",
-    "urllib.parse", "tinycss2", "tinycss2.serializer", "selectolax.lexbor", "archiver", "archiver.urls",
-    "archiver.errors", "archiver.capture", "archiver.srcset", "archiver.capture.policy",
+    "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "math", "re",
+    "typing", "urllib.parse", "tinycss2", "tinycss2.serializer", "selectolax.lexbor", "archiver",
+    "archiver.urls", "archiver.errors", "archiver.capture", "archiver.srcset", "archiver.capture.policy",
     "archiver.css_refs", "archiver.html_refs",
 }  # fmt: skip
 REFS = {
@@ -74,7 +74,8 @@ PURE: dict[str, set[str]] = {
     "par2/packets.py": PAR2, "par2/layout.py": PAR2, "par2/results.py": PAR2,
     "zim/metadata.py": ZIM, "zim/links.py": ZIM, "zim/page.py": ZIM, "zim/icon.py": ZIM,
     "zim/zimsafe.py": ZIM, "zim/offline.py": ZIM,
-    "capture/rewrite_html.py": CAPTURE, "capture/policy.py": CAPTURE,
+    "capture/rewrite_html.py": CAPTURE | {"archiver.capture.searchbox"}, "capture/policy.py": CAPTURE,
+    "capture/searchbox.py": {"__future__", "html", "re", "dataclasses", "urllib.parse", "selectolax.lexbor"},
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
     "capture/depths.py": {"__future__", "collections.abc", "heapq"},

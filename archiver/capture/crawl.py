@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archiver import urls
-from archiver.capture import interrupt, redirects, rewrite_html, transport
+from archiver.capture import interrupt, redirects, rewrite_html, searchbox, transport
 from archiver.capture.budget import PageBudget
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, FetchResult, HostRule
@@ -61,6 +61,7 @@ from archiver.capture.treepaths import TreePaths
 from archiver.capture.writer import TreeWriter, hash_file, now
 from archiver.css_refs import rewrite_stylesheet
 from archiver.errors import CaptureError, UsageError
+from archiver.search.store import INDEX_DIR, write_index
 from archiver.tree import Header, ManifestWriter, Record, write_records
 from archiver.urls import RESERVED_DIR
 
@@ -71,6 +72,7 @@ __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "
 
 STATE_NAME = "crawl.sqlite"
 REPORT_NAME = urls.REPORT_NAME
+SEARCH_PAGE = f"{INDEX_DIR}/index.html"  # where the pages' own search boxes submit
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
@@ -240,7 +242,8 @@ class Crawler:
         base = rewrite_html.base_url(doc, result.final_url)
         self.budget.charge_links(text, base, row.depth)
         linker = Linker(self, path, base, row.depth, key)
-        out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap")
+        search = searchbox.Target(urls.rel(path, SEARCH_PAGE), result.final_url)
+        out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap", search=search)
         data = out.html.encode("utf-8")
         sha = hashlib.sha256(data).hexdigest()
         first = self.state.blob_path(sha)
@@ -466,6 +469,9 @@ class Crawler:
             if recorder is not None:
                 recorder.close()
             self.finalize()
+        if self.options.wants_search_index():  # the run ended (not interrupted): the boxes lead somewhere
+            write_index(self.out)
+            self.writer.empty_tmp(remove=True)
         report = self.report()
         write_report(self.reserved / REPORT_NAME, report)
         return report

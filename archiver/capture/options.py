@@ -63,6 +63,17 @@ class CaptureOptions:
     #: Where the crawl state lives (:mod:`.crawlstate`): None is the SQLite file
     #: ``_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`).
     state: StateFactory | None = None
+    #: Build the tree's search index and page (``_archiver/search/``) when the run ends, so the
+    #: pages' own search boxes lead somewhere (formats/tree.md §9.4): True, False, or None for the
+    #: default, on for a rendered single-process capture (a few % of its CPU) and off without
+    #: rendering (the build would nearly double its CPU) or for a worker of a shared crawl (the
+    #: merged tree is indexed once: ``archiver index``).
+    search_index: bool | None = None
+
+    def wants_search_index(self) -> bool:
+        if self.search_index is not None:
+            return self.search_index
+        return self.render and self.state is None
 
     def manifest_options(self) -> dict[str, Any]:
         """The options recorded in the manifest header (informative; tree.md §8.1)."""

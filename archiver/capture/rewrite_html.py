@@ -30,7 +30,10 @@ not assumed.
    candidate would be left;
 6. drops ``integrity`` and ``crossorigin`` from elements whose reference changed (the local copy is
    rewritten, and CORS has no meaning for ``file://``);
-7. makes the document declare ``<meta charset="utf-8">`` first in ``<head>`` (the serialised text is
+7. with ``search`` (a :class:`.searchbox.Target`), makes the page's own search boxes submit to the
+   archive's search page (:mod:`.searchbox`), after the references (so a form's action was seen as
+   the site wrote it);
+8. makes the document declare ``<meta charset="utf-8">`` first in ``<head>`` (the serialised text is
    written as UTF-8), replacing any other charset declaration, and keeps the doctype exactly as it
    was written (Lexbor would write every doctype as ``<!DOCTYPE html>``, which turns a quirks-mode
    page into a standards-mode one).
@@ -46,6 +49,7 @@ from typing import Literal
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archiver import srcset, urls
+from archiver.capture import searchbox
 from archiver.capture.policy import Hint
 from archiver.css_refs import Role, rewrite_declarations, rewrite_stylesheet
 from archiver.errors import URLError
@@ -137,8 +141,10 @@ class _Rewriter:
         change: Change,
         noscript: Literal["unwrap", "drop", "keep"],
         drop_candidate: DropCandidate | None = None,
+        search: searchbox.Target | None = None,
     ) -> None:
         self.change = change
+        self.search = search
         self.noscript = noscript
         self.drop_candidate = drop_candidate
         self.changed: list[str] = []
@@ -279,6 +285,8 @@ class _Rewriter:
                     continue
                 if node.tag and not node.tag.startswith("-"):
                     self.element(node)
+        if self.search is not None:
+            searchbox.rewrite(doc, self.search)
         _ensure_charset(doc)
 
 
@@ -316,13 +324,15 @@ def rewrite(
     *,
     noscript: Literal["unwrap", "drop", "keep"] = "unwrap",
     drop_candidate: DropCandidate | None = None,
+    search: searchbox.Target | None = None,
 ) -> HTMLResult:
     """Rewrite ``doc`` in place as the module docstring says, and serialise it (doctype kept).
     ``change`` is called once per reference; resolve references against :func:`base_url` in it.
     ``drop_candidate`` (called after ``change`` saw a ``srcset``'s candidates) leaves the candidates
-    it names out of their attribute, as long as one is left."""
+    it names out of their attribute, as long as one is left. ``search`` rewrites the page's search
+    boxes (:mod:`.searchbox`)."""
     title = title_of(doc)
-    rewriter = _Rewriter(change, noscript, drop_candidate)
+    rewriter = _Rewriter(change, noscript, drop_candidate, search)
     rewriter.document(doc)
     out = doc.html or ""
     # Lexbor writes every doctype as <!DOCTYPE html>; the original one decides quirks mode: keep it.

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import html
 import os
+import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +70,9 @@ class TreeWriter:
     def empty_tmp(self, remove: bool = False) -> None:
         """Delete what a previous (killed) run or this one left in ``tmp`` (and ``tmp`` itself)."""
         for leftover in self.tmp.glob("*"):
+            if leftover.is_dir() and not leftover.is_symlink():  # a search index build killed midway
+                shutil.rmtree(leftover, ignore_errors=True)
+                continue
             with contextlib.suppress(OSError):
                 leftover.unlink()
         if remove:

@@ -81,6 +81,7 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
         "crawl": args.crawl,
         "lease": args.lease,
         "progress_every": args.progress_every,
+        "search_index": True if args.search_index else False if args.no_search_index else None,
     }
 
 

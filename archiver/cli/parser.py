@@ -222,6 +222,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="when stderr is not a terminal (a log), print a plain progress line this often (30; 0: never)",
     )
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--search-index",
+        action="store_true",
+        help="build the tree's search index and page at the end (default: on when rendering, off with "
+        "--no-render or --state; archiver index TREE builds it later)",
+    )
+    g.add_argument(
+        "--no-search-index",
+        action="store_true",
+        help="do not build the tree's search index and page at the end",
+    )
     g = p.add_argument_group("seeds")
     g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
     g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")

@@ -322,9 +322,12 @@ def test_manifest_matches_the_files(rendered: Captured) -> None:
     on_disk = sorted(
         p.relative_to(rendered.out).as_posix()
         for p in rendered.out.rglob("*")
-        if p.is_file() and p.parent != rendered.out / "_archiver"
+        if p.is_file()
+        and p.parent != rendered.out / "_archiver"
+        and not p.is_relative_to(rendered.out / "_archiver/search")  # the index (tree.md §9.4): no record
     )
     assert on_disk == paths
+    assert (rendered.out / "_archiver/search/manifest.js").is_file()
     for r in records:
         data = (rendered.out / r.path).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (r.size, r.sha256), r.path

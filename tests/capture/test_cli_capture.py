@@ -63,7 +63,7 @@ def test_flags_map_to_options() -> None:
         *("--delay", "0.25", "--concurrency", "4", "--timeout", "7", "--retries", "0", "--ignore-robots"),
         *("--allow-private", "--allow-host", "intranet", "--tabs", "2", "--settle", "0", "--refresh"),
         *("--no-render", "--depth", "0", "--max-pages", "9", "--subdomains", "--no-resume"),
-        *("--warc", "--warc-max-size", "2G"),
+        *("--warc", "--warc-max-size", "2G", "--no-search-index"),
         *("--state", "redis://127.0.0.1:6379/2", "--crawl", "big", "--lease", "12", "--progress-every", "5"),
     )
     assert options == {
@@ -98,8 +98,11 @@ def test_flags_map_to_options() -> None:
         "crawl": "big",
         "lease": 12.0,
         "progress_every": 5.0,
+        "search_index": False,
     }
     assert _options("--skip-ext", "")["skip_extensions"] == frozenset()
+    assert _options()["search_index"] is None  # the default: on when rendering (CaptureOptions)
+    assert _options("--search-index")["search_index"] is True
 
 
 @pytest.mark.parametrize(
