@@ -22,7 +22,7 @@ GWTAR = {
     "__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
     "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
     "archiver.gwtar.refs", "archiver.gwtar.rules", "contextlib", "archiver.css_refs", "archiver.html_refs",
-    "archiver.urls",
+    "archiver.urls", "archiver.html_depth",
 }  # fmt: skip
 PAR2 = {
     "__future__", "collections.abc", "dataclasses", "hashlib", "math", "re", "struct", "typing", "zlib",
@@ -33,13 +33,13 @@ ZIM = {
     "__future__", "collections.abc", "dataclasses", "datetime", "hashlib", "io", "posixpath", "re", "regex",
     "struct", "typing", "urllib.parse", "zlib", "lxml.etree", "lxml.html", "tinycss2", "tinycss2.ast", "PIL",
     "archiver.errors", "archiver.srcset", "archiver.urls", "archiver.zim.links", "archiver.css_refs",
-    "archiver.html_refs", "archiver.zim.zimsafe", "html", "json", "selectolax.lexbor",
+    "archiver.html_refs", "archiver.zim.zimsafe", "html", "json", "selectolax.lexbor", "archiver.html_depth",
 }  # fmt: skip
 CAPTURE = {
     "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "math", "re",
     "typing", "urllib.parse", "tinycss2", "tinycss2.serializer", "selectolax.lexbor", "archiver",
     "archiver.urls", "archiver.errors", "archiver.capture", "archiver.srcset", "archiver.capture.policy",
-    "archiver.css_refs", "archiver.html_refs",
+    "archiver.css_refs", "archiver.html_refs", "archiver.html_depth",
 }  # fmt: skip
 REFS = {
     "__future__", "collections.abc", "contextlib", "dataclasses", "re", "typing", "tinycss2",
@@ -55,6 +55,7 @@ SEARCH = {
     "__future__", "array", "codecs", "collections", "collections.abc", "dataclasses", "functools", "hashlib",
     "heapq", "json", "math", "re", "regex", "typing", "unicodedata", "selectolax.lexbor", "archiver.errors",
     "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
+    "archiver.html_depth",
 }  # fmt: skip
 
 URLS = CORE | {
@@ -68,7 +69,7 @@ PURE: dict[str, set[str]] = {
     "urls/host.py": URLS, "urls/href.py": URLS, "urls/percent.py": URLS, "urls/scope.py": URLS,
     "urls/syntax.py": URLS, "urls/tree_path.py": URLS,
     "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
-    "css_refs.py": REFS, "html_refs.py": REFS,
+    "css_refs.py": REFS, "html_refs.py": REFS, "html_depth.py": {"__future__", "re"},
     "tar.py": GWTAR, "gwtar/rules.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/parse.py": GWTAR,
     "gwtar/refs.py": GWTAR,
     "par2/packets.py": PAR2, "par2/layout.py": PAR2, "par2/results.py": PAR2,

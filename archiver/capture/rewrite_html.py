@@ -53,6 +53,7 @@ from archiver.capture import searchbox
 from archiver.capture.policy import Hint
 from archiver.css_refs import Role, rewrite_declarations, rewrite_stylesheet
 from archiver.errors import URLError
+from archiver.html_depth import bound_depth
 from archiver.html_refs import (
     LAZY_SRC,
     LAZY_SRCSET,
@@ -94,8 +95,9 @@ class HTMLResult:
 
 
 def parse(text: str) -> LexborHTMLParser:
-    """Parse an HTML document (as a browser does) with Lexbor."""
-    return LexborHTMLParser(text)
+    """Parse an HTML document (as a browser does) with Lexbor, nested at most as deep as Blink nests
+    it (archiver/html_depth.py: deeper elements become siblings; formats/tree.md)."""
+    return LexborHTMLParser(bound_depth(text))
 
 
 def base_url(doc: LexborHTMLParser, url: str) -> str:

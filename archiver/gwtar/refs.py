@@ -18,6 +18,7 @@ from typing import Literal
 from urllib.parse import unquote
 
 from archiver.css_refs import Reference, references_detailed
+from archiver.html_depth import bound_depth
 from archiver.html_refs import attribute_refs
 from archiver.srcset import urls as srcset_urls
 
@@ -87,7 +88,7 @@ def html_refs(data: bytes | str) -> list[Ref]:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     collector = _Collector()
     try:
-        collector.feed(text)
+        collector.feed(bound_depth(text))
         collector.close()
     except (AssertionError, RecursionError):  # html.parser gives up on some malformed markup
         pass

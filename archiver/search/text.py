@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from archiver.html_depth import bound_depth
+
 __all__ = ["MAX_DEPTH", "MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract", "flatten"]
 
 #: Bytes of HTML read from a page; the rest is not indexed.
@@ -141,7 +143,7 @@ def extract(html: bytes) -> Page:
     text = decode(html)
     if text.count("<") > 4 * MAX_DEPTH:  # only a page with many tags can be nested that deep
         text = flatten(text)
-    tree = LexborHTMLParser(text)
+    tree = LexborHTMLParser(bound_depth(text))
     page = Page()
     title = tree.css_first("title")
     if title is not None:

@@ -39,6 +39,7 @@ import lxml.etree
 import lxml.html
 
 from archiver.css_refs import decode, may_reference_bytes, references
+from archiver.html_depth import bound_depth
 from archiver.html_refs import EMBEDDED, attribute_refs, parse_refresh
 from archiver.srcset import urls as srcset_urls
 from archiver.urls import ref_action
@@ -118,7 +119,7 @@ def parse_html(data: bytes) -> lxml.html.HtmlElement | None:
     if not text.strip():
         return None
     try:
-        return lxml.html.document_fromstring(text)
+        return lxml.html.document_fromstring(bound_depth(text))
     except (lxml.etree.ParserError, ValueError):
         return None
 

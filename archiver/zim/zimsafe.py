@@ -35,6 +35,8 @@ from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 
+from archiver.html_depth import bound_depth_bytes
+
 __all__ = [
     "Attribute",
     "Edit",
@@ -229,7 +231,7 @@ def apply_edits(data: bytes, found: list[tuple[int, bytes, bytes]]) -> tuple[byt
 
 
 def _dom(data: bytes) -> str | None:
-    html = LexborHTMLParser(data).html
+    html = LexborHTMLParser(bound_depth_bytes(data)).html
     return html
 
 

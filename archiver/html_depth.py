@@ -1,0 +1,132 @@
+"""Bound the nesting depth of an HTML document before a tree parser sees it (formats/tree.md §
+"Nesting depth"). Pure: no network, no filesystem, no clock.
+
+Lexbor (selectolax) takes time with the square of the nesting depth: 20,000 nested ``<div>`` take
+seconds, 200,000 never finish. Browsers bound the depth: Blink's HTML tree builder inserts an element
+that would be opened past depth :data:`MAX_DEPTH` (512) as a sibling of the deepest open element
+instead of its child. :func:`bound_depth` applies that rule to the text, in one linear pass: a start
+tag that would open an element past the limit is preceded by the end tag of the deepest counted open
+element, so the parser builds at most :data:`MAX_DEPTH` levels. A document that never goes past the
+limit is returned as the same string (not a copy), so ordinary pages parse and serialise exactly as
+before.
+
+The count is the tokenizer's view, not the tree builder's: void elements, elements whose end tag may be
+omitted (``p``, ``li``, ``td``...) and self-closed tags do not count; comments and the text of raw-text
+elements (``script``, ``style``...) are skipped; an end tag closes the deepest counted element of its
+name if one is open (else it is ignored, as a stray end tag is).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_ATTRIBUTES", "MAX_DEPTH", "bound_depth", "bound_depth_bytes", "too_deep"]
+
+#: Blink's limit (HTMLConstructionSite's maximum DOM tree depth).
+MAX_DEPTH = 512
+#: Attributes kept of one start tag: Lexbor checks each new attribute against the element's others, so
+#: its time grows with the square of their number (20,000 attributes: 7 s; 1,000,000 never finish).
+MAX_ATTRIBUTES = 1024
+_LONG_TAG = 8 * MAX_ATTRIBUTES  # a shorter tag cannot have more attributes
+_ATTRIBUTE = re.compile(r"""[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?""")
+
+# Each alternative is linear: no part can scan past the next '<' (a quoted attribute value holding
+# one ends the tag there: the count stays an estimate) except a comment or a raw-text element, and
+# an unclosed one of those takes the rest of the document in one match.
+_TOKEN = re.compile(
+    r"<!--(?:.*?-->|.*\Z)"
+    r"|<(script|style|textarea|title|xmp|iframe|noembed|noframes|noscript|plaintext)\b[^<>]*>"
+    r"(?:.*?</\1\s*>|.*\Z)"
+    r"|<(/?)([A-Za-z][^\s/<>]*)((?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+)(?:>|\Z)",
+    re.S | re.I,
+)
+_NOT_COUNTED = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+        "param", "keygen", "frame", "basefont", "bgsound", "image", "menuitem",
+        "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "tbody",
+        "thead", "tfoot", "colgroup", "caption", "html", "head", "body",
+    }
+)  # fmt: skip
+
+
+def _attributes_cut(tag: str, limit: int) -> str | None:
+    """``tag`` (a start tag) cut after its first ``limit`` attributes, or None when it has no more."""
+    end = len(tag) - tag.endswith(">")  # a tag the document's end cut has no '>'
+    start = tag.find(" ")
+    kept = kept_end = 0
+    for m in _ATTRIBUTE.finditer(tag, start if start >= 0 else end, end):
+        if kept == limit:
+            return tag[:kept_end] + tag[end:]  # its '>', if it had one
+        kept, kept_end = kept + 1, m.end()
+    return None
+
+
+def _over(text: str, limit: int) -> list[tuple[int, int, str]]:
+    """Edits ``(start, end, new text)`` that bound ``text``: an end tag before each start tag that
+    would open an element past ``limit`` levels, and each start tag of more than
+    :data:`MAX_ATTRIBUTES` attributes cut after them."""
+    stack: list[str] = []
+    counts: dict[str, int] = {}
+    edits: list[tuple[int, int, str]] = []
+    for m in _TOKEN.finditer(text):
+        name = m.group(3)
+        if name is None:
+            continue
+        if not m.group(2) and m.end() - m.start() > _LONG_TAG:
+            cut = _attributes_cut(m.group(), MAX_ATTRIBUTES)
+            if cut is not None:
+                edits.append((m.start(), m.end(), cut))
+        name = name.lower()
+        if name in _NOT_COUNTED or m.group(4).endswith("/"):
+            continue
+        if m.group(2):
+            if counts.get(name):
+                while stack:
+                    top = stack.pop()
+                    counts[top] -= 1
+                    if top == name:
+                        break
+            continue
+        if len(stack) >= limit:
+            top = stack.pop()
+            counts[top] -= 1
+            edits.append((m.start(), m.start(), f"</{top}>"))
+        stack.append(name)
+        counts[name] = counts.get(name, 0) + 1
+    edits.sort(key=lambda e: (e[0], e[1]))
+    return edits
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``text`` opens an element past ``limit`` levels (by the count above)."""
+    return bool(_over(text, limit))
+
+
+def bound_depth(text: str, limit: int = MAX_DEPTH) -> str:
+    """``text`` with an end tag before each start tag that would open an element past ``limit``
+    levels (Blink's rule: that element becomes a sibling of the deepest one) and the attributes of a
+    start tag past the first :data:`MAX_ATTRIBUTES` left out; ``text`` itself when nothing is cut."""
+    if text.count("<") <= limit and len(text) <= _LONG_TAG:  # nothing to cut
+        return text
+    cuts = _over(text, limit)
+    if not cuts:
+        return text
+    parts: list[str] = []
+    last = 0
+    for start, end, new in cuts:
+        parts.append(text[last:start])
+        parts.append(new)
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def bound_depth_bytes(data: bytes, limit: int = MAX_DEPTH) -> bytes:
+    """:func:`bound_depth` of a document not yet decoded: read byte for byte as Latin-1, so every
+    byte but the inserted ASCII end tags comes back as it was; ``data`` itself when nothing is cut."""
+    if data.count(b"<") <= limit and len(data) <= _LONG_TAG:
+        return data
+    text = data.decode("latin-1")
+    out = bound_depth(text, limit)
+    return data if out is text else out.encode("latin-1")

@@ -1,0 +1,111 @@
+"""Pages built to hurt the HTML parser (issue 22's spirit), through the paths that parse HTML archiver
+did not render: a no-render capture from a loopback server of this test, pack of the tree to gwtar and
+to ZIM, and verify of each. Every step runs in a child Python (tests/bombs.py's, which reads its peak
+RSS from /proc) under a 60 s guard: the guard turns a hang into a failure, it asserts no timing.
+
+Lexbor's time grows with the square of the nesting depth and of the attributes of one element: before
+archiver/html_depth.py, 200,000 nested ``<div>`` and one ``<div>`` of 1,000,000 attributes never
+finished the capture's parse (nor the ZIM pack's zimcheck-safety check)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from archiver.fixture import FixtureConfig, FixtureServer
+from tests import bombs
+
+GUARD = 60  # seconds: a hang becomes a failure
+LIMIT = 512 << 20
+LINK = '<a href="next.html">next</a>'
+
+
+def _nested(n: int) -> str:
+    return "<div>" * n + LINK + "</div>" * n
+
+
+def _attributes(n: int) -> str:
+    return "<div " + " ".join(f"a{i}=v" for i in range(n)) + ">" + LINK + "</div>"
+
+
+def _siblings(n: int) -> str:
+    return "<span>x</span>" * n + LINK
+
+
+HOSTILE: dict[str, Callable[[], str]] = {
+    "nested-200k": lambda: _nested(200_000),
+    "attributes-1m": lambda: _attributes(1_000_000),
+    "siblings-1m": lambda: _siblings(1_000_000),
+}
+
+
+def _run(args: list[object], tmp: Path) -> tuple[int, int, str]:
+    report = tmp / "peak.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", bombs._CHILD, str(report), *map(str, args)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=GUARD,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"archiver {' '.join(map(str, args[:1]))} did not finish in {GUARD} s (a hang)")
+    figures = json.loads(report.read_text())
+    return proc.returncode, figures["after"] - figures["before"], proc.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_hostile_page_is_captured_packed_and_verified(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    body = HOSTILE[kind]()
+    (root / "index.html").write_text(f"<!doctype html><html><body>{body}</body></html>")
+    (root / "next.html").write_text("<!doctype html><title>next</title><p>next page</p>")
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=root, robots=None)) as server:
+        code, rise, err = _run(["capture", server.url, "-o", out, "--no-render", "--delay", "0"], tmp_path)
+    assert code == 0, err
+    assert rise < LIMIT, f"capture: peak RSS rose by {rise >> 20} MiB"
+    assert (out / "next.html").is_file(), "the link inside the hostile page was not followed"
+    for fmt, name in (("gwtar", "site.gwtar.html"), ("zim", "site.zim")):
+        archive = tmp_path / name
+        code, rise, err = _run(["pack", out, "--format", fmt, "-o", archive], tmp_path)
+        assert code == 0, err
+        assert rise < LIMIT, f"pack {fmt}: peak RSS rose by {rise >> 20} MiB"
+        code, rise, err = _run(["verify", archive], tmp_path)
+        assert code == 0, err
+        assert rise < LIMIT, f"verify {fmt}: peak RSS rose by {rise >> 20} MiB"
+    code, rise, err = _run(["verify", out], tmp_path)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_hostile_page_archiver_did_not_capture_is_packed_verified_and_indexed(
+    tmp_path: Path, kind: str
+) -> None:
+    """A tree written by hand (no capture bounded it first): pack and verify parse the page with
+    Lexbor (the ZIM's zimcheck-safety check, search text), lxml (the ZIM's links) and html.parser
+    (gwtar references)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "index.html").write_text(f"<!doctype html><html><body>{HOSTILE[kind]()}</body></html>")
+    (tree / "next.html").write_text("<!doctype html><title>next</title><p>next page</p>")
+    code, rise, err = _run(["index", tree], tmp_path)
+    assert code == 0, err
+    assert rise < LIMIT, f"index: peak RSS rose by {rise >> 20} MiB"
+    for fmt, name in (("gwtar", "site.gwtar.html"), ("zim", "site.zim")):
+        archive = tmp_path / name
+        code, rise, err = _run(["pack", tree, "--format", fmt, "-o", archive], tmp_path)
+        assert code == 0, err
+        assert rise < LIMIT, f"pack {fmt}: peak RSS rose by {rise >> 20} MiB"
+        code, rise, err = _run(["verify", archive], tmp_path)
+        assert code == 0, err
+        assert rise < LIMIT, f"verify {fmt}: peak RSS rose by {rise >> 20} MiB"

@@ -1,0 +1,89 @@
+"""archiver/html_depth.py: Blink's depth rule as a text pre-pass. A page under the limits comes back as
+the same string and parses to the same DOM as before; a deeper one parses to at most MAX_DEPTH levels
+with every text node and link kept; a start tag's attributes past MAX_ATTRIBUTES are left out."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
+
+from archiver.capture.rewrite_html import parse
+from archiver.html_depth import MAX_ATTRIBUTES, MAX_DEPTH, bound_depth, bound_depth_bytes, too_deep
+
+_TAGS = ["div", "span", "b", "i", "p", "li", "ul", "table", "td", "section", "a", "script", "style", "br"]
+
+
+@st.composite
+def _page(draw: st.DrawFn) -> str:
+    """Random markup, nested up to ``MAX_DEPTH - 2`` (``html`` and ``body`` are not counted), with
+    unclosed and stray tags, comments and raw text that looks like tags."""
+    parts: list[str] = []
+    depth = 0
+    for _ in range(draw(st.integers(0, 1500))):
+        choice = draw(st.integers(0, 9))
+        tag = draw(st.sampled_from(_TAGS))
+        if choice < 5 and depth < MAX_DEPTH - 2:
+            parts.append(f"<{tag} class=c{depth}>")
+            depth += tag not in ("br", "p", "li", "td")
+            if tag in ("script", "style"):
+                parts.append("<div><div></" + tag + ">")
+        elif choice < 8:
+            parts.append(f"</{tag}>")
+            depth = max(0, depth - 1)
+        elif choice == 8:
+            parts.append("<!-- <div> -->")
+        else:
+            parts.append(draw(st.text(alphabet="ab <>&/", max_size=5)))
+    return "<!doctype html><html><body>" + "".join(parts)
+
+
+def _depth(node: object) -> int:
+    best, stack = 0, [(node, 0)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        child = n.child  # type: ignore[attr-defined]
+        while child is not None:
+            stack.append((child, d + 1))
+            child = child.next
+    return best
+
+
+@settings(max_examples=200, deadline=None)
+@given(_page())
+def test_pages_under_the_limit_come_out_exactly_as_before(page: str) -> None:
+    if too_deep(page):  # the generator's count is cruder than the tokenizer's: only keep pages under it
+        return
+    assert bound_depth(page) is page
+    assert parse(page).html == LexborHTMLParser(page).html
+    data = page.encode()
+    assert bound_depth_bytes(data) is data
+
+
+def test_a_page_nested_past_the_limit_keeps_its_text_and_links_at_most_max_depth_deep() -> None:
+    n = 5000
+    page = "<!doctype html><body>" + "<div>t" * n + '<a href="x.html">x</a>' + "</div>" * n
+    doc = parse(page)
+    assert _depth(doc.root) <= MAX_DEPTH + 3  # html, body and the text node below the deepest div
+    assert doc.body is not None and doc.body.text(deep=True) == "t" * n + "x"
+    assert [a.attributes["href"] for a in doc.css("a")] == ["x.html"]
+    # The same rule from the bytes, unchanged byte for byte but the inserted end tags.
+    raw = ("é" + page).encode()
+    assert bound_depth_bytes(raw).decode().replace("</div>", "") == ("é" + page).replace("</div>", "")
+
+
+def test_a_start_tag_keeps_its_first_max_attributes() -> None:
+    attrs = " ".join(f'a{i}="v>{i}"' for i in range(3 * MAX_ATTRIBUTES))
+    doc = parse(f"<!doctype html><body><div {attrs}>text</div><p>after</p>")
+    div = doc.css_first("div")
+    assert div is not None
+    assert list(div.attributes) == [f"a{i}" for i in range(MAX_ATTRIBUTES)]
+    assert div.attributes["a7"] == "v>7"
+    assert div.text() == "text" and doc.css_first("p").text() == "after"  # type: ignore[union-attr]
+
+
+def test_comments_and_raw_text_do_not_count() -> None:
+    deep = "<div>" * (2 * MAX_DEPTH)
+    for page in (f"<!--{deep}-->", f"<script>{deep}</script>", f"<style>{deep}", f"<!--{deep}"):
+        assert bound_depth(page) is page
