@@ -54,6 +54,7 @@ _CHUNK = 1 << 20
 #: Problems kept from the site index's entries; the rest are counted in one line.
 _MAX_INDEX_PROBLEMS = 1000
 _SUFFIXES = (".gwtar.html", ".gwtar")
+_SEARCH_MANIFEST = "_archiver/search/manifest.js"  # archiver.search.archive.PREFIX + "manifest.js"
 
 
 @dataclass
@@ -76,6 +77,8 @@ class Report:
     fec: bool = False
     documents: int = 0
     links: int = 0
+    #: whether the tar holds the search index's manifest (formats/gwtar.md §5.4), checked then
+    search: bool = False
 
     @property
     def ok(self) -> bool:
@@ -183,7 +186,7 @@ def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> 
         from archiver.gwtar.verify_links import check_links
 
         check_links(path, report)
-    if report.extension and not report.unreadable:
+    if report.extension and not report.unreadable and report.search:  # a reader holds the whole index
         _check_search(path, report)
     return report
 
@@ -240,6 +243,7 @@ def _verify(f: IO[bytes], report: Report, meter: Meter) -> None:
         by_data[entry.data_offset] = item
         _check_entry(report, entry, names)
     report.problems.extend(walk.problems)
+    report.search = any(s.entry.name == _SEARCH_MANIFEST for s in seen)
     report.members = sum(1 for s in seen if s.entry.is_regular and s.entry.name != INDEX_PATH)
     report.listed = len(ph.manifest)
 
