@@ -102,7 +102,9 @@ def _over(text: str, limit: int) -> list[tuple[int, int, str]]:
 #: Lexbor parses 4,096 levels in a fraction of a second: it skips the counting pass, which costs
 #: about 5 ms of CPU on an 86 KB documentation page (most of what parsing it costs).
 _FEW_TAGS = 4096
-_LONG_START_TAG = re.compile(rf"<[A-Za-z][^<>]{{{_LONG_TAG}}}")  # a tag that may hold too many attributes
+# a start tag that may hold too many attributes: one not ended by a "<" within _LONG_TAG characters
+# (a quoted value may hold ">", so only "<" ends the scan; long text after a short tag only costs the pass)
+_LONG_START_TAG = re.compile(rf"<[A-Za-z][^<]{{{_LONG_TAG}}}")
 
 
 def _may_need(text: str, limit: int) -> bool:
