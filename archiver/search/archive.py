@@ -119,21 +119,7 @@ def check(read: Read, has: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
     except FormatError as e:
         yield (e.subject or f"{PREFIX}manifest.js", e.message)
         return
-    for i in range(len(index.shards)):
-        try:
-            index.shard(i)
-        except FormatError as e:
-            yield (e.subject or PREFIX, e.message)
-    for first, _last, _size, _sha in index.groups:
-        try:
-            index.fragment(first)
-        except FormatError as e:
-            yield (e.subject or PREFIX, e.message)
-    for (doc, k), _last, _size, _sha in index.texts:
-        try:
-            index.chunk(doc, k)
-        except FormatError as e:
-            yield (e.subject or PREFIX, e.message)
+    yield from store.file_problems(index, PREFIX)
     for name in page.files():
         if not has(PREFIX + name):
             yield (PREFIX + name, "is missing")

@@ -195,21 +195,28 @@ def check_index(root: Path) -> Iterator[tuple[str, str]]:
     except FormatError as e:
         yield (e.subject or INDEX_DIR, e.message)
         return
+    yield from file_problems(index, str(INDEX_DIR))
+    for name in page.files():
+        if not (folder / name).is_file():
+            yield (f"{INDEX_DIR}/{name}", "is missing")
+
+
+def file_problems(index: Index, where: str) -> Iterator[tuple[str, str]]:
+    """(path, problem) for every shard, fragment group and text chunk of an opened ``index`` that
+    does not load or match the manifest (``where``: the path named when an error names none); the
+    tree's check and a packed archive's share it."""
     for i in range(len(index.shards)):
         try:
             index.shard(i)
         except FormatError as e:
-            yield (e.subject or INDEX_DIR, e.message)
+            yield (e.subject or where, e.message)
     for first, _last, _size, _sha in index.groups:
         try:
             index.fragment(first)
         except FormatError as e:
-            yield (e.subject or INDEX_DIR, e.message)
+            yield (e.subject or where, e.message)
     for (doc, k), _last, _size, _sha in index.texts:
         try:
             index.chunk(doc, k)
         except FormatError as e:
-            yield (e.subject or INDEX_DIR, e.message)
-    for name in page.files():
-        if not (folder / name).is_file():
-            yield (f"{INDEX_DIR}/{name}", "is missing")
+            yield (e.subject or where, e.message)
