@@ -1,7 +1,7 @@
 """Benchmark ``archiver capture`` against the reference tools on a generated site on 127.0.0.1.
 
     python tools/bench_capture.py [--pages 500] [--rendered-pages 40] [--tabs 3] [--single-file PATH]
-                                  [--repeat N] [--warc]
+                                  [--repeat N] [--warc] [--site DIR] [--no-chromium]
 
 1. Generates a site of ``--pages`` pages (each links to the next five pages and the home page, shares
    one stylesheet with a background image and a web font, and shows two of 50 images) and serves it
@@ -17,10 +17,21 @@
    ``--rendered-pages`` pages, given to both as a URL list, ``--tabs`` pages at a time for both
    (``--max-parallel-workers`` for single-file). Skipped, with the reason printed, when single-file is
    not installed (``npm install single-file-cli``), and altogether with ``--rendered-pages 0``.
+   Beside them, Chromium alone on the same URLs with the same number of tabs (``tools/chromium_floor.py``,
+   issue 24): ``chromium_bare`` (navigate, wait for ``load``, serialise the DOM) and ``chromium_careful``
+   (the same plus one scroll to the bottom and a wait of at most 2 s for the network to go idle), and
+   the ratios of ``archiver_render`` to each (``--no-chromium`` leaves them out).
 4. **Recording** (``--warc``): the same archiver captures again with ``--warc`` (every exchange
    written as WARC, formats/warc.md §7), in the same turns as the plain ones (no-render) and right
    after the plain rendered one: rows ``archiver_no_render_warc`` and ``archiver_render_warc``, and the
    overhead of recording as a ratio (issue 16 asks for at most 10 %).
+
+**A real site** (``--site DIR``, for example ``/usr/share/doc/python3/html`` from Debian's python3-doc
+or ``/usr/share/doc/rust-doc/html`` from rust-doc): instead of the generated site, Debian's nginx serves
+that folder on 127.0.0.1 (``tools/nginx_static.py``) and every tool reads it from there: no-render
+archiver and wget mirror the whole site from its ``index.html``; the rendered rows take
+``--rendered-pages`` of its pages, spread evenly over the sorted list of its ``.html`` files. The
+Python floor is left out there (it understands only the generated site).
 
 Each tool runs as a child process, Python ones with their bytecode cached in a temporary folder
 (``PYTHONPYCACHEPREFIX``, warmed before the first run: an installed archiver has its ``.pyc`` files,
@@ -34,6 +45,7 @@ numbers are for the closing notes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -43,10 +55,12 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOOR = ROOT / "tools" / "capture_floor.py"
+CHROMIUM_FLOOR = ROOT / "tools" / "chromium_floor.py"
 sys.path.insert(0, str(ROOT))
 
 from archiver.fixture import FixtureConfig, FixtureServer, site_root  # noqa: E402
@@ -157,51 +171,87 @@ def _keep_fastest(rows: dict[str, object], name: str, row: dict[str, object]) ->
         rows[name] = row
 
 
+def spread(paths: list[str], n: int) -> list[str]:
+    """``n`` of ``paths`` spread evenly over the list (its first always among them), in list order."""
+    if n >= len(paths):
+        return list(paths)
+    return [paths[i * len(paths) // n] for i in range(n)]
+
+
+@contextlib.contextmanager
+def _serving(work: Path, pages: int, real_site: Path | None) -> Iterator[tuple[str, list[str]]]:
+    """(base URL, page paths) of the generated site served by the fixture server, or of ``real_site``
+    served by nginx."""
+    if real_site is None:
+        site = work / "site"
+        make_site(site, pages)
+        with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+            yield server.url, [""] + [f"p/{i}.html" for i in range(1, pages)]
+        return
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nginx_static import serve_folder
+
+    found = sorted(p.relative_to(real_site).as_posix() for p in real_site.rglob("*.html"))
+    first = ["index.html"] if "index.html" in found else []
+    with serve_folder(real_site, work / "nginx") as base:
+        yield base, first + [p for p in found if p != "index.html"]
+
+
 def bench(
-    pages: int, rendered_pages: int, tabs: int, single_file: str | None, repeat: int = 1, warc: bool = False
+    pages: int,
+    rendered_pages: int,
+    tabs: int,
+    single_file: str | None,
+    repeat: int = 1,
+    warc: bool = False,
+    real_site: Path | None = None,
+    chromium: bool = True,
 ) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     try:
-        site = work / "site"
-        make_site(site, pages)
         _warm(work)
         rows: dict[str, object] = {
+            "site": str(real_site) if real_site else "generated",
             "pages": pages,
             "rendered_pages": rendered_pages,
             "tabs": tabs,
             "repeat": max(repeat, 1),
         }
-        with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        with _serving(work, pages, real_site) as (base, page_paths):
+            rows["pages"] = len(page_paths)
             script = CAPTURE.replace("{tabs}", str(tabs))
             wget = shutil.which("wget")
             if not wget:
                 rows["wget"] = "not installed"
             for turn in range(max(repeat, 1)):  # the two tools take turns; each keeps its fastest run
                 ours = work / f"ours-{turn}"
-                cmd = [sys.executable, "-c", script, str(ours), "no-render", server.url]
+                cmd = [sys.executable, "-c", script, str(ours), "no-render", base]
                 t, rss, _, cpu = _run(cmd, work)
                 _keep_fastest(rows, "archiver_no_render", _row(_count_html(ours), t, rss, cpu))
                 shutil.rmtree(ours, ignore_errors=True)
                 if warc:
-                    cmd = [sys.executable, "-c", script, str(ours), "no-render+warc", server.url]
+                    cmd = [sys.executable, "-c", script, str(ours), "no-render+warc", base]
                     t, rss, _, cpu = _run(cmd, work)
                     _keep_fastest(rows, "archiver_no_render_warc", _row(_count_html(ours), t, rss, cpu))
                     shutil.rmtree(ours, ignore_errors=True)
                 if wget:
                     theirs = work / f"wget-{turn}"
                     cmd = [wget, "--mirror", "--convert-links", "--page-requisites", "--no-verbose"]
-                    t, rss, _, cpu = _run([*cmd, "-P", str(theirs), server.url], work)
+                    t, rss, _, cpu = _run([*cmd, "-P", str(theirs), base], work)
                     _keep_fastest(rows, "wget", _row(_count_html(theirs), t, rss, cpu))
                     shutil.rmtree(theirs, ignore_errors=True)
-                floor = work / f"floor-{turn}"
-                t, rss, _, cpu = _run([sys.executable, str(FLOOR), server.url, str(floor)], work)
-                _keep_fastest(rows, "python_floor", _row(_count_html(floor), t, rss, cpu))
-                shutil.rmtree(floor, ignore_errors=True)
+                if real_site is None:
+                    floor = work / f"floor-{turn}"
+                    t, rss, _, cpu = _run([sys.executable, str(FLOOR), base, str(floor)], work)
+                    _keep_fastest(rows, "python_floor", _row(_count_html(floor), t, rss, cpu))
+                    shutil.rmtree(floor, ignore_errors=True)
+                else:
+                    rows["python_floor"] = "skipped (it reads only the generated site)"
             if rendered_pages <= 0:
                 rows["archiver_render"] = "skipped (--rendered-pages 0)"
                 rows["single_file"] = "skipped (--rendered-pages 0)"
                 return rows
-            urls = [server.url] + [f"{server.url}p/{i}.html" for i in range(1, rendered_pages)]
+            urls = [base + p for p in spread(page_paths, rendered_pages)]
             t, rss, _, cpu = _run(
                 [sys.executable, "-c", script, str(work / "ours-rendered"), "render", *urls], work
             )
@@ -214,6 +264,11 @@ def bench(
                 rows["archiver_render_warc"] = _row(
                     _count_html(work / "ours-rendered-warc"), t, rss, cpu, digits=2
                 )
+            for mode in ("bare", "careful") if chromium else ():
+                out = work / f"chromium-{mode}"
+                cmd = [sys.executable, str(CHROMIUM_FLOOR), mode, str(out), "--tabs", str(tabs), *urls]
+                t, rss, _, cpu = _run(cmd, work)
+                rows[f"chromium_{mode}"] = _row(_count_html(out), t, rss, cpu, digits=2)
             if single_file:
                 out = work / "single-file"
                 out.mkdir()
@@ -260,13 +315,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single-file", default=shutil.which("single-file"))
     parser.add_argument("--repeat", type=int, default=1, help="no-render runs of each tool (fastest kept)")
     parser.add_argument("--warc", action="store_true", help="also time archiver with --warc (recording)")
+    parser.add_argument(
+        "--site", type=Path, help="a folder of HTML (a documentation package) served by nginx"
+    )
+    parser.add_argument("--no-chromium", action="store_true", help="leave out the chromium_bare/careful rows")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = bench(args.pages, args.rendered_pages, args.tabs, args.single_file, args.repeat, args.warc)
+    if args.site is not None and not (args.site / "index.html").is_file():
+        parser.error(f"--site {args.site}: no index.html there (apt-get install python3-doc?)")
+    rows = bench(
+        args.pages, args.rendered_pages, args.tabs, args.single_file, args.repeat, args.warc,
+        real_site=args.site, chromium=not args.no_chromium,
+    )  # fmt: skip
     rows["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows["ratio_no_render_vs_wget"] = _ratio(rows, "archiver_no_render", "wget")
     rows["ratio_render_vs_single_file"] = _ratio(rows, "archiver_render", "single_file")
     rows["ratio_floor_vs_wget"] = _ratio(rows, "python_floor", "wget")
+    rows["ratio_render_vs_chromium_bare"] = _ratio(rows, "archiver_render", "chromium_bare")
+    rows["ratio_render_vs_chromium_careful"] = _ratio(rows, "archiver_render", "chromium_careful")
     rows["ratio_no_render_vs_floor"] = _ratio(rows, "archiver_no_render", "python_floor")
     if args.warc:  # below 1: recording is slower; 0.91 means 10 % more time per page
         rows["ratio_no_render_warc_vs_plain"] = _ratio(rows, "archiver_no_render_warc", "archiver_no_render")
@@ -274,9 +340,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"generated site: {args.pages} pages; rendered comparison on {args.rendered_pages} pages,", end=" ")
+    print(
+        f"site: {rows['site']}, {rows['pages']} pages; rendered comparison on {args.rendered_pages} pages,",
+        end=" ",
+    )
     print(f"{args.tabs} at a time; no-render: best of {rows['repeat']}; load average {rows['load_average']}")
-    names = ["archiver_no_render", "wget", "python_floor", "archiver_render", "single_file"]
+    names = [
+        "archiver_no_render",
+        "wget",
+        "python_floor",
+        "archiver_render",
+        "chromium_bare",
+        "chromium_careful",
+    ]
+    names.append("single_file")
     if args.warc:
         names[1:1] = ["archiver_no_render_warc"]
         names.insert(names.index("archiver_render") + 1, "archiver_render_warc")
@@ -294,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  no-render vs wget: {rows['ratio_no_render_vs_wget']}")
     print(f"  python floor vs wget: {rows['ratio_floor_vs_wget']}")
     print(f"  no-render vs python floor: {rows['ratio_no_render_vs_floor']}")
+    print(f"  rendered vs chromium bare: {rows['ratio_render_vs_chromium_bare']}")
+    print(f"  rendered vs chromium careful: {rows['ratio_render_vs_chromium_careful']}")
     print(f"  rendered vs single-file: {rows['ratio_render_vs_single_file']}")
     if args.warc:
         print(f"  no-render --warc vs without: {rows['ratio_no_render_warc_vs_plain']}")

@@ -37,14 +37,11 @@ what came first. No network beyond loopback.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import random
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -205,43 +202,13 @@ def run_ours(index: Any, output: str, qs: Sequence[tuple[str, str]], top: int) -
     return outcome
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def nginx(root: Path, work: Path) -> Iterator[str]:
-    port = _free_port()
-    conf = work / "nginx.conf"
-    conf.write_text(
-        f"daemon off;\nuser {getpass.getuser()};\nworker_processes 1;\npid {work / 'nginx.pid'};\n"
-        f"error_log {work / 'nginx-error.log'} warn;\nevents {{ worker_connections 256; }}\n"
-        "http {\n include /etc/nginx/mime.types;\n access_log off;\n"
-        f" client_body_temp_path {work}/nt-body;\n proxy_temp_path {work}/nt-proxy;\n"
-        f" fastcgi_temp_path {work}/nt-fcgi;\n uwsgi_temp_path {work}/nt-uwsgi;\n"
-        f" scgi_temp_path {work}/nt-scgi;\n"
-        f" server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n",
-        encoding="utf-8",
-    )
-    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
-    proc = subprocess.Popen([nginx_bin, "-c", str(conf), "-p", str(work)], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    why = proc.stderr.read() if proc.stderr else ""
-                    raise SystemExit(f"search_quality: nginx did not start: {why}") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=10)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from nginx_static import serve_folder
+
+    with serve_folder(root, work) as base:
+        yield base
 
 
 def run_sphinx(root: Path, work: Path, qs: Sequence[tuple[str, str]], top: int) -> Outcome:
@@ -263,7 +230,8 @@ def run_sphinx(root: Path, work: Path, qs: Sequence[tuple[str, str]], top: int) 
             # (hundreds of fetches for a common word): wait for the first `top` or for its last line.
             page.wait_for_function(
                 "top => document.querySelectorAll('#search-results ul.search > li').length >= top"
-                " || /\\S/.test(document.querySelector('#search-results .search-summary')?.textContent || '')",
+                " || /\\S/.test(document.querySelector('#search-results .search-summary')"
+                "?.textContent || '')",
                 arg=top,
                 timeout=120_000,
             )

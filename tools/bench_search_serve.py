@@ -1,0 +1,360 @@
+"""Cross-archive search through ``archiver serve`` under load (issue 23 point 5: p95 ≤ 100 ms over
+100,000 pages in 100 archives, 2 cores, loopback), with wrk.
+
+    python tools/bench_search_serve.py --make DIR [--archives 100] [--pages 1000] [--seed 1]
+    python tools/bench_search_serve.py ARCHIVE... | --corpus DIR
+                                       [--duration 20] [--connections 8] [--workers 2] [--json]
+
+``--make DIR`` writes a generated corpus: ``--archives`` trees of ``--pages`` pages each (English-like
+pages from a seeded vocabulary with a Zipf distribution, and one page in ten Chinese, one in ten
+Japanese), and builds each tree's index with ``archiver index`` (two at a time). It prints the build
+time and the index sizes, and writes ``DIR/queries.txt``: one-word and two-word queries drawn from
+the vocabulary by the same distribution, and two-character Chinese and Japanese words.
+
+Then (given trees, gwtar or ZIM files, or ``--corpus DIR`` for every tree and archive in DIR):
+``archiver serve --workers W`` mounts them all; one client asks each query once in turn (the time to
+the first results page without load: p50, p95), then wrk (``-t2 -c<connections>``) asks
+``/~/api/search?q=…&limit=10`` on the bare host, cycling through the queries, for ``--duration``
+seconds: requests/s, p50, p95, p99 (wrk's own latency histogram), non-2xx answers and socket errors.
+The load average is printed first. No timing is asserted anywhere; nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+_SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ar", "en", "is", "on")]
+_HIRAGANA = [chr(c) for c in range(0x3042, 0x3094)]
+_HANZI = [chr(c) for c in range(0x4E00, 0x4E00 + 2500)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure: the corpus
+
+
+def vocabulary(n: int, rng: random.Random) -> list[str]:
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4))))
+    return sorted(words)
+
+
+def zipf_weights(n: int) -> list[float]:
+    """Cumulative Zipf weights (``random.choices(cum_weights=…)``: no sum per call)."""
+    total, out = 0.0, []
+    for rank in range(n):
+        total += 1.0 / (rank + 1)
+        out.append(total)
+    return out
+
+
+def english(rng: random.Random, words: Sequence[str], weights: Sequence[float], n: int) -> str:
+    return " ".join(rng.choices(words, cum_weights=weights, k=n))
+
+
+def cjk(rng: random.Random, alphabet: Sequence[str], n: int) -> str:
+    # runs without spaces, as Chinese and Japanese are written: the index must find words inside them
+    return "。".join("".join(rng.choices(alphabet, k=rng.randint(8, 30))) for _ in range(max(1, n // 20)))
+
+
+def page_html(
+    rng: random.Random,
+    words: Sequence[str],
+    weights: Sequence[float],
+    kind: str,
+    seen: list[str] | None = None,
+) -> str:
+    """A page; its Chinese or Japanese runs are added to ``seen`` (queries are drawn from them)."""
+    if kind == "zh":
+        alphabet: Sequence[str] = _HANZI[:600]
+    elif kind == "ja":
+        alphabet = _HIRAGANA + _HANZI[:300]
+    else:
+        alphabet = ()
+
+    def text(n: int) -> str:
+        if not alphabet:
+            return english(rng, words, weights, n)
+        run = cjk(rng, alphabet, n)
+        if seen is not None and len(seen) < 5000:
+            seen.append(run)
+        return run
+
+    lang = {"zh": "zh", "ja": "ja"}.get(kind, "en")
+    parts = [
+        f"<!DOCTYPE html><html lang={lang}><head><meta charset=utf-8><title>{text(5)}</title></head><body>"
+    ]
+    parts.append("<nav><a href=../index.html>Home</a> Contents Index Search</nav><main>")
+    parts.append(f"<h1>{text(4)}</h1>")
+    for _ in range(rng.randint(2, 5)):
+        parts.append(f"<h2>{text(3)}</h2>")
+        for _ in range(rng.randint(1, 4)):
+            parts.append(f"<p>{text(rng.randint(40, 160))}</p>")
+    parts.append("</main><footer>Generated corpus</footer></body></html>\n")
+    return "".join(parts)
+
+
+def kind_of(i: int) -> str:
+    return "zh" if i % 10 == 3 else "ja" if i % 10 == 7 else "en"
+
+
+def queries(
+    rng: random.Random, words: Sequence[str], weights: Sequence[float], runs: Sequence[str], n: int
+) -> list[str]:
+    """One-word and two-word queries by the pages' own distribution; one in ten a two-character
+    word from inside a Chinese or Japanese run of the corpus."""
+    out: list[str] = []
+    for i in range(n):
+        if i % 10 == 9 and runs:
+            run = rng.choice(runs).replace("。", "")
+            at = rng.randrange(max(1, len(run) - 1))
+            out.append(run[at : at + 2])
+        elif i % 3 == 2:
+            out.append(" ".join(rng.choices(words, cum_weights=weights, k=2)))
+        else:
+            out.append(rng.choices(words, cum_weights=weights, k=1)[0])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# IO
+
+
+def _index_one(tree: str) -> tuple[str, float, int]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "archiver", "index", tree, "--json"], capture_output=True, text=True, cwd=REPO
+    )
+    if done.returncode:
+        raise SystemExit(f"bench_search_serve: archiver index {tree}: {done.stderr.strip()}")
+    return tree, time.monotonic() - started, int(json.loads(done.stdout)["bytes"])
+
+
+def make_corpus(folder: Path, archives: int, pages: int, seed: int) -> None:
+    rng = random.Random(seed)
+    words = vocabulary(20_000, rng)
+    weights = zipf_weights(len(words))
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    trees, runs = [], []
+    for a in range(archives):
+        tree = folder / f"archive-{a:03d}"
+        if tree.exists():
+            shutil.rmtree(tree)
+        (tree / "p").mkdir(parents=True)
+        links = "".join(f"<li><a href=p/{i:05d}.html>{i}</a></li>" for i in range(1, pages))
+        (tree / "index.html").write_text(
+            f"<!DOCTYPE html><html><head><meta charset=utf-8><title>Archive {a}</title></head>"
+            f"<body><main><h1>Archive {a}</h1><ul>{links}</ul></main></body></html>\n",
+            encoding="utf-8",
+        )
+        for i in range(1, pages):
+            (tree / "p" / f"{i:05d}.html").write_text(
+                page_html(rng, words, weights, kind_of(i), runs), encoding="utf-8"
+            )
+        trees.append(str(tree))
+    print(f"wrote {archives} trees of {pages} pages in {time.monotonic() - started:.1f} s", flush=True)
+    started = time.monotonic()
+    cpu0 = os.times()
+    sizes = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for n, (_, _, size) in enumerate(pool.map(_index_one, trees), 1):
+            sizes += size
+            if n % 10 == 0:
+                print(f"  indexed {n}/{archives}", flush=True)
+    cpu1 = os.times()
+    cpu = (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
+    print(
+        f"indexed {archives * pages} pages in {time.monotonic() - started:.1f} s wall, {cpu:.1f} s CPU; "
+        f"index {sizes / 1e6:.1f} MB"
+    )
+    (folder / "queries.txt").write_text(
+        "\n".join(queries(rng, words, weights, runs, 500)) + "\n", encoding="utf-8"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(paths: Sequence[Path], workers: int) -> Iterator[int]:
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "archiver",
+        "serve",
+        "--quiet",
+        "--workers",
+        str(workers),
+        "--port",
+        str(port),
+    ]
+    proc = subprocess.Popen(
+        [*cmd, *map(str, paths)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    why = proc.stderr.read().decode() if proc.stderr else ""
+                    raise SystemExit(f"bench_search_serve: archiver serve did not start: {why}") from None
+                time.sleep(0.1)
+        yield port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def api_path(q: str) -> str:
+    return "/~/api/search?" + urllib.parse.urlencode({"q": q, "limit": 10})
+
+
+def one_client(port: int, qs: Sequence[str]) -> dict[str, Any]:
+    times, totals = [], []
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for q in qs:
+        started = time.perf_counter()
+        conn.request("GET", api_path(q), headers={"Host": f"localhost:{port}"})
+        resp = conn.getresponse()
+        body = resp.read()
+        times.append(time.perf_counter() - started)
+        if resp.status != 200:
+            raise SystemExit(f"bench_search_serve: {q!r}: HTTP {resp.status}")
+        totals.append(json.loads(body)["total"])
+    conn.close()
+    times.sort()
+    return {
+        "queries": len(qs),
+        "p50_ms": statistics.median(times) * 1000,
+        "p95_ms": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] * 1000,
+        "with_results": sum(1 for t in totals if t),
+    }
+
+
+_LUA = """
+local paths = {}
+for line in io.lines("%s") do paths[#paths + 1] = line end
+local i = 0
+request = function()
+  i = i %% #paths + 1
+  return wrk.format("GET", paths[i])
+end
+done = function(summary, latency, requests)
+  io.write(string.format("P95US %%d\\n", latency:percentile(95)))
+  io.write(string.format("P50US %%d\\n", latency:percentile(50)))
+  io.write(string.format("P99US %%d\\n", latency:percentile(99)))
+end
+"""
+
+
+def load(port: int, qs: Sequence[str], seconds: int, connections: int, work: Path) -> dict[str, Any]:
+    paths = work / "paths.txt"
+    paths.write_text("\n".join(api_path(q) for q in qs) + "\n", encoding="utf-8")
+    script = work / "rotate.lua"
+    script.write_text(_LUA % paths, encoding="utf-8")
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(script)]
+    cmd += ["-H", f"Host: localhost:{port}", f"http://127.0.0.1:{port}/"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120).stdout
+
+    def grab(key: str) -> float:
+        for line in out.splitlines():
+            if line.startswith(key + " "):
+                return int(line.split()[1]) / 1000
+        return float("nan")
+
+    rps = next((float(x.split()[1]) for x in out.splitlines() if x.startswith("Requests/sec:")), 0.0)
+    non = next((int(x.split(":")[1]) for x in out.splitlines() if "Non-2xx" in x), 0)
+    errors = next((x.strip() for x in out.splitlines() if "Socket errors" in x), "")
+    return {"rps": rps, "p50_ms": grab("P50US"), "p95_ms": grab("P95US"), "p99_ms": grab("P99US"),
+            "non_2xx": non, "socket_errors": errors}  # fmt: skip
+
+
+def targets(args: argparse.Namespace) -> list[Path]:
+    if args.corpus:
+        found = sorted(
+            p for p in args.corpus.iterdir() if p.is_dir() or p.name.endswith((".zim", ".gwtar.html"))
+        )
+        return found
+    return list(args.archives)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("archives", nargs="*", type=Path)
+    ap.add_argument("--make", type=Path, help="write a generated corpus into this folder, then measure it")
+    ap.add_argument("--corpus", type=Path)
+    ap.add_argument("--archives-count", "--archives", dest="count", type=int, default=100)
+    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration", type=int, default=20)
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--queries", type=Path, help="one query a line (default: the corpus's queries.txt)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    if args.make:
+        make_corpus(args.make, args.count, args.pages, args.seed)
+        args.corpus = args.make
+    paths = targets(args)
+    if not paths:
+        ap.error("give archives, --corpus DIR or --make DIR")
+    qfile = args.queries or (args.corpus / "queries.txt" if args.corpus else None)
+    if qfile is None or not qfile.is_file():
+        ap.error("give --queries FILE (one query a line)")
+    qs = [q for q in qfile.read_text(encoding="utf-8").splitlines() if q.strip()]
+    report: dict[str, Any] = {"mounts": len(paths), "load": os.getloadavg()}
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-search-serve-") as scratch,
+        serving(paths, args.workers) as port,
+    ):
+        one_client(port, qs[:5])  # opens every mount once
+        report["one_client"] = one_client(port, qs[:200])
+        report["wrk"] = load(port, qs, args.duration, args.connections, Path(scratch))
+    c, w = report["one_client"], report["wrk"]
+    print(
+        f"{len(paths)} mounts, {len(qs)} queries; one client: p50 {c['p50_ms']:.1f} ms, "
+        f"p95 {c['p95_ms']:.1f} ms ({c['with_results']}/{c['queries']} with results)\n"
+        f"wrk -c{args.connections}, {args.workers} workers: {w['rps']:.1f} req/s, p50 {w['p50_ms']:.1f} ms, "
+        f"p95 {w['p95_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms, non-2xx {w['non_2xx']} {w['socket_errors']}"
+    )
+    if args.json:
+        print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
