@@ -146,6 +146,7 @@ def verify_tree(root: Path, *, links: bool = True) -> TreeReport:
         report.problems.append(TreeProblem("_archiver/manifest.jsonl", e.message))
         return report
     _check_search_index(root, report)
+    _check_versions(root, report)
     if report.manifest:
         unlisted = _unlisted(root, listed)
         if unlisted:
@@ -155,6 +156,15 @@ def verify_tree(root: Path, *, links: bool = True) -> TreeReport:
 
 
 _SEARCH_DIR = f"{RESERVED_DIR}/search/"
+
+
+def _check_versions(root: Path, report: TreeReport) -> None:
+    """The version store, when the tree has one (formats/history.md §4): every version manifest
+    sound, every path plain, every blob there and holding the bytes its name says."""
+    from archiver.versions import store
+
+    for where, message in store.problems(root):
+        report.problems.append(TreeProblem(where, f"versions: {message}"))
 
 
 def _check_search_index(root: Path, report: TreeReport) -> None:

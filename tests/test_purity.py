@@ -58,6 +58,11 @@ SEARCH = {
     "archiver.html_depth",
 }  # fmt: skip
 
+HISTORY = {
+    "__future__", "bisect", "collections.abc", "dataclasses", "datetime", "difflib", "re", "typing",
+    "urllib.parse", "archiver.versions.volatile",
+}  # fmt: skip
+
 URLS = CORE | {
     "archiver.urls.canonical", "archiver.urls.dedup", "archiver.urls.domains", "archiver.urls.host",
     "archiver.urls.href", "archiver.urls.percent", "archiver.urls.scope", "archiver.urls.syntax",
@@ -84,6 +89,7 @@ PURE: dict[str, set[str]] = {
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
     "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
     "search/query.py": SEARCH, "search/snippet.py": SEARCH,
+    "versions/dates.py": HISTORY, "versions/volatile.py": HISTORY, "versions/diff.py": HISTORY,
     "warc/replay_rules.py": WARC | {
         "collections.abc", "archiver", "archiver.errors", "archiver.media", "archiver.codings",
     },

@@ -134,8 +134,10 @@ EXAMPLES: dict[str, list[str]] = {
     "merge": ["archiver merge shard1/ shard2/ shard3/ -o site/"],
     "verify": ["archiver verify site.gwtar.html site.zim site/",
                "archiver verify -r archives/ --junit verify.xml    # every archive in a folder, for CI"],
-    "ls": ["archiver ls site.zim", "archiver ls crawl.warc.gz --json"],
-    "extract": ["archiver extract site.gwtar.html -o copy/"],
+    "ls": ["archiver ls site.zim", "archiver ls crawl.warc.gz --json", "archiver ls site/ --versions"],
+    "extract": ["archiver extract site.gwtar.html -o copy/",
+                "archiver extract site/ --version 2026-11-30 -o site-november/"],
+    "diff": ["archiver diff site/", "archiver diff site/ --from 2026-11-01 --to 2026-12-01 --text"],
     "repair": ["archiver repair site.gwtar.html", "archiver repair site.gwtar.html -o repaired.gwtar.html"],
     "serve": ["archiver serve site.gwtar.html site.zim site/ --port 8000",
               "archiver serve site.zim --print-config nginx > archiver.conf"],
@@ -471,6 +473,7 @@ def _parser() -> argparse.ArgumentParser:
     p = command("ls", "list the members of a gwtar, the entries of a ZIM or the records of a WARC or WACZ")
     p.add_argument("archive")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--versions", action="store_true", help="a tree: list its versions (formats/history.md)")
     p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
     p.set_defaults(func=_command("readers", "_cmd_ls"))
 
@@ -479,6 +482,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", required=True, help="the folder to extract into")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder, replacing files")
     p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
+    p.add_argument(
+        "--version",
+        metavar="DATE",
+        help="a tree: write the version in force at DATE (a version id, YYYY-MM-DD, or a time) as a "
+        "plain tree (formats/history.md)",
+    )
     p.add_argument(
         "--keep-symlinks",
         action="store_true",
@@ -514,6 +523,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=["auto", "page", "asset"], default="auto")
     p.add_argument("--json", action="store_true", help="one JSON object per URL")
     p.set_defaults(func=_command("serve", "_cmd_map"))
+
+    # history (formats/history.md): what changed between two versions of a tree
+    from archiver.cli.history import add_arguments as add_history
+
+    add_history(command, _command("history", "_cmd_diff"))
 
     # search (formats/search.md): a tree's index and the command-line query
     p = command("index", "build a tree's search index and search page (_archiver/search/)")

@@ -57,6 +57,10 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     from archiver.detect import kind_of
 
     path = Path(args.archive)
+    if args.versions:
+        from archiver.cli.history import ls_versions
+
+        return ls_versions(path, args.json)
     kind = kind_of(path)
     if kind in ("warc", "wacz"):
         return _ls_warc(path, args)
@@ -105,6 +109,10 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     from archiver.detect import kind_of
 
     path, out = Path(args.archive), Path(args.out)
+    if args.version is not None:
+        from archiver.cli.history import extract_version
+
+        return extract_version(path, args.version, out)
     kind = kind_of(path)
     if kind == "zim":
         from archiver import zim

@@ -22,6 +22,7 @@ __all__ = [
     "RESERVED_DIR",
     "RESERVED_NAMES",
     "STATE_NAME",
+    "VERSIONS_NAME",
     "Kind",
     "fold_suffix",
     "local_path",
@@ -43,6 +44,9 @@ STATE_NAME = "crawl.sqlite"
 #: starts with STATE_NAME or REPORT_NAME is private too (:func:`archiver.tree.is_private`).
 #: Re-exported by :mod:`archiver.tree`.
 REPORT_NAME = "report.json"
+#: The version store (formats/history.md §1): earlier versions' manifests and every version's bytes.
+#: Dot-first, so no host folder can have the name (hosts are canonical, never dot-first).
+VERSIONS_NAME = ".versions"
 PRIVATE_NAMES = frozenset(
     {
         STATE_NAME,
@@ -52,6 +56,7 @@ PRIVATE_NAMES = frozenset(
         "tmp",
         REPORT_NAME,
         "warc",
+        VERSIONS_NAME,
     }
 )
 #: Names inside RESERVED_DIR that are metadata, never host folders (tree.md §4.4): the manifest and

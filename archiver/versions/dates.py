@@ -1,0 +1,90 @@
+"""Version ids and the dates that pick a version (formats/history.md §1, §3).
+Pure: no network, no filesystem, no clock."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+__all__ = ["id_date", "id_order", "in_force", "next_id", "parse", "version_id"]
+
+_ID = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
+
+
+def version_id(created: str) -> str:
+    """The id of a version whose capture started at ``created`` (RFC 3339): ``YYYYMMDDTHHMMSSZ``."""
+    when = _rfc3339(created)
+    if when is None:
+        raise ValueError(f"not an RFC 3339 time: {created!r}")
+    return when.strftime("%Y%m%dT%H%M%SZ")
+
+
+def next_id(base: str, taken: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``… whichever is not ``taken``."""
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+def id_date(version: str) -> datetime:
+    """The date of a version id (its suffix ignored); ValueError for anything else."""
+    m = _ID.match(version)
+    if not m:
+        raise ValueError(f"not a version id: {version!r}")
+    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
+def id_order(version: str) -> tuple[datetime, int]:
+    m = _ID.match(version)
+    if not m:
+        raise ValueError(f"not a version id: {version!r}")
+    return id_date(version), int(m.group(2) or 1)
+
+
+def _rfc3339(text: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).replace(microsecond=0)
+
+
+def parse(text: str) -> datetime:
+    """A ``--version DATE`` (formats/history.md §3) as the UTC instant it stands for: a version id,
+    ``YYYY-MM-DD`` (the end of that day), ``YYYY-MM-DDTHH:MM[:SS][Z|±hh:mm]`` or ``YYYYMMDDhhmmss``."""
+    t = text.strip()
+    if _ID.match(t):
+        return id_date(t)
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", t):
+        try:
+            day = datetime.strptime(t, "%Y-%m-%d").replace(tzinfo=UTC)
+        except ValueError:
+            raise ValueError(f"not a date: {text!r}") from None
+        return day + timedelta(days=1) - timedelta(seconds=1)
+    if re.fullmatch(r"\d{14}", t):
+        try:
+            return datetime.strptime(t, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        except ValueError:
+            raise ValueError(f"not a timestamp: {text!r}") from None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?", t):
+        when = _rfc3339(t.replace(" ", "T"))
+        if when is not None:
+            return when
+    raise ValueError(
+        f"not a date: {text!r} (a version id, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or YYYYMMDDhhmmss)"
+    )
+
+
+def in_force(versions: Sequence[str], when: datetime) -> str | None:
+    """The newest of ``versions`` (ids) whose date is at or before ``when``; None before the first."""
+    ordered = sorted(versions, key=id_order)
+    dates = [id_date(v) for v in ordered]
+    i = bisect.bisect_right(dates, when)
+    return ordered[i - 1] if i else None

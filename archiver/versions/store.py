@@ -1,0 +1,480 @@
+"""The version store of a tree, ``_archiver/.versions/`` (formats/history.md §1–§4): recording the
+tree's state as a version, listing the versions, reading one back (``extract --version``) and
+checking the store against a hostile or damaged copy. Streaming: one record at a time, files hashed
+in 1 MiB chunks; every write goes to a ``.tmp-`` name and is renamed into place."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from archiver.errors import FormatError, UsageError
+from archiver.tree import (
+    MANIFEST_NAME,
+    Header,
+    Record,
+    is_private,
+    manifest_path,
+    read_header,
+    read_records,
+)
+from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
+from archiver.versions import dates
+
+__all__ = [
+    "Version",
+    "blob_path",
+    "extract",
+    "problems",
+    "read_version",
+    "record",
+    "store_dir",
+    "version_records",
+    "versions",
+]
+
+_CHUNK = 1 << 20
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_TMP = ".tmp-"
+_encoder = msgspec.json.Encoder()
+_header_decoder = msgspec.json.Decoder(Header)
+_record_decoder = msgspec.json.Decoder(Record)
+
+
+@dataclass(frozen=True)
+class Version:
+    id: str
+    manifest: Path  # the version manifest, or the tree's own for a tree that recorded none
+    recorded: bool  # False: the tree's current state, not yet in the store
+
+    @property
+    def date(self) -> str:
+        return dates.id_date(self.id).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def store_dir(root: Path) -> Path:
+    return root / RESERVED_DIR / VERSIONS_NAME
+
+
+def blob_path(root: Path, sha256: str) -> Path:
+    if not _HEX64.match(sha256):
+        raise FormatError(f"{sha256!r} is not a SHA-256", subject=str(store_dir(root)))
+    return store_dir(root) / "blobs" / "sha256" / sha256[:2] / sha256
+
+
+def _current_id(root: Path) -> str | None:
+    header = read_header(root)
+    if header is None:
+        return None
+    try:
+        return dates.version_id(header.created)
+    except ValueError:
+        raise FormatError(
+            f"its created time {header.created!r} is not RFC 3339", subject=str(manifest_path(root))
+        ) from None
+
+
+def versions(root: Path) -> list[Version]:
+    """Every recorded version, oldest first, then the tree's current state when it is not recorded
+    (an older tree is one version, formats/history.md §1)."""
+    found: list[Version] = []
+    folder = store_dir(root)
+    if folder.is_dir():
+        for entry in os.scandir(folder):
+            name = entry.name
+            if not name.endswith(".jsonl") or name.startswith(_TMP):
+                continue
+            vid = name[: -len(".jsonl")]
+            try:
+                dates.id_order(vid)
+            except ValueError:
+                continue  # not a version manifest's name: verify says so (problems)
+            found.append(Version(vid, Path(entry.path), True))
+    found.sort(key=lambda v: dates.id_order(v.id))
+    current = _current_id(root)
+    if current is not None and not _current_is_recorded(root, found):
+        found.append(Version(_unique(current, {v.id for v in found}), manifest_path(root), False))
+    return found
+
+
+def _unique(base: str, taken: set[str]) -> str:
+    return dates.next_id(base, taken)
+
+
+def _manifest_bytes(root: Path) -> bytes:
+    """The tree's manifest compacted (one record per path, later wins), as a version stores it."""
+    header = read_header(root)
+    assert header is not None
+    lines = [_encoder.encode(header) + b"\n"]
+    lines += [_encoder.encode(r) + b"\n" for r in read_records(root)]
+    return b"".join(lines)
+
+
+def _current_is_recorded(root: Path, found: list[Version]) -> bool:
+    if not found:
+        return False
+    current = _current_id(root)
+    same_start = [v for v in found if v.id.split("-")[0] == current]
+    if not same_start:
+        return False
+    want = hashlib.sha256(_version_body(_manifest_bytes(root), "")).hexdigest()
+    return any(
+        hashlib.sha256(_version_body(v.manifest.read_bytes(), "")).hexdigest() == want for v in same_start
+    )
+
+
+def _version_body(data: bytes, vid: str) -> bytes:
+    """A version manifest's bytes with its header's ``options.version`` set to ``vid`` ("" removes
+    it): what two recordings of the same state compare equal on."""
+    first, _, rest = data.partition(b"\n")
+    header = _header_decoder.decode(first)
+    options = dict(header.options)
+    options.pop("version", None)
+    if vid:
+        options["version"] = vid
+    header.options = options
+    return _encoder.encode(header) + b"\n" + rest
+
+
+def _safe_path(path: str) -> str | None:
+    """Why a record's path is not a plain relative path inside the tree (None when it is)."""
+    if not path or "\x00" in path or path.startswith("/") or "\\" in path:
+        return "not a plain relative path"
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "not a plain relative path"
+    if is_private(path) or (parts[0] == RESERVED_DIR and len(parts) > 1 and parts[1] == MANIFEST_NAME):
+        return "names a private file of the tree"
+    return None
+
+
+def _parent_fd(root: Path, rel: str) -> tuple[int, str]:
+    """A descriptor of the folder holding ``rel`` under ``root``, reached component by component
+    without following a symbolic link, and ``rel``'s last component."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    parts = rel.split("/")
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError as e:
+        os.close(fd)
+        raise FormatError(f"cannot be read: {e.strerror or e}", subject=rel) from None
+    return fd, parts[-1]
+
+
+def _open_in_tree(root: Path, rel: str) -> int:
+    """A read descriptor for the regular file ``rel`` under ``root``, no symbolic link followed."""
+    pfd, leaf = _parent_fd(root, rel)
+    try:
+        st = os.stat(leaf, dir_fd=pfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError("is not a regular file", subject=rel)
+        return os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=pfd)
+    except OSError as e:
+        raise FormatError(f"cannot be read: {e.strerror or e}", subject=rel) from None
+    finally:
+        os.close(pfd)
+
+
+def _hash_fd(fd: int) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := os.read(fd, _CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def _store_blob(root: Path, r: Record) -> int:
+    """Make sure the blob of ``r`` exists (formats/history.md §2); the bytes it added (0 for a
+    blob already there or a hard link). The file is linked (or copied) to a temporary name first and
+    that inode is the one hashed, so what is stored is what was checked."""
+    target = blob_path(root, r.sha256)
+    if target.is_file():
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f"{_TMP}{r.sha256}-{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    pfd, leaf = _parent_fd(root, r.path)
+    added = 0
+    try:
+        try:
+            os.link(leaf, tmp, src_dir_fd=pfd, follow_symlinks=False)
+            st = os.lstat(tmp)
+            if not stat.S_ISREG(st.st_mode):
+                tmp.unlink()
+                raise FormatError("is not a regular file", subject=str(root / r.path))
+        except FileNotFoundError:
+            raise FormatError("is missing", subject=str(root / r.path)) from None
+        except OSError:  # another file system, or no hard links there: copy
+            fd = _open_in_tree(root, r.path)
+            try:
+                with open(tmp, "wb") as out:
+                    while chunk := os.read(fd, _CHUNK):
+                        out.write(chunk)
+                    out.flush()
+                    os.fsync(out.fileno())
+            finally:
+                os.close(fd)
+            added = r.size
+    finally:
+        os.close(pfd)
+    size, sha = _hash_file(tmp)
+    if (size, sha) != (r.size, r.sha256):
+        tmp.unlink()
+        raise FormatError(
+            "has changed since it was captured (its size or SHA-256 is not its record's): "
+            "run archiver verify on the tree",
+            subject=str(root / r.path),
+        )
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, target)
+    return added
+
+
+def _hash_file(path: Path) -> tuple[int, str]:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        return _hash_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f"{_TMP}{path.name}-{os.getpid()}")
+    with open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def _clean_temporaries(folder: Path) -> None:
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            if name.startswith(_TMP):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(dirpath, name))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    version: Version
+    new: bool  # False when that state was recorded already
+    files: int
+    bytes_added: int
+
+
+def record(root: Path) -> Recorded:
+    """Record the tree's current state as a version (formats/history.md §2)."""
+    header = read_header(root)
+    if header is None:
+        raise UsageError("has no manifest: only a capture's tree has versions", subject=str(root))
+    folder = store_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    _clean_temporaries(folder)
+    existing = versions(root)
+    current = existing[-1] if existing and not existing[-1].recorded else None
+    if current is None:
+        same = next(v for v in reversed(existing) if v.recorded)
+        return Recorded(same, False, 0, 0)
+    files = added = 0
+    for r in read_records(root):
+        why = _safe_path(r.path)
+        if why:
+            raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
+        added += _store_blob(root, r)
+        files += 1
+    vid = current.id
+    body = _version_body(_manifest_bytes(root), vid)
+    _write_atomic(folder / f"{vid}.jsonl", body)
+    report = root / RESERVED_DIR / REPORT_NAME
+    if report.is_file():
+        _write_atomic(folder / f"{vid}.report.json", report.read_bytes())
+    return Recorded(Version(vid, folder / f"{vid}.jsonl", True), True, files, added)
+
+
+def _decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
+    f = path.open("rb")
+    try:
+        header = _header_decoder.decode(f.readline())
+    except msgspec.DecodeError as e:
+        f.close()
+        raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(path)) from None
+
+    def rows() -> Iterator[Record]:
+        with f:
+            for n, line in enumerate(f, 2):
+                if not line.strip():
+                    continue
+                if not line.endswith(b"\n"):
+                    raise FormatError(f"line {n} is cut short", subject=str(path))
+                try:
+                    yield _record_decoder.decode(line)
+                except msgspec.DecodeError as e:
+                    raise FormatError(f"line {n}: {e}", subject=str(path)) from None
+
+    return header, rows()
+
+
+def version_records(v: Version) -> Iterator[Record]:
+    """The records of a version (a recorded one's manifest, or the tree's own)."""
+    if not v.recorded:
+        yield from read_records(v.manifest.parent.parent)
+        return
+    _, rows = _decode_manifest(v.manifest)
+    yield from rows
+
+
+def read_version(root: Path, v: Version, path: str) -> bytes:
+    """The bytes of ``path`` in version ``v``: its blob, checked against its hash."""
+    for r in version_records(v):
+        if r.path == path:
+            return read_blob(root, r) if v.recorded else _read_tree_file(root, r)
+    raise KeyError(path)
+
+
+def _read_tree_file(root: Path, r: Record) -> bytes:
+    fd = _open_in_tree(root, r.path)
+    try:
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_blob(root: Path, r: Record) -> bytes:
+    data = blob_path(root, r.sha256).read_bytes()
+    if hashlib.sha256(data).hexdigest() != r.sha256:
+        raise FormatError("its bytes do not match its SHA-256", subject=str(blob_path(root, r.sha256)))
+    return data
+
+
+def problems(root: Path) -> Iterator[tuple[str, str]]:
+    """(where, what) for every problem of the store (formats/history.md §4); nothing when the tree
+    has no store or a sound one."""
+    folder = store_dir(root)
+    if not folder.is_dir():
+        return
+    checked: set[str] = set()
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        name = entry.name
+        if name == "blobs" or name.startswith(_TMP) or name.endswith(".report.json"):
+            continue
+        where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{name}"
+        if not name.endswith(".jsonl"):
+            yield (where, "is not part of the version store")
+            continue
+        vid = name[: -len(".jsonl")]
+        try:
+            dates.id_order(vid)
+        except ValueError:
+            yield (where, "is not named by a version id")
+            continue
+        if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+            yield (where, "is not a regular file")
+            continue
+        try:
+            header, rows = _decode_manifest(Path(entry.path))
+            if header.options.get("version") != vid:
+                yield (where, f"its header names version {header.options.get('version')!r}, not {vid}")
+            for r in rows:
+                why = _safe_path(r.path)
+                if why:
+                    yield (f"{where}: {r.path}", why)
+                    continue
+                if not _HEX64.match(r.sha256):
+                    yield (f"{where}: {r.path}", f"{r.sha256!r} is not a SHA-256")
+                    continue
+                if r.sha256 in checked:
+                    continue
+                checked.add(r.sha256)
+                yield from _blob_problems(root, r, where)
+        except FormatError as e:
+            yield (e.subject or where, e.message)
+
+
+def _blob_problems(root: Path, r: Record, where: str) -> Iterator[tuple[str, str]]:
+    blob = blob_path(root, r.sha256)
+    rel = blob.relative_to(root).as_posix()
+    try:
+        fd = _open_in_tree(root, rel)
+    except FormatError as e:
+        yield (f"{where}: {r.path}", f"its blob {rel} {e.message}")
+        return
+    try:
+        size, sha = _hash_fd(fd)
+    finally:
+        os.close(fd)
+    if sha != r.sha256 or size != r.size:
+        yield (f"{where}: {r.path}", f"its blob {rel} does not hold the bytes its name and record say")
+
+
+def extract(root: Path, v: Version, out: Path) -> int:
+    """Write version ``v`` as a plain tree at ``out`` (which must not exist, or be empty): every file
+    a hard link to its blob (a copy across file systems), the version's manifest as the tree's. The
+    version is checked whole before anything is written. Returns the number of files."""
+    if not v.recorded:
+        raise UsageError(
+            f"version {v.id} is the tree itself: copy the tree, or record it first", subject=str(root)
+        )
+    for where, what in problems_of_version(root, v):
+        raise FormatError(what, subject=where)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError("exists and is not an empty folder", subject=str(out))
+    work = out.with_name(f".{out.name}.archiver-tmp-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        _, rows = _decode_manifest(v.manifest)
+        n = 0
+        for r in rows:
+            dest = work / r.path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            src = blob_path(root, r.sha256)
+            try:
+                os.link(src, dest)
+            except OSError:
+                shutil.copyfile(src, dest)
+            n += 1
+        body = _version_body(v.manifest.read_bytes(), "")
+        (work / RESERVED_DIR).mkdir(exist_ok=True)
+        (work / RESERVED_DIR / MANIFEST_NAME).write_bytes(body)
+        if out.exists():
+            out.rmdir()
+        os.replace(work, out)
+        return n
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def problems_of_version(root: Path, v: Version) -> Iterator[tuple[str, str]]:
+    where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{v.manifest.name}"
+    _, rows = _decode_manifest(v.manifest)
+    checked: set[str] = set()
+    for r in rows:
+        why = _safe_path(r.path)
+        if why:
+            yield (f"{where}: {r.path}", why)
+            continue
+        if not _HEX64.match(r.sha256):
+            yield (f"{where}: {r.path}", f"{r.sha256!r} is not a SHA-256")
+            continue
+        if r.sha256 not in checked:
+            checked.add(r.sha256)
+            yield from _blob_problems(root, r, where)

@@ -1,0 +1,68 @@
+"""Trees made by hand for the history tests: files and a manifest, as a capture would leave them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from archiver.tree import Header, Record, write_records
+
+HOME = "http://site.localhost/"
+
+
+def page(title: str, body: str) -> str:
+    return (
+        f"<!DOCTYPE html><html><head><meta charset=utf-8><title>{title}</title></head>"
+        f"<body><nav>Home · Docs</nav><main><h1>{title}</h1>{body}</main></body></html>\n"
+    )
+
+
+def write_tree(
+    root: Path,
+    files: dict[str, str | bytes],
+    created: str,
+    *,
+    statuses: dict[str, int] | None = None,
+    redirects: dict[str, list[str]] | None = None,
+) -> None:
+    """Write ``files`` (tree path → content) atomically (a new file renamed over the old, as a
+    capture does), remove the files of the tree's manifest that ``files`` lacks, and write the
+    manifest (header ``created``)."""
+    statuses = statuses or {}
+    redirects = redirects or {}
+    records = []
+    tmp = root / "_archiver" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for path, content in files.items():
+        data = content.encode() if isinstance(content, str) else content
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        t = tmp / "w"
+        t.write_bytes(data)
+        os.replace(t, target)
+        kind = "page" if path.endswith(".html") else "asset"
+        url = HOME + ("" if path == "index.html" else path)
+        records.append(
+            Record(
+                path=path,
+                kind=kind,
+                media_type="text/html" if kind == "page" else "text/css",
+                size=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+                urls=[url],
+                title=path if kind == "page" else None,
+                status=statuses.get(path, 200),
+                fetched=created,
+                redirects=redirects.get(path, []),
+            )
+        )
+    manifest = root / "_archiver" / "manifest.jsonl"
+    if manifest.exists():
+        from archiver.tree import read_records
+
+        for old in read_records(root):
+            if old.path not in files and (root / old.path).exists():
+                (root / old.path).unlink()
+    tmp.rmdir()
+    write_records(root, Header(home=HOME, created=created, seeds=[HOME]), records)
