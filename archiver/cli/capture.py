@@ -22,6 +22,8 @@ def _cmd_capture(args: argparse.Namespace) -> int:
         return status_main(args.state, args.crawl, as_json=args.json)
     if args.out is None:
         raise UsageError("the following argument is required: -o/--out", subject="capture")
+    if args.new_version:
+        return _new_version(args)
     if args.from_warc:
         from archiver.warc.importer import import_main
 
@@ -45,6 +47,50 @@ def _cmd_capture(args: argparse.Namespace) -> int:
         bookmarks=Path(args.bookmarks) if args.bookmarks else None,
         **capture_options(args),
     )
+
+
+def _new_version(args: argparse.Namespace) -> int:
+    """``capture --new-version`` (formats/history.md §6): the tree's state recorded, everything fetched
+    again, what the run did not reach taken out, the new state recorded as a version."""
+    import sys
+
+    from archiver.capture import capture_main
+    from archiver.versions import recapture
+
+    given_flags = (("--state", args.state), ("--refresh", args.refresh), ("--no-resume", args.no_resume),
+                   ("--from-warc", args.from_warc))  # fmt: skip
+    for flag, given in given_flags:
+        if given:
+            raise UsageError(f"--new-version and {flag} do not go together", subject="capture")
+    out = Path(args.out)
+    pending = recapture.begin(out)
+    options = capture_options(args)
+    wants_index = options["search_index"] is True or (options["search_index"] is None and not args.no_render)
+    options.update(refresh=not pending.resumed, search_index=False)
+    code = capture_main(
+        args.urls,
+        out,
+        as_json=args.json,
+        seeds_file=Path(args.seeds) if args.seeds else None,
+        bookmarks=Path(args.bookmarks) if args.bookmarks else None,
+        **options,
+    )
+    done = recapture.finish(out, pending)
+    if done.recorded is None:
+        print(f"archiver: {out}: the new version is not recorded yet: the run did not finish; run the same "
+              "command again to go on", file=sys.stderr)  # fmt: skip
+        return code or 3
+    if wants_index:
+        from archiver.search import store as search_store
+
+        search_store.write_index(out)
+    v = done.recorded.version
+    print(
+        f"{out}: version {v.id} recorded ({done.recorded.files} files, {done.removed} no longer on the "
+        "site removed from the folder; archiver diff shows what changed)",
+        file=sys.stderr,
+    )
+    return code
 
 
 def capture_options(args: argparse.Namespace) -> dict[str, object]:

@@ -33,6 +33,9 @@ def pick(root: Path, when: str | None, *, default: int = -1) -> Any:
         raise UsageError("has no version", subject=str(root))
     if when is None:
         return found[default]
+    exact = [v for v in found if v.id == when]
+    if exact:
+        return exact[0]
     try:
         instant = dates.parse(when)
     except ValueError as e:

@@ -364,6 +364,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     g = p.add_argument_group("resuming")
     g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")
+    g.add_argument(
+        "--new-version",
+        action="store_true",
+        help="capture the site again as a new version of the tree: the current state is kept as a "
+        "version, pages gone from the site leave the folder (archiver diff, formats/history.md)",
+    )
     g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
     g = p.add_argument_group("many workers (formats/crawl-state.md 6)")
     g.add_argument(

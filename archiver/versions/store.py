@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
 from archiver.versions import dates
 
 __all__ = [
+    "PENDING",
     "Version",
     "blob_path",
     "extract",
@@ -45,6 +47,8 @@ __all__ = [
 _CHUNK = 1 << 20
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _TMP = ".tmp-"
+#: The mark of a re-capture that has not finished (formats/history.md §6): its start time.
+PENDING = "pending.json"
 _encoder = msgspec.json.Encoder()
 _header_decoder = msgspec.json.Decoder(Header)
 _record_decoder = msgspec.json.Decoder(Record)
@@ -72,11 +76,18 @@ def blob_path(root: Path, sha256: str) -> Path:
 
 
 def _current_id(root: Path) -> str | None:
+    """The id the tree's current state has: its manifest's start, or while a re-capture is pending
+    (formats/history.md §6) that run's start."""
     header = read_header(root)
     if header is None:
         return None
+    created = header.created
+    mark = store_dir(root) / PENDING
+    if mark.is_file():
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # begin() says what is wrong
+            created = str(json.loads(mark.read_text())["started"])
     try:
-        return dates.version_id(header.created)
+        return dates.version_id(created)
     except ValueError:
         raise FormatError(
             f"its created time {header.created!r} is not RFC 3339", subject=str(manifest_path(root))
@@ -373,7 +384,7 @@ def problems(root: Path) -> Iterator[tuple[str, str]]:
     checked: set[str] = set()
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         name = entry.name
-        if name == "blobs" or name.startswith(_TMP) or name.endswith(".report.json"):
+        if name in ("blobs", PENDING) or name.startswith(_TMP) or name.endswith(".report.json"):
             continue
         where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{name}"
         if not name.endswith(".jsonl"):

@@ -1,0 +1,114 @@
+"""``archiver capture URL -o TREE --new-version`` around the capture itself (formats/history.md §6):
+:func:`begin` records the tree's current state as a version (if it is not yet) and marks a new one
+as pending; the capture then fetches everything again into the tree; :func:`finish`, once the run
+has finished its frontier, takes out of the tree what the run did not reach again (its bytes stay in
+the earlier version), dates the manifest with the run's start and records the new version. An
+interrupted re-capture is resumed by running the same command again (the pending mark keeps its
+start); until it finishes, the earlier versions stay whole and no partial version is recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from archiver.errors import FormatError, UsageError
+from archiver.tree import Header, read_header, read_records, write_records
+from archiver.urls import REPORT_NAME, RESERVED_DIR
+from archiver.versions import store
+
+__all__ = ["PENDING", "Pending", "begin", "finish"]
+
+PENDING = store.PENDING
+
+
+@dataclass(frozen=True)
+class Pending:
+    started: datetime
+    resumed: bool  # True: an interrupted re-capture goes on (the crawl state is resumed, not refreshed)
+
+
+def _pending_path(root: Path) -> Path:
+    return store.store_dir(root) / PENDING
+
+
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def begin(root: Path, now: datetime | None = None) -> Pending:
+    """Before the capture: the tree must be a capture's; its current state is recorded; a pending
+    mark with the run's start is written (or read back, when a re-capture was interrupted)."""
+    if read_header(root) is None:
+        raise UsageError(
+            "--new-version needs a tree a capture wrote (it has no manifest): capture it first",
+            subject=str(root),
+        )
+    mark = _pending_path(root)
+    if mark.is_file():
+        try:
+            started = datetime.fromisoformat(json.loads(mark.read_text())["started"].replace("Z", "+00:00"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise FormatError("is not a pending re-capture's mark", subject=str(mark)) from None
+        return Pending(started, True)
+    store.record(root)
+    started = (now or datetime.now(UTC)).replace(microsecond=0)
+    tmp = mark.with_name(f".tmp-{PENDING}-{os.getpid()}")
+    tmp.write_text(json.dumps({"started": _stamp(started)}) + "\n")
+    os.replace(tmp, mark)
+    return Pending(started, False)
+
+
+def _complete(root: Path) -> bool:
+    try:
+        doc = json.loads((root / RESERVED_DIR / REPORT_NAME).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("complete") is True
+
+
+def _fetched_at(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Finished:
+    recorded: store.Recorded | None  # None: the run did not finish its frontier; the version waits
+    removed: int  # files the run did not reach again, taken out of the tree
+
+
+def finish(root: Path, pending: Pending) -> Finished:
+    """After the capture: when its run finished the frontier, every record the run did not fetch
+    again (fetched before ``pending.started``) leaves the tree and the manifest, the manifest is
+    dated with the run's start, and the state is recorded as a new version; else nothing changes."""
+    if not _complete(root):
+        return Finished(None, 0)
+    header = read_header(root)
+    assert header is not None
+    kept, gone = [], []
+    for r in read_records(root):
+        when = _fetched_at(r.fetched)
+        (gone if when is not None and when < pending.started else kept).append(r)
+    for r in gone:
+        try:
+            (root / r.path).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise FormatError(f"cannot be removed: {e.strerror}", subject=str(root / r.path)) from None
+    options = dict(header.options)
+    options.pop("version", None)
+    new_header = Header(home=header.home, created=_stamp(pending.started), tool=header.tool,
+                        seeds=header.seeds, options=options)  # fmt: skip
+    write_records(root, new_header, kept)
+    done = store.record(root)
+    _pending_path(root).unlink(missing_ok=True)
+    return Finished(done, len(gone))

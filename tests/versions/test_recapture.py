@@ -1,0 +1,148 @@
+"""``archiver capture --new-version`` (formats/history.md §6) on a site served on loopback that
+changes between runs: the earlier state stays a version, read back byte for byte; pages the site no
+longer has leave the folder; ``diff`` names exactly what changed, was added, removed and gone; an
+unchanged site adds no new bytes; a kill -9 in the middle of a re-capture leaves every version whole
+and the same command finishes it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from archiver.fixture import FixtureConfig, FixtureServer
+from archiver.versions import store
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f"<!DOCTYPE html><html><head><meta charset=utf-8><title>{title}</title>"
+        f'<link rel=stylesheet href="/s.css"></head><body><main><h1>{title}</h1>{body}</main></body></html>\n'
+    )
+
+
+def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "archiver", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _capture(url: str, out: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return _cli("capture", url, "-o", str(out), "--no-render", "--delay", "0", "--json", *more)
+
+
+_PRIVATE = (".versions", "search", "report.json", "manifest.jsonl", "tmp", "warc")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """The tree's pages and assets (not its manifest, index, state or store): what a version holds."""
+    out = {}
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if not p.is_file():
+            continue
+        if rel.parts[0] == "_archiver" and (
+            rel.parts[1] in _PRIVATE or rel.parts[1].startswith("crawl.sqlite")
+        ):
+            continue
+        out[rel.as_posix()] = p.read_bytes()
+    return out
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    root = tmp_path / "live"
+    root.mkdir()
+    (root / "s.css").write_text("body { color: #123 }")
+    links = '<a href="/a.html">A</a> <a href="/b.html">B</a> <a href="/c.html">C</a>'
+    (root / "index.html").write_text(_page("Home", f"<p>{links}</p>"))
+    (root / "a.html").write_text(_page("A", "<p>First text of A.</p>"))
+    (root / "b.html").write_text(_page("B", "<p>B is here.</p>"))
+    (root / "c.html").write_text(_page("C", "<p>C is here.</p>"))
+    return root
+
+
+def test_a_second_version_keeps_the_first_and_diff_names_the_changes(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        first = _capture(server.url, out)
+        assert first.returncode == 0, first.stderr
+        before = _files(out)
+        time.sleep(1.1)  # versions are named by the second their run started
+        (site / "a.html").write_text(_page("A", "<p>First text of A.</p><p>And a second paragraph.</p>"))
+        (site / "b.html").unlink()  # still linked: a 404
+        (site / "c.html").unlink()  # no longer linked, and gone: every URL the tree knew is checked again
+        links = '<a href="/a.html">A</a> <a href="/b.html">B</a> <a href="/d.html">D</a>'
+        (site / "index.html").write_text(_page("Home", f"<p>{links}</p>"))
+        (site / "d.html").write_text(_page("D", "<p>D is new.</p>"))
+        second = _capture(server.url, out, "--new-version")
+        assert second.returncode == 0, second.stderr
+        assert "recorded" in second.stderr
+    assert not (out / "b.html").exists() and not (out / "c.html").exists() and (out / "d.html").exists()
+    vs = store.versions(out)
+    assert [v.recorded for v in vs] == [True, True]
+    diff = _cli("diff", str(out), "--json")
+    assert diff.returncode == 0, diff.stderr
+    rows = [json.loads(x) for x in diff.stdout.splitlines() if x.startswith('{"class"')]
+    assert {r["path"]: r["class"] for r in rows} == {
+        "a.html": "changed", "b.html": "gone", "c.html": "gone", "d.html": "added", "index.html": "changed",
+    }  # fmt: skip
+    assert {r["outcome"] for r in rows if r["class"] == "gone"} == {"failed"}
+    assert "+And a second paragraph." in next(r for r in rows if r["path"] == "a.html")["diff"]
+    # the first version reads back as the first capture wrote it
+    old = tmp_path / "old"
+    done = _cli("extract", str(out), "--version", vs[0].id, "-o", str(old))
+    assert done.returncode == 0, done.stderr
+    assert _files(old) == before
+    assert _cli("verify", str(out)).returncode == 0
+
+
+def test_an_unchanged_site_adds_no_bytes(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        time.sleep(1.1)
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+    listed = [json.loads(x) for x in _cli("ls", str(out), "--versions", "--json").stdout.splitlines()]
+    assert [d["recorded"] for d in listed] == [True, True]
+    assert listed[1]["new_bytes"] == 0 and listed[1]["files"] == listed[0]["files"]
+    diff = _cli("diff", str(out))
+    assert diff.returncode == 0 and diff.stdout.strip().endswith("no pages"), diff.stdout
+
+
+def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_path: Path) -> None:
+    for i in range(40):
+        (site / f"p{i}.html").write_text(_page(f"P{i}", f"<p>page {i}</p>"))
+    links = " ".join(f'<a href="/p{i}.html">{i}</a>' for i in range(40))
+    (site / "index.html").write_text(_page("Home", f"<p>{links}</p>"))
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None, latency=0.2)) as slow:
+        assert _capture(slow.url, out).returncode == 0
+        first_files = _files(out)
+        time.sleep(1.1)
+        cmd = [sys.executable, "-m", "archiver", "capture", slow.url, "-o", str(out)]
+        cmd += ["--no-render", "--delay", "0", "--new-version"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (store.store_dir(out) / "pending.json").exists():
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        vs = store.versions(out)
+        assert [v.recorded for v in vs][:1] == [True]
+        assert _cli("verify", str(out)).returncode == 0
+        assert not [p for p in store.store_dir(out).rglob("*") if p.name.startswith(".tmp-")]
+        old = tmp_path / "old"
+        assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(old)).returncode == 0
+        assert _files(old) == first_files
+        again = _capture(slow.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+    assert [v.recorded for v in store.versions(out)] == [True, True]
+    assert not (store.store_dir(out) / "pending.json").exists()
