@@ -55,6 +55,8 @@ _CONDITIONAL: Final = frozenset(
 #: Request headers that send a GET past the fast path (the ordinary path decides on them).
 _FAST_STOP: Final = _CONDITIONAL | {b"service-worker"}
 _TEXT: Final = b"text/plain; charset=utf-8"
+#: The TimeGate negotiates on Accept-Datetime (formats/history.md §7): never the fast path or a cache.
+_TIMEGATE: Final = b"/~/timegate/"
 _ALLOW: Final = (b"allow", b"GET, HEAD")
 _UNKNOWN: Final = object()  # a Host header that is not answered
 
@@ -124,7 +126,7 @@ class App:
         :data:`~archiver.serve.send.SMALL` bytes. (status, header lines, body), exactly what
         :meth:`_http` would send (uvicorn adds its own lines); None for anything else, which then takes
         the ASGI path."""
-        if url[:1] != b"/" or b"#" in url:
+        if url[:1] != b"/" or b"#" in url or url.startswith(_TIMEGATE):
             return None
         range_value: bytes | None = None
         host: bytes | None = None
@@ -219,6 +221,14 @@ class App:
             return
         if worker:  # archived content never installs a service worker (it could rewrite the archive)
             await _plain(send, 403, "service workers are not served", head)
+            return
+        if raw.startswith(_TIMEGATE):
+            if where is not None:  # the bare host's, like every server page
+                await _plain(send, 404, "not found", head)
+                return
+            accept = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"accept-datetime"), None)
+            status, message, extra = self.site.timegate(raw, accept)
+            await _plain(send, status, message, head, extra)
             return
         mount, rep = self.site.lookup(raw, query)
         if where is None:

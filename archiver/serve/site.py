@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+from archiver.serve import memento
 from archiver.serve.mounts import Mount
 from archiver.serve.paths import RESERVED, _href, _query_suffix, split_request_path
 from archiver.serve.policy import PAGE_HEADERS, content_headers, host_labels
@@ -58,6 +59,9 @@ class Site:
         """Where the server listens (known once its socket is bound): the index links to the mounts'
         own origins."""
         self.domain, self.port = domain, port
+        for m in self.mounts.values():
+            if isinstance(m, memento.VersionMount):
+                m.bare = self.bare
         self.index = self._page(_index_page(list(self.mounts.values()), self.origin), self.started)
 
     @staticmethod
@@ -104,7 +108,7 @@ class Site:
         mount = self.mounts.get(head)
         if mount is None:
             return None, _NOT_FOUND
-        if mount.kind in ("tree", "zim") and not rest and not slash:
+        if mount.kind in ("tree", "zim", "version") and not rest and not slash:
             return mount, Redirect(301, mount.href + _query_suffix(raw_query))
         return mount, mount.resolve(rest, slash, raw_query)
 
@@ -140,7 +144,28 @@ class Site:
                 query = _query_param(raw_query, "q")
                 hits = mount.search(query, 50) if query else []
                 return self._page(_search_page(mount, query, hits), int(self.clock()))
+        if len(rest) >= 2 and rest[0] == "timemap":  # formats/history.md §7
+            body = memento.link_format(rest[1], "/".join(rest[2:]), self.mounts, self.origin, self.bare)
+            if body is None:
+                return _NOT_FOUND
+            page = InMemory(body, "application/link-format", int(self.clock()))
+            page.secure(PAGE_HEADERS, PAGE_HEADERS)
+            return page
         return _NOT_FOUND
+
+    @property
+    def bare(self) -> str:
+        """The bare host's origin (the server pages, the TimeMap and TimeGate)."""
+        return f"http://{self.domain}:{self.port}"
+
+    def timegate(self, raw_path: bytes, accept: str | None) -> tuple[int, str, list[tuple[bytes, bytes]]]:
+        """The TimeGate's answer for ``/~/timegate/<tree>/<path>`` (formats/history.md §7)."""
+        split = split_request_path(raw_path)
+        if isinstance(split, Problem) or len(split[0]) < 3:
+            return 404, "not found", []
+        segments, _slash = split
+        tree, path = segments[2], "/".join(segments[3:])
+        return memento.timegate(tree, path, accept, self.mounts, self.origin, self.bare)
 
     def close(self) -> None:
         self.cache.clear()

@@ -147,6 +147,9 @@ def mounts_for(paths: Iterable[Path | str], *, gwtar_mime: str = "text/html") ->
                 mounts.append(_TreeMount(name, path, gwtar_mime))
             else:
                 mounts.append(_FileMount(name, path, kind == "gwtar", gwtar_mime))
+        from archiver.serve.memento import version_mounts
+
+        mounts += version_mounts(mounts)  # each recorded version of a tree (formats/history.md §7)
     except BaseException:
         for m in mounts:
             m.close()

@@ -1,0 +1,204 @@
+"""A tree's versions through ``archiver serve`` (formats/history.md §7, RFC 7089 Memento): each
+recorded version of a tree mount ``NAME`` is a mount of its own, ``NAME@<version id>``
+(:class:`VersionMount`, its own origin), whose files come from the version store and carry
+``Memento-Datetime`` and ``Link`` (original, timegate, timemap); the bare host answers the TimeMap
+(``/~/timemap/NAME/<path>``, ``application/link-format``) and the TimeGate (``/~/timegate/NAME/<path>``:
+``Accept-Datetime`` → a 302 to the memento in force, ``Vary: accept-datetime``).
+
+Each version's path → record table is read from its manifest on first use (one dict a version).
+This module opens the store's files; it never touches the network."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from archiver.serve.mounts import Mount, _plain_file
+from archiver.serve.paths import RESERVED, _href, _query_suffix
+from archiver.serve.ranges import format_http_date, parse_http_date
+from archiver.serve.representation import _NOT_FOUND, FileSlice, Redirect, Result
+
+__all__ = ["VersionMount", "link_format", "timegate", "version_mounts"]
+
+Origin = Callable[[Mount], str]
+
+
+class VersionMount(Mount):
+    """One recorded version of a tree mount, served read-only from the version store."""
+
+    def __init__(self, tree: Mount, version: Any) -> None:
+        super().__init__(f"{tree.name}@{version.id}", "version", tree.path)
+        self.tree = tree
+        self.version = version
+        self.seconds = int(datetime.fromisoformat(version.date.replace("Z", "+00:00")).timestamp())
+        self._records: dict[str, Any] | None = None
+        self.bare = ""  # the bare host's origin, for the Link header (Site.listening sets it)
+
+    @property
+    def href(self) -> str:
+        return _href(self.name) + "/"
+
+    def describe(self) -> str:
+        return f"{self.tree.name} as of {self.version.date}"
+
+    def records(self) -> dict[str, Any]:
+        if self._records is None:
+            from archiver.versions import store
+
+            self._records = {r.path: r for r in store.version_records(self.version)}
+        return self._records
+
+    def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
+        path = "/".join(rest)
+        found = self.records()
+        r = found.get(path) if path and not slash else None
+        if r is None:
+            index = f"{path}/index.html" if path else "index.html"
+            if index in found:
+                if not slash and rest:
+                    return Redirect(301, _href(self.name, *rest) + "/" + _query_suffix(raw_query))
+                r, path = found[index], index
+            else:
+                return _NOT_FOUND
+        return self._file(path, r)
+
+    def _file(self, path: str, r: Any) -> Result:
+        from archiver.errors import FormatError
+        from archiver.versions import store
+
+        try:
+            blob = store.blob_path(Path(self.path), r.sha256)
+        except FormatError:
+            return _NOT_FOUND
+        try:
+            fd = os.open(blob, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return _NOT_FOUND
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != r.size:
+            os.close(fd)
+            return _NOT_FOUND
+        plain = _plain_file(os.fdopen(fd, "rb", buffering=0), st, path.rsplit("/", 1)[-1])
+        original = r.urls[0] if r.urls else ""
+        extra = [(b"memento-datetime", format_http_date(self.seconds).encode("latin-1"))]
+        links = []
+        if original:
+            links.append(f'<{original}>; rel="original"')
+        if self.bare:
+            tail = _href(self.tree.name, *path.split("/"))
+            links.append(f'<{self.bare}{_href(RESERVED, "timegate")}{tail}>; rel="timegate"')
+            links.append(f"<{self.bare}{_href(RESERVED, 'timemap')}{tail}>; rel=\"timemap\"; "
+                         "type=\"application/link-format\"")  # fmt: skip
+        if links:
+            extra.append((b"link", ", ".join(links).encode("ascii", "backslashreplace")))
+        # the blob's bytes never change: its SHA-256 is its ETag; the version's date its Last-Modified
+        return FileSlice(plain.file, 0, st.st_size, plain.content_type, f'"{r.sha256[:32]}"', self.seconds,
+                         extra=extra)  # fmt: skip
+
+
+def version_mounts(mounts: list[Mount]) -> list[Mount]:
+    """The mounts of every recorded version of the tree mounts among ``mounts``, oldest first."""
+    from archiver.errors import FormatError
+    from archiver.versions import store
+
+    out: list[Mount] = []
+    for m in mounts:
+        if m.kind != "tree":
+            continue
+        try:
+            found = [v for v in store.versions(Path(m.path)) if v.recorded]
+        except (FormatError, OSError):
+            continue  # verify says what is wrong with the store; the tree itself is still served
+        out += [VersionMount(m, v) for v in found]
+    return out
+
+
+def _versions_of(tree: str, mounts: dict[str, Mount]) -> list[VersionMount]:
+    return sorted(
+        (m for m in mounts.values() if isinstance(m, VersionMount) and m.tree.name == tree),
+        key=lambda m: (m.seconds, m.name),
+    )
+
+
+def _holding(tree: str, path: str, mounts: dict[str, Mount]) -> list[tuple[VersionMount, Any, str]]:
+    """(version, record, path served) of every version of ``tree`` that has ``path`` (a folder's
+    ``index.html`` for ``dir/``), oldest first."""
+    out = []
+    for v in _versions_of(tree, mounts):
+        found = v.records()
+        for candidate in (path, f"{path.rstrip('/')}/index.html" if path else "index.html"):
+            r = found.get(candidate)
+            if r is not None and not (r.status is not None and 300 <= r.status < 400):
+                out.append((v, r, candidate))
+                break
+    return out
+
+
+def _stamp(seconds: int) -> str:
+    return format_http_date(seconds)
+
+
+def link_format(tree: str, path: str, mounts: dict[str, Mount], origin: Origin, bare: str) -> bytes | None:
+    """The TimeMap of ``path`` in tree ``tree`` (RFC 7089 §5): None when no version has it."""
+    held = _holding(tree, path, mounts)
+    if not held:
+        return None
+    tail = _href(tree, *path.split("/")) if path else _href(tree) + "/"
+    original = next((r.urls[0] for _, r, _ in reversed(held) if r.urls), "")
+    lines = []
+    if original:
+        lines.append(f'<{original}>; rel="original"')
+    lines.append(f'<{bare}{_href(RESERVED, "timegate")}{tail}>; rel="timegate"')
+    lines.append(
+        f'<{bare}{_href(RESERVED, "timemap")}{tail}>; rel="self"; type="application/link-format"; '
+        f'from="{_stamp(held[0][0].seconds)}"; until="{_stamp(held[-1][0].seconds)}"'
+    )
+    for i, (v, _r, served) in enumerate(held):
+        rel = "memento"
+        if i == 0:
+            rel = "first memento"
+        if i == len(held) - 1:
+            rel = "last memento" if len(held) > 1 else "first last memento"
+        uri = origin(v) + _href(v.name, *served.split("/"))
+        lines.append(f'<{uri}>; rel="{rel}"; datetime="{_stamp(v.seconds)}"')
+    return (",\n".join(lines) + "\n").encode("ascii", "backslashreplace")
+
+
+def timegate(
+    tree: str, path: str, accept: str | None, mounts: dict[str, Mount], origin: Origin, bare: str
+) -> tuple[int, str, list[tuple[bytes, bytes]]]:
+    """(status, message, headers) of the TimeGate (RFC 7089 §4.1, pattern 2.3): a 302 to the memento
+    in force at ``accept`` (the first one before it, the last one without it), ``Vary:
+    accept-datetime``; 400 for an Accept-Datetime that is no HTTP-date; 404 when no version has it."""
+    held = _holding(tree, path, mounts)
+    vary = (b"vary", b"accept-datetime")
+    if not held:
+        return 404, "no version of this page", [vary]
+    if accept is None:
+        chosen = held[-1]
+    else:
+        when = parse_http_date(accept)
+        if when is None:
+            return 400, "Accept-Datetime is not an HTTP date", [vary]
+        earlier = [h for h in held if h[0].seconds <= when]
+        chosen = earlier[-1] if earlier else held[0]
+    v, r, served = chosen
+    tail = _href(tree, *path.split("/")) if path else _href(tree) + "/"
+    links = []
+    if r.urls:
+        links.append(f'<{r.urls[0]}>; rel="original"')
+    links.append(f'<{bare}{_href(RESERVED, "timemap")}{tail}>; rel="timemap"; type="application/link-format"')
+    location = origin(v) + _href(v.name, *served.split("/"))
+    return (
+        302,
+        "found",
+        [
+            (b"location", location.encode("ascii")),
+            vary,
+            (b"link", ", ".join(links).encode("ascii", "backslashreplace")),
+        ],
+    )

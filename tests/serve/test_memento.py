@@ -1,0 +1,125 @@
+"""A tree's versions through ``archiver serve`` (formats/history.md §7, RFC 7089): each recorded
+version a mount of its own origin whose pages carry Memento-Datetime and Link; the bare host's
+TimeMap (application/link-format: original, timegate, self with from/until, first and last
+memento with their datetimes) and TimeGate (Accept-Datetime → 302 to the memento in force, Vary);
+a bad Accept-Datetime is a 400; a version's pages are not served on another origin."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from archiver.serve import running
+from archiver.versions import store
+from tests.versions.helpers import HOME, page, write_tree
+
+V1 = "20261130T090000Z"
+V2 = "20261201T090000Z"
+
+
+def _get(
+    base: str, target: str, host: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    parts = urlsplit(base)
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    found = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return int(lines[0].split(" ")[1]), found, body
+
+
+def _links(text: str) -> list[tuple[str, dict[str, str]]]:
+    """A link-format list or Link header as (URI, params)."""
+    out = []
+    for m in re.finditer(r"<([^>]*)>((?:\s*;\s*[a-z]+=\"[^\"]*\")*)", text):
+        params = dict(re.findall(r"([a-z]+)=\"([^\"]*)\"", m.group(2)))
+        out.append((m.group(1), params))
+    return out
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    root = tmp_path_factory.mktemp("memento") / "site"
+    write_tree(root, {"index.html": page("Home", "<p>one</p>"), "docs/a.html": page("A", "<p>first</p>")},
+               "2026-11-30T09:00:00Z")  # fmt: skip
+    store.record(root)
+    write_tree(root, {"index.html": page("Home", "<p>two</p>"), "docs/a.html": page("A", "<p>second</p>")},
+               "2026-12-01T09:00:00Z")  # fmt: skip
+    store.record(root)
+    with running([root]) as url:
+        yield url, int(urlsplit(url).port or 0)
+
+
+def test_the_timemap_lists_every_version(served: tuple[str, int]) -> None:
+    base, port = served
+    status, headers, body = _get(base, "/~/timemap/site/docs/a.html", f"localhost:{port}")
+    assert status == 200 and headers["content-type"].startswith("application/link-format")
+    links = _links(body.decode())
+    rels = [p.get("rel") for _, p in links]
+    assert rels == ["original", "timegate", "self", "first memento", "last memento"]
+    assert links[0][0] == HOME + "docs/a.html"
+    assert links[1][0] == f"http://localhost:{port}/~/timegate/site/docs/a.html"
+    assert links[2][1]["from"] == "Mon, 30 Nov 2026 09:00:00 GMT"
+    assert links[2][1]["until"] == "Tue, 01 Dec 2026 09:00:00 GMT"
+    assert links[3][0] == f"http://site-{V1.lower()}.localhost:{port}/site@{V1}/docs/a.html"
+    assert links[3][1]["datetime"] == "Mon, 30 Nov 2026 09:00:00 GMT"
+    assert links[4][0] == f"http://site-{V2.lower()}.localhost:{port}/site@{V2}/docs/a.html"
+    assert _get(base, "/~/timemap/site/nope.html", f"localhost:{port}")[0] == 404
+
+
+@pytest.mark.parametrize(
+    ("accept", "version"),
+    [
+        ("Mon, 30 Nov 2026 12:00:00 GMT", V1),
+        ("Tue, 01 Dec 2026 09:00:00 GMT", V2),
+        ("Sun, 01 Jan 2012 00:00:00 GMT", V1),  # before the first: the first
+        (None, V2),  # none: the last
+    ],
+)
+def test_the_timegate_redirects_to_the_memento_in_force(
+    served: tuple[str, int], accept: str | None, version: str
+) -> None:
+    base, port = served
+    headers = {"Accept-Datetime": accept} if accept else {}
+    status, got, _ = _get(base, "/~/timegate/site/docs/a.html", f"localhost:{port}", headers)
+    assert status == 302
+    assert got["location"] == f"http://site-{version.lower()}.localhost:{port}/site@{version}/docs/a.html"
+    assert got["vary"] == "accept-datetime"
+    assert [p["rel"] for _, p in _links(got["link"])] == ["original", "timemap"]
+
+
+def test_a_bad_accept_datetime_is_a_400(served: tuple[str, int]) -> None:
+    base, port = served
+    status, got, _ = _get(
+        base, "/~/timegate/site/docs/a.html", f"localhost:{port}", {"Accept-Datetime": "soon"}
+    )
+    assert status == 400 and got["vary"] == "accept-datetime"
+
+
+def test_a_memento_carries_its_datetime_and_links_and_stays_on_its_origin(served: tuple[str, int]) -> None:
+    base, port = served
+    origin = f"site-{V1.lower()}.localhost:{port}"
+    status, got, body = _get(base, f"/site@{V1}/docs/a.html", origin)
+    assert status == 200 and b"<p>first</p>" in body
+    assert got["memento-datetime"] == "Mon, 30 Nov 2026 09:00:00 GMT"
+    rels = {p["rel"]: uri for uri, p in _links(got["link"])}
+    assert rels["original"] == HOME + "docs/a.html"
+    assert rels["timemap"] == f"http://localhost:{port}/~/timemap/site/docs/a.html"
+    assert "content-security-policy" in got  # the archive's pages keep serve's policy
+    status, _, body = _get(base, f"/site@{V1}/", origin)
+    assert status == 200 and b"<p>one</p>" in body
+    # another version's pages, the tree's own and the TimeGate are not on this origin
+    assert _get(base, f"/site@{V2}/docs/a.html", origin)[0] == 404
+    assert _get(base, "/site/docs/a.html", origin)[0] == 404
+    assert _get(base, "/~/timegate/site/docs/a.html", origin)[0] == 404
+    index = _get(base, "/", f"localhost:{port}")[2].decode()
+    assert f"site@{V1}" in index and "site as of 2026-11-30T09:00:00Z" in index
