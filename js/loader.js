@@ -564,6 +564,9 @@ defer(el,"background");
 if(tag==="a"||tag==="area"){
 const href=get("href"),to=href==null?null:href.trim()?resolveRef(this.base,href):{path:this.path};
 if(to)el.setAttribute("href",routeURL(to.path||this.path,to.fragment,to.path?to.query:null));
+}else if(tag==="form"){
+const action=get("action"),to=action&&action.trim()?resolveRef(this.base,action):{path:this.path};
+if(to)el.setAttribute("data-gwtar-action",to.path||this.path);
 }else if(tag==="link"){
 const rels=(get("rel")||"").toLowerCase().split(/\s+/),none=()=>el.setAttribute("href","data:text/css,");
 if(rels.includes("stylesheet")&&r){
@@ -836,6 +839,7 @@ clearTimeout(scrollTimer);
 doc.open();
 addEventListener("hashchange",onRoute);
 addEventListener("error",onError,true);
+addEventListener("submit",onSubmit);
 addEventListener("scroll",()=>{clearTimeout(scrollTimer);scrollTimer=later(saveScroll,200);},{passive:true});
 doc.write(html);
 doc.close();
@@ -844,6 +848,15 @@ function saveScroll(){try{history.replaceState({gwtarScroll:scrollY},"");}catch(
 function onError(ev){
 const t=ev.target;
 if(t&&t.localName==="img"&&current&&current.lazy&&current.lazy.onMarkerError(t,t.currentSrc||t.getAttribute("src")||""))ev.stopImmediatePropagation();
+}
+function onSubmit(ev){
+const f=ev.target,s=ev.submitter,path=f&&f.getAttribute&&f.getAttribute("data-gwtar-action");
+const method=(s&&s.getAttribute("formmethod")||f&&f.getAttribute&&f.getAttribute("method")||"get").toLowerCase();
+if(ev.defaultPrevented||path==null||method!=="get"||!archive||s&&s.hasAttribute("formaction"))return;
+let data;
+try{data=new FormData(f,s);}catch(e){data=new FormData(f);}
+ev.preventDefault();
+location.hash=routeHash(path,null,new URLSearchParams(data).toString());
 }
 function onRoute(){
 if(!archive)return;

@@ -671,6 +671,12 @@ class Ctx {
       if (tag === "a" || tag === "area") {
         const href = get("href"), to = href == null ? null : href.trim() ? resolveRef(this.base, href) : { path: this.path };
         if (to) el.setAttribute("href", routeURL(to.path || this.path, to.fragment, to.path ? to.query : null));
+      } else if (tag === "form") {
+        /* A GET form to a page of the archive (the site's own search box rewritten to the search
+           page, formats/search.md section 9) is sent to its route by onSubmit: a native submission
+           would load FILE/~/path?q=, which is no file on disk, or reload the archive. */
+        const action = get("action"), to = action && action.trim() ? resolveRef(this.base, action) : { path: this.path };
+        if (to) el.setAttribute("data-gwtar-action", to.path || this.path);
       } else if (tag === "link") {
         const rels = (get("rel") || "").toLowerCase().split(/\s+/), none = () => el.setAttribute("href", "data:text/css,");
         if (rels.includes("stylesheet") && r) {
@@ -979,6 +985,7 @@ function write(html) {
   doc.open();
   addEventListener("hashchange", onRoute);
   addEventListener("error", onError, true);
+  addEventListener("submit", onSubmit);
   addEventListener("scroll", () => { clearTimeout(scrollTimer); scrollTimer = later(saveScroll, 200); }, { passive: true });
   doc.write(html);
   doc.close();
@@ -987,6 +994,19 @@ function saveScroll() { try { history.replaceState({ gwtarScroll: scrollY }, "")
 function onError(ev) {
   const t = ev.target;
   if (t && t.localName === "img" && current && current.lazy && current.lazy.onMarkerError(t, t.currentSrc || t.getAttribute("src") || "")) ev.stopImmediatePropagation();
+}
+// A GET form whose action names a member opens that member's route with the form's fields as the
+// route's query. Runs after the page's own listeners (window, bubbling): a page that handles its
+// form itself (preventDefault) keeps it; POST, and a submitter with its own formaction, are left to
+// the browser.
+function onSubmit(ev) {
+  const f = ev.target, s = ev.submitter, path = f && f.getAttribute && f.getAttribute("data-gwtar-action");
+  const method = (s && s.getAttribute("formmethod") || f && f.getAttribute && f.getAttribute("method") || "get").toLowerCase();
+  if (ev.defaultPrevented || path == null || method !== "get" || !archive || s && s.hasAttribute("formaction")) return;
+  let data;
+  try { data = new FormData(f, s); } catch (e) { data = new FormData(f); }
+  ev.preventDefault();
+  location.hash = routeHash(path, null, new URLSearchParams(data).toString());
 }
 function onRoute() {
   if (!archive) return;

@@ -24,6 +24,12 @@ PAGES = {
     "index.html": html("Home", "<main><h1>Field notes</h1><p>Start at the guide.</p></main>"),
     "docs/install guide.html": html("Installing the kit", "<h1>Installing</h1><p>Unpack the kit first.</p>"),
     "docs/other.html": html("Other", "<p>Nothing about installation here, only weather.</p>"),
+    # a site's own search box as capture rewrites it (formats/search.md §9.2)
+    "docs/manual.html": html(
+        "Manual",
+        '<form method="get" action="../_archiver/search/index.html" role="search">'
+        '<input type="search" name="q" aria-label="Search"></form><p>The reference manual.</p>',
+    ),
     "zh/index.html": html("中文页面", "<p>中华人民共和国成立于一九四九年。</p>"),
     "ja/index.html": html("日本語のページ", "<p>東京都の天気予報です。明日は晴れ。</p>"),
 }
@@ -197,4 +203,21 @@ def test_a_damaged_index_member_is_said(browser: Browser, packed: Path, tmp_path
     assert status.startswith("The index is damaged: t/0.js"), status
     assert "SHA-256" in status
     assert _left_the_archive(requests, damaged) == []
+    page.close()
+
+
+def test_the_sites_own_search_box_submits_to_the_search_page_inside_the_loader(
+    browser: Browser, packed: Path
+) -> None:
+    page, requests = _open(browser, packed, "#/docs/manual.html")
+    page.wait_for_function("gwtar.page === 'docs/manual.html' && gwtar.state === 'ready'")
+    page.locator("input[name=q]").fill("unpack kit")
+    page.locator("input[name=q]").press("Enter")
+    _search_page(page)
+    assert _done(page) == "done"
+    assert page.url == packed.as_uri() + "#/" + SEARCH + "?q=unpack+kit"
+    assert page.locator("#q").input_value() == "unpack kit"
+    assert page.locator("#results li a").all_inner_texts() == ["Installing the kit"]
+    assert page.evaluate("gwtar.state") != "picker"
+    assert _left_the_archive(requests, packed) == []
     page.close()
