@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
@@ -221,3 +222,29 @@ def test_the_sites_own_search_box_submits_to_the_search_page_inside_the_loader(
     assert page.evaluate("gwtar.state") != "picker"
     assert _left_the_archive(requests, packed) == []
     page.close()
+
+
+@pytest.mark.parametrize("mode", ["range", "nomulti", "norange"])
+def test_the_search_page_inside_the_loader_over_http(browser: Browser, packed: Path, mode: str) -> None:
+    """Served by archiver serve (member URLs), by a static server with single ranges only (no member
+    URLs: the index files come by Range through the loader), by one that ignores Range."""
+    from tests.loader.harness import serve
+
+    with serve(mode, packed) as served:
+        page = browser.new_page()
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(served.url + "#/" + SEARCH + "?q=kit")
+        _search_page(page)
+        assert _done(page) == "done"
+        assert page.locator("#results li a").all_inner_texts() == ["Installing the kit"]
+        page.locator("#q").fill("人民")
+        page.locator("#q").press("Enter")
+        page.wait_for_function("document.querySelector('#results li a')?.textContent === '中文页面'")
+        here = page.url.split("#")[0]  # archiver serve redirects to the mount's own origin
+        assert page.url == here + "#/" + SEARCH + "?q=" + quote("人民")
+        page.locator("#results li a").first.click()
+        page.wait_for_function("gwtar.page === 'zh/index.html' && gwtar.state === 'ready'")
+        origins = tuple("/".join(u.split("/")[:3]) + "/" for u in (served.url, here))
+        assert [u for u in requests if not u.startswith((*origins, "blob:", "data:"))] == []
+        page.close()
