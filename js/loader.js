@@ -45,14 +45,14 @@ if(k===segs.length-1)parts.push("index.html");
 });
 return{path:parts.join("/")||"index.html",query,fragment};
 }
-const routeHash=(path,frag)=>"#/"+encodePath(path)+(frag!=null?"#"+frag:"");
+const routeHash=(path,frag,query)=>"#/"+encodePath(path)+(query!=null?"?"+query:"")+(frag!=null?"#"+frag:"");
 function parseRoute(hash){
 hash=(hash||"").replace(/^#/,"");
-if(hash[0]!=="/")return{path:null,fragment:hash||null};
-const rest=hash.slice(1),i=rest.indexOf("#"),p=i<0?rest:rest.slice(0,i);
+if(hash[0]!=="/")return{path:null,query:null,fragment:hash||null};
+const rest=hash.slice(1),i=rest.indexOf("#"),pq=i<0?rest:rest.slice(0,i),k=pq.indexOf("?"),p=k<0?pq:pq.slice(0,k);
 let path=p.split("/").filter(s=>s).map(decodeSegment).join("/");
 if(p.endsWith("/")&&path)path+="/index.html";
-return{path:path||null,fragment:i<0?null:rest.slice(i+1)};
+return{path:path||null,query:k<0?null:pq.slice(k+1),fragment:i<0?null:rest.slice(i+1)};
 }
 function manifestMembers(assets,overhead,meta){
 meta=meta||{};
@@ -490,7 +490,7 @@ function marker(path){
 if(!markerIds.has(path)){markerIds.set(path,markerPaths.length);markerPaths.push(path);}
 return markerURLs.get(markerIds.get(path))||"data:,gwtar-"+markerIds.get(path)+"-";
 }
-const routeURL=(path,frag)=>docURL+routeHash(path,frag);
+const routeURL=(path,frag,query)=>docURL+routeHash(path,frag,query);
 const withFragment=(u,r)=>u+(r&&r.fragment!=null?"#"+r.fragment:"");
 class Ctx{
 constructor(path,eager){Object.assign(this,{path,base:path,eager,sheets:new Map()});}
@@ -563,7 +563,10 @@ el.setAttribute("style",rewriteCss(get("style"),scanCss(get("style")),c=>{const 
 defer(el,"background");
 if(tag==="a"||tag==="area"){
 const href=get("href"),to=href==null?null:href.trim()?resolveRef(this.base,href):{path:this.path};
-if(to)el.setAttribute("href",routeURL(to.path||this.path,to.fragment));
+if(to)el.setAttribute("href",routeURL(to.path||this.path,to.fragment,to.path?to.query:null));
+}else if(tag==="form"){
+const action=get("action"),to=action&&action.trim()?resolveRef(this.base,action):{path:this.path};
+if(to)el.setAttribute("data-gwtar-action",to.path||this.path);
 }else if(tag==="link"){
 const rels=(get("rel")||"").toLowerCase().split(/\s+/),none=()=>el.setAttribute("href","data:text/css,");
 if(rels.includes("stylesheet")&&r){
@@ -818,12 +821,25 @@ if(quiet>=2)resolve();
 else requestAnimationFrame(()=>later(check,16));
 })();
 });
-NS.go=(path,frag)=>{location.hash=routeHash(path,frag);};
+NS.go=(path,frag,query)=>{location.hash=routeHash(path,frag,query);};
+NS.route=()=>parseRoute(location.hash);
+NS.href=(path,query,frag)=>routeURL(path,frag,query);
+NS.url=async(path,type)=>{
+const m=archive&&await archive.lookup(path);
+return m?archive.url(m,type):null;
+};
+NS.setQuery=(query,push)=>{
+if(!current||!current.path)return;
+const u=routeURL(current.path,null,query);
+current.query=query;
+history[push?"pushState":"replaceState"](null,"",u);
+};
 function write(html){
 clearTimeout(scrollTimer);
 doc.open();
 addEventListener("hashchange",onRoute);
 addEventListener("error",onError,true);
+addEventListener("submit",onSubmit);
 addEventListener("scroll",()=>{clearTimeout(scrollTimer);scrollTimer=later(saveScroll,200);},{passive:true});
 doc.write(html);
 doc.close();
@@ -833,11 +849,20 @@ function onError(ev){
 const t=ev.target;
 if(t&&t.localName==="img"&&current&&current.lazy&&current.lazy.onMarkerError(t,t.currentSrc||t.getAttribute("src")||""))ev.stopImmediatePropagation();
 }
+function onSubmit(ev){
+const f=ev.target,s=ev.submitter,path=f&&f.getAttribute&&f.getAttribute("data-gwtar-action");
+const method=(s&&s.getAttribute("formmethod")||f&&f.getAttribute&&f.getAttribute("method")||"get").toLowerCase();
+if(ev.defaultPrevented||path==null||method!=="get"||!archive||s&&s.hasAttribute("formaction"))return;
+let data;
+try{data=new FormData(f,s);}catch(e){data=new FormData(f);}
+ev.preventDefault();
+location.hash=routeHash(path,null,new URLSearchParams(data).toString());
+}
 function onRoute(){
 if(!archive)return;
 const r=parseRoute(location.hash),path=r.path||archive.main;
-if(current&&path===current.path&&NS.state!=="error")scrollToFragment(r.fragment);
-else render(path,r.fragment);
+if(current&&path===current.path&&r.query===(current.query==null?null:current.query)&&NS.state!=="error")scrollToFragment(r.fragment);
+else render(path,r.fragment,r.query);
 }
 function scrollToFragment(frag){
 if(!frag)return scrollTo(0,history.state&&history.state.gwtarScroll||0);
@@ -845,7 +870,7 @@ const id=decodeSegment(frag),el=doc.getElementById(id)||doc.getElementsByName(id
 if(el)el.scrollIntoView();
 else if(/^top$/i.test(id))scrollTo(0,0);
 }
-async function render(path,frag){
+async function render(path,frag,query){
 const seq=++renderSeq,ctx=new Ctx(path,false);
 NS.state="loading";
 try{
@@ -864,7 +889,7 @@ const b=await bytes,d=new DOMParser().parseFromString(decodeText(b,sniffCharset(
 await ctx.prepare(d);
 if(seq!==renderSeq)return;
 const lazy=new Lazy(ctx,doc);
-current={path,lazy};
+current={path,query:query==null?null:query,lazy};
 NS.page=path;
 write(serialize(d));
 if(NS.stats.written==null)NS.stats.written=performance.now();

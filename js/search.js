@@ -276,6 +276,12 @@
   var stats = { files: [] };
   window.archiverSearchStats = stats;
 
+  // Inside the gwtar loader (formats/search.md §8.2) the page's files are the archive's members:
+  // each index file is read through the loader (a blob URL of its verified bytes, never a file://
+  // URL), the query lives in the loader's route and a result opens inside the loader.
+  var host = window.gwtar && typeof window.gwtar.url === "function" && typeof window.gwtar.route === "function" ? window.gwtar : null;
+  var folder = host ? (host.page || host.route().path || "_archiver/search/index.html").replace(/[^/]*$/, "") : "";
+
   window.archiverSearch = function (name, value) {
     var w = waiting[name];
     if (w) { delete waiting[name]; w.resolve(value); }
@@ -308,9 +314,17 @@
         script.remove();
       };
       script.charset = "utf-8";
-      script.src = name + ".js";
       stats.files.push(name);
-      document.head.appendChild(script);
+      if (!host) { script.src = name + ".js"; document.head.appendChild(script); return; }
+      host.url(folder + name + ".js", "text/javascript").then(function (url) {
+        if (!url) { throw new Damaged(name, "is not in the archive"); }
+        script.src = url;
+        document.head.appendChild(script);
+      }).catch(function (e) {
+        clearTimeout(timer);
+        delete waiting[name];
+        reject(e instanceof Damaged ? e : new Damaged(name, "cannot be read from the archive (" + (e && e.message || e) + ")"));
+      });
     }).then(function (value) { return check(name, value, sha); });
     return loaded[name];
   }
@@ -393,7 +407,21 @@
   }
 
   function href(path) {
+    if (host) { return host.href(path); }
     return "../../" + path.split("/").map(encodeURIComponent).join("/");
+  }
+
+  // The query of the address: ?q= in a tree or on a server, the route's ?q= inside the loader.
+  function addressQuery() {
+    var q = host ? host.route().query : location.search.replace(/^\?/, "");
+    return new URLSearchParams(q || "").get("q") || "";
+  }
+
+  // Put the query in the address (bookmarkable) without loading anything.
+  function remember(q, push) {
+    var query = "q=" + encodeURIComponent(q);
+    if (host) { try { host.setQuery(query, push); } catch (e) { /* rate-limited: the results still show */ } return true; }
+    try { history[push ? "pushState" : "replaceState"](null, "", "?" + query); return true; } catch (e) { return false; }
   }
 
   function render(list, results) {
@@ -421,7 +449,7 @@
   function start() {
     var form = document.getElementById("search-form"), input = document.getElementById("q");
     var status = document.getElementById("status"), list = document.getElementById("results"), more = document.getElementById("more");
-    var query = new URLSearchParams(location.search).get("q") || "";
+    var query = addressQuery();
     var shown = 0, PAGE = 10, generation = 0;
     input.value = query;
 
@@ -451,14 +479,14 @@
     input.addEventListener("input", function () {
       clearTimeout(typing);
       typing = setTimeout(function () {
-        try { history.replaceState(null, "", "?q=" + encodeURIComponent(input.value)); } catch (e) { /* a file: URL some browsers refuse to rewrite */ }
+        remember(input.value, false); /* a file: URL some browsers refuse to rewrite: the results still show */
         go(input.value, false);
       }, 150);
     });
     form.addEventListener("submit", function (e) {
       e.preventDefault();
       clearTimeout(typing);
-      try { history.pushState(null, "", "?q=" + encodeURIComponent(input.value)); } catch (err) { location.search = "?q=" + encodeURIComponent(input.value); return; }
+      if (!remember(input.value, true)) { location.search = "?q=" + encodeURIComponent(input.value); return; }
       go(input.value, false);
       var first = list.querySelector("a");
       if (first) { first.focus(); }

@@ -62,15 +62,17 @@ function resolveRef(from, ref) {
   return { path: parts.join("/") || "index.html", query, fragment };
 }
 
-// Routes: "#/docs/intro/index.html#sec" names a member and a fragment inside it.
-const routeHash = (path, frag) => "#/" + encodePath(path) + (frag != null ? "#" + frag : "");
+// Routes: "#/docs/intro/index.html?q=x#sec" names a member, the query its page reads (the search
+// page's ?q=, formats/search.md section 8.2) and a fragment inside it. A "?" in a member's name is
+// always percent-encoded (encodeSegment), so the first "?" of a route starts its query.
+const routeHash = (path, frag, query) => "#/" + encodePath(path) + (query != null ? "?" + query : "") + (frag != null ? "#" + frag : "");
 function parseRoute(hash) {
   hash = (hash || "").replace(/^#/, "");
-  if (hash[0] !== "/") return { path: null, fragment: hash || null };
-  const rest = hash.slice(1), i = rest.indexOf("#"), p = i < 0 ? rest : rest.slice(0, i);
+  if (hash[0] !== "/") return { path: null, query: null, fragment: hash || null };
+  const rest = hash.slice(1), i = rest.indexOf("#"), pq = i < 0 ? rest : rest.slice(0, i), k = pq.indexOf("?"), p = k < 0 ? pq : pq.slice(0, k);
   let path = p.split("/").filter(s => s).map(decodeSegment).join("/");
   if (p.endsWith("/") && path) path += "/index.html";
-  return { path: path || null, fragment: i < 0 ? null : rest.slice(i + 1) };
+  return { path: path || null, query: k < 0 ? null : pq.slice(k + 1), fragment: i < 0 ? null : rest.slice(i + 1) };
 }
 
 // v1 offset arithmetic (research 1.3) over the `assets` manifest, "0" first, then text order. Member
@@ -582,7 +584,7 @@ function marker(path) {
   if (!markerIds.has(path)) { markerIds.set(path, markerPaths.length); markerPaths.push(path); }
   return markerURLs.get(markerIds.get(path)) || "data:,gwtar-" + markerIds.get(path) + "-";
 }
-const routeURL = (path, frag) => docURL + routeHash(path, frag);
+const routeURL = (path, frag, query) => docURL + routeHash(path, frag, query);
 const withFragment = (u, r) => u + (r && r.fragment != null ? "#" + r.fragment : "");
 
 // One document being rewritten: `path` its tree path, `base` what its references resolve against,
@@ -668,7 +670,13 @@ class Ctx {
       defer(el, "background");
       if (tag === "a" || tag === "area") {
         const href = get("href"), to = href == null ? null : href.trim() ? resolveRef(this.base, href) : { path: this.path };
-        if (to) el.setAttribute("href", routeURL(to.path || this.path, to.fragment));
+        if (to) el.setAttribute("href", routeURL(to.path || this.path, to.fragment, to.path ? to.query : null));
+      } else if (tag === "form") {
+        /* A GET form to a page of the archive (the site's own search box rewritten to the search
+           page, formats/search.md section 9) is sent to its route by onSubmit: a native submission
+           would load FILE/~/path?q=, which is no file on disk, or reload the archive. */
+        const action = get("action"), to = action && action.trim() ? resolveRef(this.base, action) : { path: this.path };
+        if (to) el.setAttribute("data-gwtar-action", to.path || this.path);
       } else if (tag === "link") {
         const rels = (get("rel") || "").toLowerCase().split(/\s+/), none = () => el.setAttribute("href", "data:text/css,");
         if (rels.includes("stylesheet") && r) {
@@ -951,7 +959,23 @@ NS.idle = () => new Promise(resolve => {
     else requestAnimationFrame(() => later(check, 16));
   })();
 });
-NS.go = (path, frag) => { location.hash = routeHash(path, frag); };
+NS.go = (path, frag, query) => { location.hash = routeHash(path, frag, query); };
+// For a page shown by the loader (the search page, formats/gwtar.md section 7.2): the route of the
+// address, the address of a route (a link that opens a member here), a blob URL of a member's
+// verified bytes (null when the archive has no such member; rejects when its SHA-256 does not match),
+// and the query of the page shown rewritten in place (pushed when `push`): no render, no reload.
+NS.route = () => parseRoute(location.hash);
+NS.href = (path, query, frag) => routeURL(path, frag, query);
+NS.url = async (path, type) => {
+  const m = archive && await archive.lookup(path);
+  return m ? archive.url(m, type) : null;
+};
+NS.setQuery = (query, push) => {
+  if (!current || !current.path) return;
+  const u = routeURL(current.path, null, query);
+  current.query = query;
+  history[push ? "pushState" : "replaceState"](null, "", u);
+};
 
 // Replace the whole document: standards or quirks mode as the page's doctype says, <html> and <body>
 // attributes kept, scripts run by the parser in order. document.open() drops every listener, so the
@@ -961,6 +985,7 @@ function write(html) {
   doc.open();
   addEventListener("hashchange", onRoute);
   addEventListener("error", onError, true);
+  addEventListener("submit", onSubmit);
   addEventListener("scroll", () => { clearTimeout(scrollTimer); scrollTimer = later(saveScroll, 200); }, { passive: true });
   doc.write(html);
   doc.close();
@@ -970,11 +995,24 @@ function onError(ev) {
   const t = ev.target;
   if (t && t.localName === "img" && current && current.lazy && current.lazy.onMarkerError(t, t.currentSrc || t.getAttribute("src") || "")) ev.stopImmediatePropagation();
 }
+// A GET form whose action names a member opens that member's route with the form's fields as the
+// route's query. Runs after the page's own listeners (window, bubbling): a page that handles its
+// form itself (preventDefault) keeps it; POST, and a submitter with its own formaction, are left to
+// the browser.
+function onSubmit(ev) {
+  const f = ev.target, s = ev.submitter, path = f && f.getAttribute && f.getAttribute("data-gwtar-action");
+  const method = (s && s.getAttribute("formmethod") || f && f.getAttribute && f.getAttribute("method") || "get").toLowerCase();
+  if (ev.defaultPrevented || path == null || method !== "get" || !archive || s && s.hasAttribute("formaction")) return;
+  let data;
+  try { data = new FormData(f, s); } catch (e) { data = new FormData(f); }
+  ev.preventDefault();
+  location.hash = routeHash(path, null, new URLSearchParams(data).toString());
+}
 function onRoute() {
   if (!archive) return;
   const r = parseRoute(location.hash), path = r.path || archive.main;
-  if (current && path === current.path && NS.state !== "error") scrollToFragment(r.fragment);
-  else render(path, r.fragment);
+  if (current && path === current.path && r.query === (current.query == null ? null : current.query) && NS.state !== "error") scrollToFragment(r.fragment);
+  else render(path, r.fragment, r.query);
 }
 function scrollToFragment(frag) {
   if (!frag) return scrollTo(0, history.state && history.state.gwtarScroll || 0);
@@ -983,7 +1021,7 @@ function scrollToFragment(frag) {
   else if (/^top$/i.test(id)) scrollTo(0, 0);
 }
 
-async function render(path, frag) {
+async function render(path, frag, query) {
   const seq = ++renderSeq, ctx = new Ctx(path, false);
   NS.state = "loading";
   try {
@@ -1004,7 +1042,7 @@ async function render(path, frag) {
     await ctx.prepare(d);
     if (seq !== renderSeq) return;
     const lazy = new Lazy(ctx, doc);
-    current = { path, lazy };
+    current = { path, query: query == null ? null : query, lazy };
     NS.page = path;
     write(serialize(d));
     if (NS.stats.written == null) NS.stats.written = performance.now();

@@ -69,11 +69,28 @@ test("rel/resolveRef round trip over random tree paths (2,000 pairs)", () => {
 test("routes encode paths like hrefs and carry an optional fragment", () => {
   assert.equal(routeHash("what?.html"), "#/what%3F.html");
   assert.equal(routeHash("docs/faq.html", "offline"), "#/docs/faq.html#offline");
-  assert.deepEqual(parseRoute("#/docs/faq.html#offline"), { path: "docs/faq.html", fragment: "offline" });
-  assert.deepEqual(parseRoute("#/caf%C3%A9%20menu/index.html"), { path: "caf\u00e9 menu/index.html", fragment: null });
-  assert.deepEqual(parseRoute("#/docs/"), { path: "docs/index.html", fragment: null });
-  assert.deepEqual(parseRoute("#top"), { path: null, fragment: "top" });
-  assert.deepEqual(parseRoute(""), { path: null, fragment: null });
-  assert.deepEqual(parseRoute("#/"), { path: null, fragment: null });
+  assert.deepEqual(parseRoute("#/docs/faq.html#offline"), { path: "docs/faq.html", query: null, fragment: "offline" });
+  assert.deepEqual(parseRoute("#/caf%C3%A9%20menu/index.html"), { path: "caf\u00e9 menu/index.html", query: null, fragment: null });
+  assert.deepEqual(parseRoute("#/docs/"), { path: "docs/index.html", query: null, fragment: null });
+  assert.deepEqual(parseRoute("#top"), { path: null, query: null, fragment: "top" });
+  assert.deepEqual(parseRoute(""), { path: null, query: null, fragment: null });
+  assert.deepEqual(parseRoute("#/"), { path: null, query: null, fragment: null });
   for (const p of ["a/b c/d?.html", "hash#1.png", "a%2Fb/index.html"]) assert.equal(parseRoute(routeHash(p, "f")).path, p);
+});
+
+test("routes carry a query: the search page's ?q= lives in the route, never in the file's address", () => {
+  assert.equal(routeHash("_archiver/search/index.html", null, "q=kit"), "#/_archiver/search/index.html?q=kit");
+  assert.equal(routeHash("a b.html", "sec", "q=x%20y"), "#/a%20b.html?q=x%20y#sec");
+  assert.deepEqual(parseRoute("#/_archiver/search/index.html?q=%E4%BA%BA%E6%B0%91"),
+    { path: "_archiver/search/index.html", query: "q=%E4%BA%BA%E6%B0%91", fragment: null });
+  assert.deepEqual(parseRoute("#/docs/?q=a#top"), { path: "docs/index.html", query: "q=a", fragment: "top" });
+  assert.deepEqual(parseRoute("#/x.html?"), { path: "x.html", query: "", fragment: null });
+  /* a "#" inside the query belongs to the fragment; a "?" in a member's name is always %3F */
+  assert.deepEqual(parseRoute("#/what%3F.html?q=a?b#c?d"), { path: "what?.html", query: "q=a?b", fragment: "c?d" });
+  for (const p of ["a/b c/d?.html", "hash#1.png", "what?.html", "中文/index.html"]) {
+    for (const q of [null, "", "q=" + encodeURIComponent("a \"b\" #?&c")]) {
+      const r = parseRoute(routeHash(p, "f", q));
+      assert.deepEqual(r, { path: p, query: q, fragment: "f" }, p + " " + q);
+    }
+  }
 });
