@@ -57,8 +57,10 @@ def _listed(index: Index) -> list[str]:
 def pack_files(root: Path, work: Path) -> dict[str, Path]:
     """The index files to pack with the tree at ``root``, by tree path: the tree's own index when it
     has one this archiver reads (written by ``archiver index``; its files are taken as they are,
-    checked against its manifest by ``verify`` after packing), else one built now into ``work``
-    (streaming over the pages, formats/search.md §5)."""
+    checked against its manifest by ``verify`` after packing; the search page and its script are
+    this archiver's, written into ``work``, so an index made by an older archiver gets the page that
+    works inside the loader), else one built now into ``work`` (streaming over the pages,
+    formats/search.md §5)."""
     if store.has_index(root):
         try:
             index = store.open_index(root)
@@ -66,7 +68,14 @@ def pack_files(root: Path, work: Path) -> dict[str, Path]:
             index = None  # an older or foreign index: built again below
         if index is not None:
             out = {}
+            fresh = work / "search-page"
+            pages = {PREFIX + name: data for name, data in page.files().items()}
             for path in _listed(index):
+                if path in pages:  # the page and its script: this archiver's, not the tree's copy
+                    fresh.mkdir(parents=True, exist_ok=True)
+                    out[path] = fresh / path.rsplit("/", 1)[-1]
+                    out[path].write_bytes(pages[path])
+                    continue
                 full = Path(root) / path
                 if not full.is_file() or full.is_symlink():
                     break

@@ -103,6 +103,25 @@ def test_pack_takes_the_trees_own_index_and_no_search_index_leaves_it_out(mini: 
     assert done.stderr.startswith(f"archiver: {tmp_path / 'n.gwtar.html'}: has no search index")
 
 
+def test_pack_writes_its_own_search_page_beside_an_older_index(mini: Path, tmp_path: Path) -> None:
+    """A tree indexed by an older archiver keeps its index data, but its search page and script are
+    the packing archiver's (the older script does not work inside the gwtar loader)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(mini, tree)
+    assert run("index", str(tree)).returncode == 0
+    (tree / "_archiver" / "search" / "search.js").write_text("/* an older search page script */\n")
+    (tree / "_archiver" / "search" / "index.html").write_text("<!doctype html><title>old</title>\n")
+    _pack(tree, tmp_path / "m.gwtar.html", "gwtar")
+    packed = _gwtar_index(tmp_path / "m.gwtar.html")
+    from archiver.search import page
+
+    for name, data in page.files().items():
+        assert packed[PREFIX + name] == data
+    shard = tree / "_archiver" / "search" / "t" / "0.js"
+    assert packed[f"{PREFIX}t/0.js"] == shard.read_bytes()
+    assert run("verify", str(tmp_path / "m.gwtar.html"), "--no-links").returncode == 0
+
+
 @pytest.mark.parametrize("fmt", ["gwtar", "zim"])
 def test_verify_names_a_damaged_index_member(mini: Path, tmp_path: Path, fmt: str) -> None:
     # the mistake: a tree's index damaged on disk, packed as it is; verify of the archive names the shard
