@@ -24,18 +24,26 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_folder(root: Path, work: Path, *, workers: int = 1) -> Iterator[str]:
-    """nginx serving ``root``, its configuration and temporary files in ``work``; yields the base URL."""
+def serve_folder(
+    root: Path, work: Path, *, workers: int = 1, access_log: Path | None = None
+) -> Iterator[str]:
+    """nginx serving ``root``, its configuration and temporary files in ``work``; yields the base URL.
+    ``access_log``: a file that gets one line per request, ``<status> <body bytes sent>``."""
     work.mkdir(parents=True, exist_ok=True)
     port = free_port()
     conf = work / "nginx.conf"
+    log = (
+        f" log_format sizes '$status $body_bytes_sent';\n access_log {access_log} sizes;"
+        if access_log is not None
+        else " access_log off;"
+    )
     temp = "\n".join(
         f" {k}_temp_path {work}/nt-{k};" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
     conf.write_text(
         f"daemon off;\nuser {getpass.getuser()};\nworker_processes {workers};\npid {work / 'nginx.pid'};\n"
         f"error_log {work / 'nginx-error.log'} warn;\nevents {{ worker_connections 1024; }}\n"
-        f"http {{\n include /etc/nginx/mime.types;\n access_log off;\n{temp}\n"
+        f"http {{\n include /etc/nginx/mime.types;\n{log}\n{temp}\n"
         f" server {{ listen 127.0.0.1:{port}; root {root.resolve()}; }}\n}}\n",
         encoding="utf-8",
     )
