@@ -1,14 +1,17 @@
 """Search across every mount (formats/serve.md §8): ``/~/api/search?q=&limit=&offset=`` (JSON) and
 ``/~/search?q=`` (the index page's search box), on the bare host only. Each mount's own index
 (formats/search.md §4, §8: a tree's ``_archiver/search/``, a gwtar's members, a ZIM's entries) is
-opened afresh for each query, so memory holds one query's shards, never a growing cache; a mount
-without an index is skipped and named in ``skipped``. Results are ranked together
-(formats/search.md §6.3) and link to the page on its mount's own origin."""
+opened on the first query that needs it and kept, with the files later queries read, in a cache
+bounded by the bytes of index files it holds (:data:`CACHE_BYTES`; the least recently used index
+goes first); a tree's index is opened again when its manifest changes on disk. A mount without an
+index is skipped and named in ``skipped``. Results are ranked together (formats/search.md §6.3) and
+link to the page on its mount's own origin."""
 
 from __future__ import annotations
 
 import html
 import os
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,8 @@ __all__ = ["MAX_LIMIT", "Searcher", "results_page"]
 
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000
+#: Bytes of index files (as stored) the open indexes may hold between queries, all mounts together.
+CACHE_BYTES = 32 << 20
 
 Read = Callable[[str], bytes]
 
@@ -48,6 +53,50 @@ class Searcher:
         self.mounts = [m for m in mounts if m.kind in ("tree", "gwtar", "zim")]
         self._readers: dict[str, tuple[Read, Callable[[str], bool]] | None] = {}
         self._opened: list[Any] = []
+        # mount name → (its index, the bytes of index files it has read, the stamp it was opened at)
+        self._indexes: OrderedDict[str, tuple[query.Index, list[int], tuple[int, ...]]] = OrderedDict()
+
+    def _stamp(self, m: Mount) -> tuple[int, ...]:
+        """What says a tree's index changed on disk (its manifest's identity); archives named on the
+        command line are assumed not to change while served (formats/serve.md §4)."""
+        if m.kind != "tree":
+            return ()
+        try:
+            st = os.stat(os.path.join(os.path.realpath(m.path), store.INDEX_DIR, "manifest.js"))
+        except OSError:
+            return (-1,)
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _index(self, m: Mount, reader: tuple[Read, Callable[[str], bool]]) -> query.Index:
+        stamp = self._stamp(m)
+        known = self._indexes.get(m.name)
+        if known is not None and known[2] == stamp:
+            self._indexes.move_to_end(m.name)
+            return known[0]
+        sizes: list[int] = []
+        read = reader[0]
+
+        def counted(path: str, read: Read = read, sizes: list[int] = sizes) -> bytes:
+            data = read(path)
+            sizes.append(len(data))
+            return data
+
+        index = archive.archive_index(counted, f"{m.name}/{store.INDEX_DIR}")
+        self._indexes[m.name] = (index, sizes, stamp)
+        self._indexes.move_to_end(m.name)
+        return index
+
+    def cached(self) -> tuple[int, int]:
+        """(indexes kept, bytes of index files they hold)."""
+        return len(self._indexes), sum(sum(sizes) for _, sizes, _ in self._indexes.values())
+
+    def _trim(self) -> None:
+        """Drop the least recently used indexes until the cache holds at most CACHE_BYTES of files
+        (the last one used stays, whatever its size)."""
+        total = sum(sum(sizes) for _, sizes, _ in self._indexes.values())
+        while total > CACHE_BYTES and len(self._indexes) > 1:
+            _, (_, sizes, _) = self._indexes.popitem(last=False)
+            total -= sum(sizes)
 
     def _reader(self, m: Mount) -> tuple[Read, Callable[[str], bool]] | None:
         if m.name in self._readers:
@@ -95,7 +144,7 @@ class Searcher:
                 skipped.append({"mount": m.name, "reason": "no search index (archiver index or pack it)"})
                 continue
             try:
-                indexes.append(archive.archive_index(reader[0], f"{m.name}/{store.INDEX_DIR}"))
+                indexes.append(self._index(m, reader))
             except FormatError as e:
                 skipped.append({"mount": m.name, "reason": f"damaged index: {e.subject}: {e.message}"})
                 continue
@@ -108,6 +157,8 @@ class Searcher:
             except FormatError as e:
                 doc["error"] = f"damaged index: {e.subject}: {e.message}"
                 found = None
+                self._indexes.clear()  # a damaged file is read again, and said again, next time
+            self._trim()
             if found is not None:
                 doc["total"] = found.total
                 doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
@@ -119,6 +170,7 @@ class Searcher:
             g.close()
         self._opened.clear()
         self._readers.clear()
+        self._indexes.clear()
 
 
 def _has(read: Read, path: str) -> bool:
