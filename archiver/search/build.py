@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from archiver.search.text import Page
-from archiver.search.tokens import TOKENIZER, tokens
+from archiver.search.tokens import TOKENIZER, term_list
 
 __all__ = [
     "FORMAT",
@@ -147,14 +147,16 @@ class Builder:
                 chunks[-1].append(block)
                 chunk_size += len(block) + 1
             last = position - 1
-            for token in tokens(block, position):
-                entry = stats.get(token.term)
+            for at, term in enumerate(term_list(block), position):
+                if term is None:  # a dropped term holds its place
+                    continue
+                entry = stats.get(term)
                 if entry is None:
-                    entry = stats[token.term] = [0, 0, 0]
+                    entry = stats[term] = [0, 0, 0]
                 entry[field] += 1
                 if len(entry) < 3 + MAX_POSITIONS:
-                    entry.append(token.position)
-                last = token.position
+                    entry.append(at)
+                last = at
                 length += 1
             if field == 0:
                 title_length = length
