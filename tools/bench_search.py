@@ -298,6 +298,13 @@ def bench(name: str, folders: list[Path], work: Path, pagefind: Path | None, zim
         dst = work / name / f"{k:03d}"
         shutil.copytree(src, dst, symlinks=False)
         (dst / "favicon.png").write_bytes(generated_png(name))
+        if not (dst / "index.html").is_file():  # a tree has a home page (archiver index wants one)
+            links = "".join(f'<li><a href="{p.name}">{p.stem}</a>' for p in sorted(dst.glob("*.html")))
+            (dst / "index.html").write_text(
+                f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{name}</title></head>'
+                f"<body><ul>{links}</ul></body></html>\n",
+                encoding="utf-8",
+            )
         copies.append(dst)
     pages = sum(1 for c in copies for p in c.rglob("*") if p.suffix.lower() in (".html", ".htm"))
     rows: dict[str, dict[str, float]] = {}
