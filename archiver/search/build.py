@@ -49,8 +49,8 @@ MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
 SHARD_BYTES = 32 << 10
-GROUP_BYTES = 16 << 10
-TEXT_BYTES = 16 << 10
+GROUP_BYTES = 4 << 10
+TEXT_BYTES = 8 << 10
 #: A document's text is stored in chunks of whole blocks of at least this many characters; a result
 #: loads the one chunk its snippet comes from.
 CHUNK_CHARS = 2048
