@@ -11,7 +11,7 @@
 
   // ---------------------------------------------------------------- part 1: pure
   var TOKENIZER = 1;
-  var VERSION = 1;
+  var VERSION = 2;  // reads 1 and 2 (formats/search.md §1)
   var MAX_TERM = 64;
   var WORD = "[\\p{L}\\p{M}\\p{N}]+";
   var CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]/u;
@@ -102,6 +102,21 @@
     return out;
   }
 
+  // Format 2's postings string -> its numbers (5-bit little-endian groups; the last 32 digits say
+  // more groups follow); format 1's list of numbers is returned as it is.
+  var DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+  function unpack(text) {
+    if (typeof text !== "string") { return text; }
+    var out = [], value = 0, scale = 1;
+    for (var i = 0; i < text.length; i++) {
+      var d = DIGITS.indexOf(text[i]);
+      if (d < 0) { throw new Error("a postings string holds " + JSON.stringify(text[i])); }
+      if (d < 32) { out.push(value + d * scale); value = 0; scale = 1; } else { value += (d - 32) * scale; scale *= 32; }
+    }
+    if (scale !== 1) { throw new Error("a postings string ends inside a number"); }
+    return out;
+  }
+
   function decode(flat) {
     var out = new Map(), doc = 0, i = 0;
     while (i + 7 <= flat.length) {
@@ -119,7 +134,7 @@
   function pick(shardMaps, term, prefix) {
     var found = new Map();
     shardMaps.forEach(function (map) {
-      map.forEach(function (flat, t) { if (t === term || (prefix && t.indexOf(term) === 0)) { found.set(t, flat); } });
+      map.forEach(function (flat, t) { if (t === term || (prefix && t.indexOf(term) === 0)) { found.set(t, unpack(flat)); } });
     });
     if (prefix && found.size > MAX_EXPANSIONS) {
       var keep = Array.from(found.keys()).sort(function (a, b) {
@@ -266,7 +281,7 @@
     return { text: text.slice(begin, end), marks: marks, before: begin > 0, after: end < text.length };
   }
 
-  var pure = { TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, decode: decode, pick: pick, rank: rank, snippet: snippet };
+  var pure = { TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
   if (typeof window === "undefined") { module.exports = pure; return; }
 
   // ---------------------------------------------------------------- part 2: the browser

@@ -53,7 +53,8 @@ WARC = {
 
 SEARCH = {
     "__future__", "array", "codecs", "collections", "collections.abc", "dataclasses", "functools", "hashlib",
-    "heapq", "json", "math", "re", "regex", "typing", "unicodedata", "selectolax.lexbor", "archiver.errors",
+    "heapq", "itertools", "json", "math", "operator", "re", "regex", "typing", "unicodedata",
+    "selectolax.lexbor", "archiver.errors",
     "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
     "archiver.html_depth",
 }  # fmt: skip

@@ -18,29 +18,39 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from archiver.search.text import Page
-from archiver.search.tokens import TOKENIZER, tokens
+from archiver.search.tokens import TOKENIZER, term_list
 
 __all__ = [
     "FORMAT",
     "MAX_POSITIONS",
     "VERSION",
+    "VERSIONS",
     "Builder",
     "boilerplate",
     "order_key",
+    "pack_numbers",
     "payload_of",
+    "unpack_numbers",
     "wrap",
 ]
 
 FORMAT = "archiver-search"
-#: The format version (formats/search.md §1).
-VERSION = 1
+#: The format version written (formats/search.md §1); readers read every version up to it.
+VERSION = 2
+#: The versions this archiver reads: 1 (postings as JSON numbers), 2 (postings as a string, §4.3).
+VERSIONS = (1, 2)
+#: Version 2's postings: each number in little-endian groups of 5 bits, one character a group, from
+#: this alphabet of 64 (JSON needs no escape for any of them): the first 32 end a number, the last
+#: 32 say more groups follow.
+DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+_VALUE = {c: i for i, c in enumerate(DIGITS)}
 #: Positions kept per term per document (the term frequencies count every occurrence).
 MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
 SHARD_BYTES = 32 << 10
-GROUP_BYTES = 16 << 10
-TEXT_BYTES = 16 << 10
+GROUP_BYTES = 4 << 10
+TEXT_BYTES = 8 << 10
 #: A document's text is stored in chunks of whole blocks of at least this many characters; a result
 #: loads the one chunk its snippet comes from.
 CHUNK_CHARS = 2048
@@ -57,6 +67,43 @@ def order_key(term: str) -> bytes:
 
 def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _digits(value: int) -> str:
+    out = []
+    while value >= 32:
+        out.append(DIGITS[32 + (value & 31)])
+        value >>= 5
+    out.append(DIGITS[value])
+    return "".join(out)
+
+
+_SHORT = [_digits(v) for v in range(1 << 15)]  # every number of at most three characters
+
+
+def pack_numbers(numbers: Iterable[int]) -> str:
+    """Version 2's postings string of ``numbers`` (each ≥ 0)."""
+    return "".join([_SHORT[v] if v < 32768 else _digits(v) for v in numbers])
+
+
+def unpack_numbers(text: str) -> list[int]:
+    """The numbers of a postings string; ValueError when it is not one."""
+    out: list[int] = []
+    value = shift = 0
+    try:
+        for c in text:
+            d = _VALUE[c]
+            if d < 32:
+                out.append(value | d << shift)
+                value = shift = 0
+            else:
+                value |= (d - 32) << shift
+                shift += 5
+    except KeyError:
+        raise ValueError(f"holds {c!r}, which is no postings digit") from None
+    if shift:
+        raise ValueError("ends inside a number")
+    return out
 
 
 def wrap(name: str, payload: bytes) -> bytes:
@@ -100,7 +147,11 @@ class Builder:
         shard_bytes: int = SHARD_BYTES,
         group_bytes: int = GROUP_BYTES,
         text_bytes: int = TEXT_BYTES,
+        version: int = VERSION,
     ) -> None:
+        if version not in VERSIONS:
+            raise ValueError(f"no search index format {version}")
+        self._version = version  # 1: what the last release wrote (the compatibility tests build it)
         self._emit = emit
         self._skip = skip
         self._shard_bytes = shard_bytes
@@ -147,14 +198,16 @@ class Builder:
                 chunks[-1].append(block)
                 chunk_size += len(block) + 1
             last = position - 1
-            for token in tokens(block, position):
-                entry = stats.get(token.term)
+            for at, term in enumerate(term_list(block), position):
+                if term is None:  # a dropped term holds its place
+                    continue
+                entry = stats.get(term)
                 if entry is None:
-                    entry = stats[token.term] = [0, 0, 0]
+                    entry = stats[term] = [0, 0, 0]
                 entry[field] += 1
                 if len(entry) < 3 + MAX_POSITIONS:
-                    entry.append(token.position)
-                last = token.position
+                    entry.append(at)
+                last = at
                 length += 1
             if field == 0:
                 title_length = length
@@ -224,7 +277,7 @@ class Builder:
                 previous = p
             previous_doc = doc
             i += 7 + n
-        return _dumps([term, out])
+        return _dumps([term, out if self._version == 1 else pack_numbers(out)])
 
     def finish(self) -> dict[str, Any]:
         """Emit the last fragment group and every term shard; return the manifest (§4.2)."""
@@ -258,7 +311,7 @@ class Builder:
         self._postings.clear()
         return {
             "format": FORMAT,
-            "version": VERSION,
+            "version": self._version,
             "tokenizer": TOKENIZER,
             "documents": self._docs,
             "avgdl": round(self._tokens / self._docs, 3) if self._docs else 0,

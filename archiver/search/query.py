@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archiver.errors import FormatError
-from archiver.search.build import FORMAT, VERSION, order_key, payload_of
+from archiver.search.build import FORMAT, VERSION, order_key, payload_of, unpack_numbers
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
@@ -162,10 +162,18 @@ class Index:
             raise FormatError("is not valid JSON", subject=self._where(name)) from None
 
     def shard(self, i: int) -> dict[str, list[int]]:
+        """Term → its postings as numbers (§4.3: a JSON list in format 1, a string in format 2)."""
         if i not in self._terms:
             _first, _last, size, sha = self.shards[i]
             rows = self._read(f"t/{i}", (size, sha))
-            self._terms[i] = {str(r[0]): r[1] for r in rows}
+            try:
+                self._terms[i] = {
+                    str(r[0]): unpack_numbers(r[1]) if isinstance(r[1], str) else r[1] for r in rows
+                }
+            except (ValueError, TypeError, IndexError, KeyError) as e:
+                raise FormatError(
+                    f"its postings are malformed ({e})", subject=self._where(f"t/{i}")
+                ) from None
         return self._terms[i]
 
     def shards_for(self, term: str, prefix: bool) -> list[int]:

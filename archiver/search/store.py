@@ -4,12 +4,17 @@ built from the tree's pages and written atomically (:func:`write_index`), opened
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
@@ -65,29 +70,100 @@ def _read_page(root: Path, rel: str) -> bytes:
         return f.read(MAX_HTML)
 
 
+#: A tree of at least this many pages is extracted by worker processes, one a CPU (at most
+#: :data:`_MAX_WORKERS`), when this process has no other thread; the builder takes their pages in
+#: path order, so the bytes are those of one process. Fewer pages do not repay the workers.
+_PARALLEL_PAGES = 64
+_MAX_WORKERS = 8
+
+
+def _extract_one(root: str, rel: str) -> Page | tuple[str, str | None]:
+    """A worker's job: the page, or (message, subject) of the FormatError reading it raised (an
+    exception's keyword arguments do not survive pickling)."""
+    try:
+        return extract(_read_page(Path(root), rel))
+    except FormatError as e:
+        return (e.message, e.subject)
+
+
+class _Extractor:
+    """Pages extracted in path order, by this process or by a pool of workers; at most four pages a
+    worker are ahead of the builder (memory stays bounded when the builder is the slower)."""
+
+    def __init__(self, root: Path, pages: int, workers: int | None = None) -> None:
+        self._root = root
+        if workers is None:
+            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+            workers = min(cpus, _MAX_WORKERS) if pages >= _PARALLEL_PAGES else 1
+        self._workers = workers
+        self._pool: Any = None
+        # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
+        # would run a script without a ``__main__`` guard again); only from a single-threaded
+        # process, as a fork copies no other thread (and no lock one of them holds).
+        if (
+            workers > 1
+            and threading.active_count() == 1
+            and "fork" in multiprocessing.get_all_start_methods()
+        ):
+            self._pool = multiprocessing.get_context("fork").Pool(workers)
+
+    def __enter__(self) -> _Extractor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+
+    def pages(self, rels: Iterable[str]) -> Iterator[Page]:
+        if self._pool is None:
+            for rel in rels:
+                yield extract(_read_page(self._root, rel))
+            return
+        todo = iter(rels)
+        pending: deque[Any] = deque(
+            self._pool.apply_async(_extract_one, (str(self._root), rel))
+            for rel in islice(todo, 4 * self._workers)
+        )
+        while pending:
+            done = pending.popleft().get()
+            rel = next(todo, None)
+            if rel is not None:
+                pending.append(self._pool.apply_async(_extract_one, (str(self._root), rel)))
+            if isinstance(done, tuple):
+                raise FormatError(done[0], subject=done[1])
+            yield done
+
+
 def build_index(
-    root: Path, emit: build.Emit, progress: Callable[[int], None] | None = None
+    root: Path,
+    emit: build.Emit,
+    progress: Callable[[int], None] | None = None,
+    *,
+    workers: int | None = None,
 ) -> tuple[dict, int]:
-    """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages)."""
+    """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages).
+    ``workers``: processes extracting pages (default: one a CPU for a tree of 64 pages or more)."""
     paths = _pages(root)
     kept: dict[str, Page] = {}  # the sample's pages, up to _KEPT characters, not extracted twice
     size = 0
+    with _Extractor(root, len(paths), workers) as extractor:
 
-    def sample() -> Iterator[Page]:
-        nonlocal size
-        for p in paths[: build.BOILERPLATE_SAMPLE]:
-            page = extract(_read_page(root, p))
-            if size + page.size() <= _KEPT:
-                kept[p] = page
-                size += page.size()
-            yield page
+        def sample() -> Iterator[Page]:
+            nonlocal size
+            for p, page in zip(paths, extractor.pages(paths[: build.BOILERPLATE_SAMPLE]), strict=False):
+                if size + page.size() <= _KEPT:
+                    kept[p] = page
+                    size += page.size()
+                yield page
 
-    builder = build.Builder(emit, skip=build.boilerplate(sample()))
-    for i, rel in enumerate(paths):
-        page = kept.pop(rel, None)
-        builder.add(rel, page if page is not None else extract(_read_page(root, rel)))
-        if progress is not None:
-            progress(i + 1)
+        builder = build.Builder(emit, skip=build.boilerplate(sample()))
+        rest = extractor.pages([p for p in paths if p not in kept])  # before kept is emptied
+        for i, rel in enumerate(paths):
+            page = kept.pop(rel, None)
+            builder.add(rel, page if page is not None else next(rest))
+            if progress is not None:
+                progress(i + 1)
     manifest = builder.finish()
     emit("manifest", build.manifest_bytes(manifest))
     return manifest, len(paths)

@@ -6,11 +6,14 @@ paging; building is deterministic; a query loads only the shards its terms can b
 from __future__ import annotations
 
 import html as htmllib
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archiver.search import query
+from archiver.errors import FormatError
+from archiver.search import query, store
 from archiver.search.tokens import terms
 from tests.search.helpers import build_files, html, index_of
 
@@ -199,3 +202,45 @@ def test_a_rare_completion_does_not_outrank_the_word_typed() -> None:
     found = query.search([index_of(pages)], "dict", limit=20)
     assert found.results[0].path == "a.html"
     assert found.results[-1].path == "b.html"
+
+
+def _tree_of_pages(root: Path, count: int) -> None:
+    for i in range(count):
+        lang = ("en", "zh", "ja")[i % 3]
+        body = {
+            "en": f"page {i} about widgets and gadgets",
+            "zh": f"第{i}页 中华人民共和国",
+            "ja": f"{i} 東京都の天気予報",
+        }
+        (root / f"p{i:03}.html").write_text(
+            html(f"Page {i}", f"<nav>Home About</nav><p>{body[lang]}</p><p>Edit this page</p>"),
+            encoding="utf-8",
+        )
+
+
+def test_worker_processes_write_the_bytes_one_process_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages extracted by two worker processes come back in path order: the same files, byte for
+    byte, as one process builds, also when most sampled pages are extracted again (a small
+    ``_KEPT``: the builder takes kept and re-extracted pages in turn)."""
+    _tree_of_pages(tmp_path, 90)
+    monkeypatch.setattr(store, "_KEPT", 1500)
+    one: dict[str, bytes] = {}
+    two: dict[str, bytes] = {}
+    assert store.build_index(tmp_path, one.__setitem__, workers=1)[1] == 90
+    assert store.build_index(tmp_path, two.__setitem__, workers=2)[1] == 90
+    assert one == two
+    index = query.Index(one.__getitem__, "t")
+    assert [r.path for r in query.search([index], "p042", limit=3).results] == []
+    assert query.search([index], "gadgets", limit=100).total == 30
+    assert query.search([index], "天気", limit=100).total == 30
+
+
+def test_an_unreadable_page_is_named_when_workers_extract(tmp_path: Path) -> None:
+    """A page a worker cannot read is the same one-line error, naming the file, as in one process."""
+    _tree_of_pages(tmp_path, 3)
+    with store._Extractor(tmp_path, 100, workers=2) as extractor, pytest.raises(FormatError) as caught:
+        list(extractor.pages(["p000.html", "gone.html", "p001.html"]))
+    assert caught.value.subject == str(tmp_path / "gone.html")
+    assert caught.value.message.startswith("cannot be read")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archiver.search.tokens import MAX_TERM, TOKENIZER, fold, terms, tokens
+from archiver.search.tokens import MAX_TERM, TOKENIZER, fold, term_list, terms, tokens
 from tests.vectors import VECTORS, rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,3 +119,23 @@ _any_text = st.lists(
 @given(_any_text)
 def test_js_and_python_agree(texts: list[str]) -> None:
     assert _js_terms(texts) == [terms(t) for t in texts]
+
+
+_any_text = st.text(
+    alphabet=st.one_of(
+        st.characters(codec="utf-8"),
+        st.sampled_from("abcXYZ019 _-.東京都の天気テスト한국ﬁ½ẞÉ\u0301\u3099"),
+    ),
+    max_size=80,
+) | st.builds(lambda a, n: a * n, st.sampled_from(["x", "ab ", "é"]), st.integers(60, 140))
+
+
+@given(_any_text, st.integers(0, 1000))
+def test_the_builders_term_list_is_what_tokens_yields(text: str, start: int) -> None:
+    """The builder's fast path (``term_list``) gives the term at every position ``tokens`` numbers,
+    None where a term over 64 characters was dropped, on ASCII and on any other text alike."""
+    listed = term_list(text)
+    yielded = {t.position - start: t.term for t in tokens(text, start)}
+    assert {k: t for k, t in enumerate(listed) if t is not None} == yielded
+    assert len(listed) >= (max(yielded) + 1 if yielded else 0)
+    assert all(t is None for t in listed[max(yielded, default=-1) + 1 :])

@@ -1,0 +1,112 @@
+"""Format 2 (postings as strings, formats/search.md §4.3) beside format 1, which the last release
+wrote: the Python reader and js/search.js read both and find the same pages with the same scores and
+snippets; format 2 is smaller; a damaged postings string is named; a newer format is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from archiver.errors import FormatError
+from archiver.search import build, query
+from tests.search.helpers import build_files
+from tests.search.test_js_ranking import _JS, NODE, PAGES, QUERIES, ROOT
+
+
+def _results(files: dict[str, bytes]) -> list[list[object]]:
+    index = query.Index(files.__getitem__, "mem")
+    return [
+        [
+            (r.path, r.score, r.snippet.text, r.snippet.marks)
+            for r in query.search([index], q, limit=100).results
+        ]
+        for q in QUERIES
+    ]
+
+
+def _js(files: dict[str, bytes]) -> list[object]:
+    decoded = {name: json.loads(build.payload_of(name, data)) for name, data in files.items()}
+    done = subprocess.run(
+        [NODE, "-e", _JS, str(ROOT / "js" / "search.js")],
+        input=json.dumps({"files": decoded, "queries": QUERIES}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_format_1_and_2_find_the_same_pages_in_python_and_in_javascript() -> None:
+    old = build_files(PAGES, shard_bytes=256, group_bytes=128, version=1)
+    new = build_files(PAGES, shard_bytes=256, group_bytes=128)
+    assert json.loads(build.payload_of("manifest", old["manifest"]))["version"] == 1
+    assert json.loads(build.payload_of("manifest", new["manifest"]))["version"] == 2
+    shard = json.loads(build.payload_of("t/0", old["t/0"]))
+    assert isinstance(shard[0][1], list)  # format 1: numbers, as the last release wrote them
+    assert isinstance(json.loads(build.payload_of("t/0", new["t/0"]))[0][1], str)
+    assert _results(old) == _results(new)
+    assert any(_results(new))
+    assert _js(old) == _js(new)
+    postings = sum(len(d) for n, d in old.items() if n.startswith("t/"))
+    assert sum(len(d) for n, d in new.items() if n.startswith("t/")) < 0.75 * postings
+
+
+@given(st.lists(st.integers(0, 2**40), max_size=60))
+def test_postings_strings_round_trip(numbers: list[int]) -> None:
+    text = build.pack_numbers(numbers)
+    assert build.unpack_numbers(text) == numbers
+    assert json.dumps(text) == f'"{text}"'  # no character JSON escapes
+
+
+def test_javascript_unpacks_what_python_packs() -> None:
+    cases = [[0], [31, 32, 1023, 1024, 32767, 32768, 10**9, 2**40], list(range(0, 5000, 37)), []]
+    script = (
+        "const s = require(process.argv[1]);"
+        "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "process.stdout.write(JSON.stringify(cases.map((c) => s.unpack(c))));"
+    )
+    done = subprocess.run(
+        [NODE, "-e", script, str(ROOT / "js" / "search.js")],
+        input=json.dumps([build.pack_numbers(c) for c in cases]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == cases
+
+
+def _reseal(files: dict[str, bytes], name: str, payload: bytes) -> None:
+    """Replace file ``name`` and make the manifest's size and SHA-256 agree (damage a check passes)."""
+    files[name] = build.wrap(name, payload)
+    manifest = json.loads(build.payload_of("manifest", files["manifest"]))
+    row = manifest["shards"][int(name.split("/")[1])]
+    row[2], row[3] = len(files[name]), hashlib.sha256(payload).hexdigest()
+    files["manifest"] = build.manifest_bytes(manifest)
+
+
+@pytest.mark.parametrize("bad", ["!!", "Z", "a\\u00e9"])
+def test_a_malformed_postings_string_is_named(bad: str) -> None:
+    files = build_files(PAGES)
+    rows = json.loads(build.payload_of("t/0", files["t/0"]))
+    rows[0][1] = json.loads(f'"{bad}"')
+    _reseal(files, "t/0", json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
+    index = query.Index(files.__getitem__, "mem")
+    with pytest.raises(FormatError) as caught:
+        index.shard(0)
+    assert caught.value.subject == "mem/t/0.js" and "postings" in caught.value.message
+
+
+def test_a_newer_format_is_refused() -> None:
+    files = build_files(PAGES)
+    manifest = json.loads(build.payload_of("manifest", files["manifest"]))
+    manifest["version"] = build.VERSION + 1
+    files["manifest"] = build.manifest_bytes(manifest)
+    with pytest.raises(FormatError, match="newer than this archiver reads"):
+        query.Index(files.__getitem__, "mem")
