@@ -248,3 +248,26 @@ def test_a_newest_state_not_recorded_yet_is_the_last_version(tmp_path: Path) -> 
     assert r.returncode == 0, r.stderr
     want = {k: v for k, v in _tree_bytes(root).items() if not k.startswith("_archiver/.versions/")}
     assert _tree_bytes(tmp_path / "now") == want
+
+
+@pytest.mark.parametrize("edit", ["dotdot", "lying-blob", "missing-blob"])
+def test_pack_refuses_a_hostile_store(three: Path, tmp_path: Path, edit: str) -> None:
+    """A version manifest naming ``../``, a blob whose bytes are not its name's, a blob gone: pack
+    fails with one line, exit 1, and writes nothing."""
+    first = store.versions(three)[0]
+    rec = [json.loads(line) for line in first.manifest.read_bytes().splitlines()]
+    blob = store.blob_path(three, hashlib.sha256(V1["docs/old.html"].encode()).hexdigest())
+    if edit == "dotdot":
+        rec[1]["path"] = "../../escaped.html"
+        first.manifest.chmod(0o644)
+        first.manifest.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rec))
+    elif edit == "lying-blob":
+        blob.chmod(0o644)
+        blob.write_bytes(b"<p>Not what was captured.</p>")
+    else:
+        blob.unlink()
+    out = tmp_path / "x.gwtar.html"
+    r = _cli("pack", str(three), "--format", "gwtar", "--all-versions", "-o", str(out))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("archiver: ") and len(r.stderr.splitlines()) == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
