@@ -26,6 +26,8 @@ import msgspec
 from archiver import tree
 from archiver.errors import FormatError, UsageError
 from archiver.gwtar import rules
+from archiver.gwtar.diffpage import DIFF_PAGE
+from archiver.gwtar.diffpage import PATH as DIFF_PATH
 from archiver.gwtar.layout import MemberSpec
 from archiver.gwtar.read import GwtarReader, Member
 from archiver.urls import RESERVED_DIR
@@ -113,6 +115,11 @@ def add_versions(source: object, root: Path, work: Path) -> None:
         rows.append({"id": v.id, "date": v.date, "manifest": member, "files": files, "pages": pages})
     doc = {"format": "archiver-gwtar-versions", "version": 1, "versions": rows}
     data = json.dumps(doc, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+    page = work / "diff.html"
+    page.write_bytes(DIFF_PAGE.encode())
+    source.specs[DIFF_PATH] = MemberSpec(DIFF_PATH, page.stat().st_size, "text/html")
+    source.files[DIFF_PATH] = page
+    source.expected[DIFF_PATH] = None
     held_table = work / "gwtar-versions.json"
     held_table.write_bytes(data)
     source.specs[TABLE] = MemberSpec(TABLE, len(data), "application/json")
@@ -249,7 +256,7 @@ def problems(reader: GwtarReader) -> Iterator[tuple[str, str]]:
     for m in reader.iter_members():
         if m.path.startswith(BLOBS) and m.path[len(BLOBS) :] != m.sha256:
             yield (m.path, "a versions blob whose name is not the SHA-256 of its bytes")
-        elif m.path.startswith(PREFIX) and not m.path.startswith(BLOBS) and m.path not in named:
+        elif m.path.startswith(PREFIX) and not m.path.startswith(BLOBS) and m.path not in named | {DIFF_PATH}:
             yield (m.path, "a version manifest the versions table does not name")
     for e in entries:
         yield from version_problems(reader, e, by_hash)
