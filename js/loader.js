@@ -989,7 +989,7 @@ host.shadowRoot.querySelector("button").onclick=()=>host.remove();
 const vRoute=(id,path,list)=>id===list[list.length-1].id?path:"@"+id+"/"+path;
 async function showVersions(path){
 const v=await archive.versions(),list=v&&v.list;
-if(!list||!current||current.path!==path)return;
+if(!list||!current||current.path!==path||path.startsWith("_archiver/"))return;
 const at=VP.exec(path),id=at?at[1]:list[list.length-1].id,real=at?at[2]:path,i=list.findIndex(e=>e.id===id),host=doc.createElement("div");
 host.setAttribute("data-gwtar-versions","");
 host.style.cssText="all:initial;position:fixed;z-index:2147483647;right:8px;top:8px;font:13px system-ui;background:#fff;border:1px solid #888;padding:4px";

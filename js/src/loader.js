@@ -1152,12 +1152,13 @@ function showNotice() {
 
 // The route of <path> in version <id> (the newest: the plain path).
 const vRoute = (id, path, list) => id === list[list.length - 1].id ? path : "@" + id + "/" + path;
-// A box of its own (a shadow root, as the notice): the version shown, and a link to what changed in
+// A box of its own (a shadow root, as the notice; not on the archive's own pages, the diff page
+// among them): the version shown, and a link to what changed in
 // this page since the version before: the diff page the packer adds (formats/gwtar.md section 13.4),
 // a page of the archive like the search page, which reads both versions through gwtar.url.
 async function showVersions(path) {
   const v = await archive.versions(), list = v && v.list;
-  if (!list || !current || current.path !== path) return;
+  if (!list || !current || current.path !== path || path.startsWith("_archiver/")) return;
   const at = VP.exec(path), id = at ? at[1] : list[list.length - 1].id, real = at ? at[2] : path, i = list.findIndex(e => e.id === id), host = doc.createElement("div");
   host.setAttribute("data-gwtar-versions", "");
   host.style.cssText = "all:initial;position:fixed;z-index:2147483647;right:8px;top:8px;font:13px system-ui;background:#fff;border:1px solid #888;padding:4px";

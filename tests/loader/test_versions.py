@@ -113,6 +113,9 @@ def test_picker_switches_versions_and_the_diff_shows_the_change(
             assert ["add", "+ Step two."] in rows
             assert ["same", "  Step one."] in rows
             assert not [r for r in rows if r[0] == "del"]
+            page.wait_for_function("window.gwtar.archive.index")
+            assert page.evaluate("gwtar.archive.versions().then(v => v.list.length)") == 3
+            assert page.evaluate("document.querySelector('[data-gwtar-versions]')") is None  # not here
     finally:
         context.close()
 
@@ -126,7 +129,8 @@ def test_no_picker_without_versions(browser: Browser, archive: Path, tmp_path: P
     try:
         with serve("range", plain) as served:
             open_gwtar(page, served)
-            page.wait_for_timeout(1500)  # the picker would be added 500 ms after the first render
+            page.wait_for_function("window.gwtar.archive.index", timeout=20_000)  # read after the render
+            assert page.evaluate("gwtar.archive.versions()") is None  # what the picker asks: no table
             assert page.evaluate("document.querySelector('[data-gwtar-versions]')") is None
             assert page.evaluate("window.gwtar.problems.length") == 0
     finally:
