@@ -431,6 +431,7 @@ class FileSource{
 constructor(file){this.file=file;NS.mode="file";}
 async read(start,end){return new Uint8Array(await this.file.slice(start,end).arrayBuffer());}
 }
+const VT="_archiver/gwtar-versions.json",VB="_archiver/versions/blobs/",VDIFF="_archiver/versions/diff.html",VP=/^@(\d{8}T\d{6}Z(?:-\d+)?)\/(.*)$/;
 class Archive{
 constructor(source,hdr){
 Object.assign(this,{source,hdr,meta:hdr.meta||{},index:null,cache:new Map()});
@@ -453,7 +454,23 @@ const data=JSON.parse(decodeText(await this.bytes({path:"_archiver/gwtar-index.j
 return this.index=new Map(data.members.map(m=>[m.path,{...m,offset:o+m.offset,type:m.type||""}]));
 });
 }
+versions(){
+return this.once("\0v",async()=>{
+const t=await this.lookup(VT),h=new Map();
+if(!t)return null;
+for(const m of this.index.values())if(m.sha256&&(m.path.startsWith(VB)||!h.has(m.sha256)))h.set(m.sha256,m);
+return{list:JSON.parse(decodeText(await this.bytes(t))).versions,h};
+});
+}
+async inVersion(id,path){
+const v=await this.versions(),e=v&&v.list.find(x=>x.id===id),f=e&&await this.once("\0v"+id,async()=>
+new Map(decodeText(await this.bytes(await this.lookup(e.manifest))).split("\n").slice(1).filter(l=>l.trim()).map(l=>{const r=JSON.parse(l);return[r.path,r];})));
+const r=f&&f.get(path),m=r&&v.h.get(r.sha256);
+return m&&m.size===r.size?{...m,path:"@"+id+"/"+path,type:r.media_type||m.type,kind:r.kind}:null;
+}
 async lookup(path){
+const at=VP.exec(path);
+if(at)return this.inVersion(at[1],at[2]);
 if(!this.index&&this.listed.has(path))return this.listed.get(path);
 const ix=await this.loadIndex();
 return ix&&ix.get(path)||null;
@@ -912,7 +929,7 @@ if(scrollY===y)scrollToFragment(frag);
 lazy.readyNow();
 if(NS.stats.firstRender==null)NS.stats.firstRender=performance.now();
 showNotice();
-later(()=>archive.loadIndex().catch(noop),500);
+later(()=>archive.loadIndex().then(()=>showVersions(path)).catch(noop),500);
 });
 };
 if(doc.readyState==="loading")doc.addEventListener("DOMContentLoaded",go);
@@ -968,6 +985,18 @@ host.attachShadow({mode:"open"});
 host.shadowRoot.innerHTML="<div role=alert style='font:14px/1.4 system-ui,sans-serif;background:#fff4e5;color:#222;border:2px solid #c60;border-radius:6px;padding:6px 10px;max-height:30vh;overflow:auto'>"+
 "<button style='float:right'>&times;</button><b>This archive has problems:</b>"+shown.map(p=>"<div class="+p.kind+">"+esc(p.what)+"</div>").join("")+"</div>";
 host.shadowRoot.querySelector("button").onclick=()=>host.remove();
+}
+const vRoute=(id,path,list)=>id===list[list.length-1].id?path:"@"+id+"/"+path;
+async function showVersions(path){
+const v=await archive.versions(),list=v&&v.list;
+if(!list||!current||current.path!==path||path.startsWith("_archiver/"))return;
+const at=VP.exec(path),id=at?at[1]:list[list.length-1].id,real=at?at[2]:path,i=list.findIndex(e=>e.id===id),host=doc.createElement("div");
+host.setAttribute("data-gwtar-versions","");
+host.style.cssText="all:initial;position:fixed;z-index:2147483647;right:8px;top:8px;font:13px system-ui;background:#fff;border:1px solid #888;padding:4px";
+doc.documentElement.append(host);
+host.attachShadow({mode:"open"}).innerHTML="<select>"+list.map(e=>"<option value="+e.id+(e.id===id?" selected>":">")+e.date+"</option>").join("")+"</select>"+
+(i>0?" <a href='"+esc(routeURL(VDIFF,null,"from="+list[i-1].id+"&to="+id+"&path="+encodeURIComponent(real)))+"'>changes</a>":"");
+host.shadowRoot.firstChild.onchange=ev=>NS.go(vRoute(ev.target.value,real,list));
 }
 function picker(hdr,message){
 NS.state="picker";

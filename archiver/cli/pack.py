@@ -45,6 +45,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         raise UsageError("ZIM metadata options and --allow-incomplete apply to --format zim", subject="pack")
     if args.format == "zim" and args.single_page:
         raise UsageError("--single-page applies to --format gwtar", subject="pack")
+    if args.format == "zim" and args.all_versions:
+        raise UsageError("--all-versions applies to --format gwtar (a ZIM is a snapshot)", subject="pack")
     paths = [Path(p) for p in args.path]
     if all(p.is_file() and _is_warc(p) for p in paths):
         from archiver.warc.importer import imported_tree
@@ -85,6 +87,7 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
                     fec=fec,
                     progress=meter,
                     search_index=_search_index(args, src),
+                    all_versions=args.all_versions,
                 ),
                 out,
             )
@@ -146,6 +149,7 @@ def _pack_wacz(args: argparse.Namespace) -> int:
     from archiver.warc import wacz
 
     if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
+            or args.all_versions
             or args.no_render or args.chromium or args.no_search_index or args.search_index):  # fmt: skip
         raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
     out = Path(args.out)

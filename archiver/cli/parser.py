@@ -414,6 +414,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", required=True, help="the output file")
     p.add_argument("--main", metavar="PATH", help="the page to open first, a tree path (default: index.html)")
     p.add_argument("--single-page", action="store_true", help="gwtar: only the main page and its assets")
+    p.add_argument(
+        "--all-versions",
+        action="store_true",
+        help="gwtar: every version of a versioned tree in one file, each file's bytes once "
+        "(formats/gwtar.md §13)",
+    )
     p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
     p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
     p.add_argument("--allow-incomplete", action="store_true", help="zim: pack an unfinished capture")
@@ -479,7 +485,11 @@ def _parser() -> argparse.ArgumentParser:
     p = command("ls", "list the members of a gwtar, the entries of a ZIM or the records of a WARC or WACZ")
     p.add_argument("archive")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.add_argument("--versions", action="store_true", help="a tree: list its versions (formats/history.md)")
+    p.add_argument(
+        "--versions",
+        action="store_true",
+        help="a tree or an --all-versions gwtar: list its versions (formats/history.md)",
+    )
     p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
     p.set_defaults(func=_command("readers", "_cmd_ls"))
 
@@ -491,8 +501,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--version",
         metavar="DATE",
-        help="a tree: write the version in force at DATE (a version id, YYYY-MM-DD, or a time) as a "
-        "plain tree (formats/history.md)",
+        help="a tree or an --all-versions gwtar: write the version in force at DATE (a version id, "
+        "YYYY-MM-DD, or a time) as a plain tree (formats/history.md)",
     )
     p.add_argument(
         "--keep-symlinks",

@@ -57,6 +57,8 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     from archiver.detect import kind_of
 
     path = Path(args.archive)
+    if args.versions and path.is_file() and kind_of(path) == "gwtar":
+        return _ls_gwtar_versions(path, args.json)
     if args.versions:
         from archiver.cli.history import ls_versions
 
@@ -85,6 +87,21 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ls_gwtar_versions(path: Path, as_json: bool) -> int:
+    """The versions of an ``--all-versions`` gwtar (formats/gwtar.md §13), oldest first."""
+    from archiver.gwtar.read import GwtarReader
+    from archiver.gwtar.versions import table
+
+    with GwtarReader(path) as reader:
+        entries = table(reader)
+    for e in entries:
+        if as_json:
+            print(json.dumps({"version": e.id, "date": e.date, "pages": e.pages, "files": e.files}))
+        else:
+            print(f"{e.id}  {e.date}  {e.pages:>7} pages  {e.files:>7} files")
+    return 0
+
+
 def _ls_warc(path: Path, args: argparse.Namespace) -> int:
     from archiver.warc.verify import ls
 
@@ -109,6 +126,12 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     from archiver.detect import kind_of
 
     path, out = Path(args.archive), Path(args.out)
+    if args.version is not None and path.is_file() and kind_of(path) == "gwtar":
+        from archiver.gwtar.versions import extract_version
+
+        entry, count = _writing(lambda: extract_version(path, args.version, out), out)
+        print(f"{path}: version {entry.id} ({entry.date}): {count} files extracted into {out}")
+        return 0
     if args.version is not None:
         from archiver.cli.history import extract_version
 

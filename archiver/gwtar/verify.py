@@ -79,6 +79,7 @@ class Report:
     links: int = 0
     #: whether the tar holds the search index's manifest (formats/gwtar.md §5.4), checked then
     search: bool = False
+    versions: bool = False  # whether it holds a versions table (formats/gwtar.md §13), checked then
 
     @property
     def ok(self) -> bool:
@@ -188,6 +189,10 @@ def verify(path: Path, *, progress: Meter | None = None, links: bool = True) -> 
         check_links(path, report)
     if report.extension and not report.unreadable and report.search:  # a reader holds the whole index
         _check_search(path, report)
+    if report.extension and not report.unreadable and report.versions:
+        from archiver.gwtar.versions import check
+
+        check(path, report)
     return report
 
 
@@ -244,6 +249,7 @@ def _verify(f: IO[bytes], report: Report, meter: Meter) -> None:
         _check_entry(report, entry, names)
     report.problems.extend(walk.problems)
     report.search = any(s.entry.name == _SEARCH_MANIFEST for s in seen)
+    report.versions = any(s.entry.name == "_archiver/gwtar-versions.json" for s in seen)
     report.members = sum(1 for s in seen if s.entry.is_regular and s.entry.name != INDEX_PATH)
     report.listed = len(ph.manifest)
 

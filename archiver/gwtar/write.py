@@ -71,6 +71,7 @@ def pack(
     fec: float | None = None,
     progress: Meter | None = None,
     search_index: bool = False,
+    all_versions: bool = False,
 ) -> PackResult:
     """Pack ``src`` into the gwtar file ``out``.
 
@@ -85,6 +86,7 @@ def pack(
     give byte-identical output. ``progress`` is told the body's size and each member's bytes as they
     are written. ``search_index`` adds the tree's search index and search page as members
     (formats/gwtar.md §5.4; built now when the tree has none; not with ``single_page``).
+    ``all_versions`` adds every earlier version of a versioned tree (formats/gwtar.md §13).
     Raises :class:`UsageError` for bad arguments and :class:`FormatError`
     for an input that cannot be packed; no output file exists after an error."""
     src = Path(src)
@@ -99,8 +101,22 @@ def pack(
             src, out, main=main, single_page=single_page, created=created, loader=loader_text, fec=fec,
             progress=progress, search_index=search_index,
         )  # fmt: skip
+    if all_versions and (single_page or not src.is_dir()):
+        raise UsageError(
+            "--all-versions packs a whole tree (not --single-page, a ZIM or a page)", subject=str(src)
+        )
     if src.is_dir():
         source = tree_source(src, main=main, created=created)
+        if all_versions:
+            from archiver.gwtar.versions import add_versions
+
+            with safefs.temp_dir(out) as work:
+                if search_index:
+                    add_search_index(source, src, work)
+                else:
+                    drop_search_index(source)
+                add_versions(source, src, work)
+                return write_archive(source, out, loader=loader_text, fec=fec, progress=progress)
         if not search_index or single_page:
             drop_search_index(source)
             return write_archive(
