@@ -40,6 +40,7 @@ from archiver.capture.budget import PageBudget
 from archiver.capture.context import Context
 from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, HostRule
+from archiver.capture.hosts import key_host
 from archiver.capture.linker import revive_within_depth
 from archiver.capture.options import CaptureOptions
 from archiver.capture.outfolder import check_out, lock_folder
@@ -308,10 +309,12 @@ class Crawler:
         while True:
             running_pages = sum(1 for k, t in self.inflight.items() if t.get_name() == "page")
             running_assets = len(self.inflight) - running_pages
+            busy = {key_host(k) for k in self.inflight}  # every slot busy: free hosts' rows first
             for kind, free in (("page", page_slots - running_pages), ("asset", asset_slots - running_assets)):
                 if free <= 0:
                     continue
-                for row in self.state.claim(kind, free, exclude=self.inflight):
+                for row in self.state.claim(kind, free, exclude=self.inflight, busy=busy):
+                    busy.add(key_host(row.key))
                     task = asyncio.ensure_future(self._task(row))
                     task.set_name(kind)
                     self.inflight[row.key] = task

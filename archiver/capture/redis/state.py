@@ -36,7 +36,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -192,7 +192,11 @@ class RedisState(RedisLink):
                 self._op("ADD", [json.dumps(send)])
         return [] if inner or not send else list(self._last or [])
 
-    def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+    def claim(
+        self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
+    ) -> list[Row]:
+        """§2 ``claim``: the ``CLAIM`` script pops the first ``limit`` rows in frontier order (``busy``,
+        the hosts this worker has rows of in flight, is not used yet: formats/crawl-state.md §2)."""
         if self.damage is not None:
             raise self.damage
         try:
