@@ -18,6 +18,10 @@ from pathlib import Path
 import pytest
 
 from archiver.capture import capture, hosts
+from archiver.capture.redis.state import RedisState
+from archiver.capture.state import NewURL, State
+from tests.capture.redis_server import RedisServer, redis_server
+from tests.capture.test_redis_state import Maker, _redis_maker
 
 HOSTS = 8
 PAGES_PER_HOST = 12
@@ -135,3 +139,42 @@ def test_a_claim_takes_free_hosts_first_and_keeps_frontier_order() -> None:
     assert hosts.pick(one, 4, set(), str) == one[:4] and hosts.pick(one, 4, {"a"}, str) == one[:4]
     assert hosts.key_host("https://[::1]:8443/p?q#f") == "[::1]:8443"
     assert hosts.key_host("http://ex.test") == "ex.test"
+
+
+_A, _B, _C = "http://a.localhost/", "http://b.localhost:8080/", "http://c.localhost/"
+
+
+def _three_hosts(state: State | RedisState) -> None:
+    state.add([NewURL(u, "page", 1, None) for u in (_A + "1", _A + "2", _B + "1", _C + "1", _A + "3")])
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as s:
+        yield s
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def maker(request: pytest.FixtureRequest, tmp_path: Path) -> Maker:
+    if request.param == "sqlite":
+        state = State(tmp_path / "crawl.sqlite")
+        return lambda: state
+    return _redis_maker(request.getfixturevalue("redis"), tmp_path)
+
+
+def test_a_claim_of_either_state_takes_a_free_host_first(maker: Maker) -> None:
+    """A worker with rows of host a in flight claims b's and c's before a's next."""
+    one = maker()
+    _three_hosts(one)
+    first = [r.key for r in one.claim("page", 2, busy={"a.localhost"})]
+    assert first == [_B + "1", _C + "1"]
+    assert [r.key for r in one.claim("page", 2, exclude=first, busy={"a.localhost"})] == [_A + "1", _A + "2"]
+
+
+def test_a_redis_claim_leaves_a_host_another_worker_holds(redis: RedisServer, tmp_path: Path) -> None:
+    """Crawl-wide: a host whose lock another worker holds (a request under way) is busy too."""
+    one = _redis_maker(redis, tmp_path)()
+    _three_hosts(one)
+    redis.client().set(f"{one.prefix}host:b.localhost:8080:lock", "w9#1", px=30_000)
+    got = [r.key for r in one.claim("page", 2, busy={"a.localhost"})]
+    assert got == [_A + "1", _C + "1"]  # c is free; then the earliest of the rest, in queue order

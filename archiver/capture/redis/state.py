@@ -195,8 +195,9 @@ class RedisState(RedisLink):
     def claim(
         self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
     ) -> list[Row]:
-        """§2 ``claim``: the ``CLAIM`` script pops the first ``limit`` rows in frontier order (``busy``,
-        the hosts this worker has rows of in flight, is not used yet: formats/crawl-state.md §2)."""
+        """§2 ``claim``: the ``CLAIM`` script takes up to ``limit`` rows, those of hosts free
+        crawl-wide first (not in ``busy``, the hosts this worker has rows of in flight, and no
+        worker holding the host's lock; formats/crawl-state.md §2)."""
         if self.damage is not None:
             raise self.damage
         try:
@@ -209,6 +210,7 @@ class RedisState(RedisLink):
                 int(self.lease * 1000),
                 self.max_attempts,
                 _RETRY_BACKOFF_MS,
+                *sorted(busy),
             )
         except Down:
             return []
