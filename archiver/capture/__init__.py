@@ -3,13 +3,16 @@
 The stages, one module each (data flows down):
 
 - :mod:`.seeds` — seed URLs from the command line, a seeds file or a bookmarks export;
-- :mod:`.crawl` — the scheduling: frontier loop, scope and budget, the page and asset stages;
-  :mod:`.options` its options, :mod:`.report` its report, :mod:`.progress` its progress line,
-  :mod:`.interrupt` its event loop and the signals that stop it;
+- :mod:`.crawl` — the scheduling: frontier loop, the run's set-up and end; :mod:`.options` its
+  options, :mod:`.report` its report, :mod:`.progress` its progress line, :mod:`.interrupt` its
+  event loop and the signals that stop it;
+- :mod:`.page`, :mod:`.stage` — the page and asset stages (and the end of every URL),
+  :mod:`.redirects` the stubs, :mod:`.budget` the page budget, :mod:`.responses` what was fetched;
+  each takes a :class:`.context.Context`, never the crawl loop (tests/capture/test_seams.py);
 - :mod:`.crawlstate` — the crawl state's interface (formats/crawl-state.md); :mod:`.state` its
-  SQLite implementation, the resume state ``_archiver/crawl.sqlite``; :mod:`.state_redis` the state
-  many workers share (the frontier in Redis, scripts in :mod:`.redis_lua`, the page budget's
-  worker side in :mod:`.redis_budget`, each shard in SQLite);
+  SQLite implementation, the resume state ``_archiver/crawl.sqlite``; the package :mod:`.redis` the
+  state many workers share (the frontier in Redis, scripts in :mod:`.redis.lua`, the page budget's
+  worker side in :mod:`.redis.budget`, each shard in SQLite);
   :mod:`.politeness` the hook that makes host clocks and robots.txt crawl-wide;
 - :mod:`.transport` — where responses come from; :mod:`.fetch` the live network, the one network
   path: politeness, robots.txt, retries, size caps (:mod:`.fetched` what a fetch is given and gives
@@ -126,7 +129,7 @@ def capture(
 
     Many workers: ``state="redis://HOST:PORT/DB"`` and ``crawl=NAME`` make this process one worker
     of the crawl NAME, its frontier shared in Redis and ``out`` its own shard
-    (:mod:`archiver.capture.state_redis`); every worker must give the same seeds and scope options.
+    (:mod:`archiver.capture.redis.state`); every worker must give the same seeds and scope options.
     ``lease`` is how long a claimed URL stays this worker's without being renewed; a worker stopped
     by Ctrl-C, SIGTERM or SIGHUP hands its claims back at once (:mod:`archiver.capture.interrupt`).
     """
@@ -170,7 +173,7 @@ def capture(
         transport=transport,
     )
     if state is not None:
-        from archiver.capture.state_redis import redis_state
+        from archiver.capture.redis.state import redis_state
 
         options.state = redis_state(state, crawl, list(seeds), options, lease=lease)
     elif crawl is not None:
@@ -255,7 +258,7 @@ def status_main(
     """``archiver capture --state redis://… --crawl NAME --status``: the whole crawl's progress
     (done, queued, leased, failed, per worker), as text or one JSON object; exit 0, or the error's
     code with one line on stderr."""
-    from archiver.capture.redis_status import crawl_status, status_text
+    from archiver.capture.redis.status import crawl_status, status_text
 
     try:
         doc = crawl_status(state, crawl)

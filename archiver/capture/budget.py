@@ -2,7 +2,7 @@
 the scripts instead: formats/crawl-state.md §6.8, ``CrawlState.counts_pages``).
 
 A page is *charged* when it is found: the first N pages found join the frontier, the others are
-written absolute and recorded skipped ``beyond the page budget`` (:data:`.linker.BUDGET_REASON`).
+written absolute and recorded skipped ``beyond the page budget`` (:data:`BUDGET_REASON`).
 A document's links are charged in priority order (``--prefer`` first, ``--avoid`` last), then in
 the order they appear. An alias of a charged page (another URL of the same file, tree.md §3.3) is
 not charged: it is never fetched. ``N`` counts stored pages, so a charged page that ends without
@@ -15,27 +15,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archiver.capture import rewrite_html
-from archiver.capture.linker import BUDGET_REASON
 from archiver.capture.state import NewURL
 
 if TYPE_CHECKING:
-    from archiver.capture.crawl import Crawler
+    from archiver.capture.context import Context
     from archiver.capture.policy import Hint
 
-__all__ = ["PageBudget"]
+__all__ = ["BUDGET_REASON", "PageBudget"]
+
+#: Why a page was left out under ``max_pages`` (state._LIMIT_REASONS: a freed place revives it).
+BUDGET_REASON = "beyond the page budget"
 
 
 class PageBudget:
-    """The budget of one run of ``crawler`` (see the module docstring)."""
+    """The budget of one run over ``context`` (see the module docstring)."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+    def __init__(self, context: Context) -> None:
+        self.context = context
         self.pages_charged = 0
         self.charged: set[str] = set()
 
     @property
     def limit(self) -> int | None:
-        c = self.crawler
+        c = self.context
         return None if c.state.counts_pages else c.options.max_pages
 
     def start(self) -> None:
@@ -48,7 +50,7 @@ class PageBudget:
         beyond the budget again, so N stored pages stay N across any number of resumes (before, two
         failures retried on a resume made 12 of 10). The pending pages kept are charged to this
         run: one that fails again gives its place back."""
-        state = self.crawler.state
+        state = self.context.state
         stored = sum(1 for r in state.records() if r.kind == "page")
         pending = state.count("pending", "page")
         limit = self.limit
@@ -69,7 +71,7 @@ class PageBudget:
         limit = self.limit
         if limit is None:
             return True
-        c = self.crawler
+        c = self.context
         if key in self.charged or key in c.tree.paths:
             return True
         if c.tree.alias_of(key, "page") is not None:  # shares a charged page's file: not a page
@@ -90,7 +92,7 @@ class PageBudget:
             return
         self.charged.discard(key)
         self.pages_charged -= 1
-        c = self.crawler
+        c = self.context
         waiting = list(c.state.skipped_for(BUDGET_REASON, "page"))
         if not waiting:
             return
@@ -103,7 +105,7 @@ class PageBudget:
         order, before its links are written: the budget goes to the pages the user cares about."""
         if self.limit is None:
             return
-        c = self.crawler
+        c = self.context
         found: dict[str, int] = {}
 
         def collect(ref: str, hint: Hint) -> str | None:

@@ -22,7 +22,7 @@ stored again at the same path (same bytes, same record), and nothing is lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -62,7 +62,9 @@ class CrawlState(Protocol):
 
     def add(self, items: Iterable[NewURL]) -> list[str]: ...
 
-    def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]: ...
+    def claim(
+        self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
+    ) -> list[Row]: ...
 
     def renew(self, keys: Iterable[str]) -> list[str]: ...
 

@@ -9,26 +9,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archiver import urls
+from archiver.capture.budget import BUDGET_REASON, PageBudget
 from archiver.capture.policy import Decision, Hint
 from archiver.capture.state import NewURL
 from archiver.errors import URLError
 from archiver.urls import Kind
 
 if TYPE_CHECKING:
-    from archiver.capture.crawl import Crawler
+    from archiver.capture.context import Context
+    from archiver.capture.crawlstate import CrawlState
 
 __all__ = ["BUDGET_REASON", "Linker", "note_refused", "revive_within_depth"]
-
-#: Why a page was left out under ``max_pages`` (state._LIMIT_REASONS: a freed place revives it).
-BUDGET_REASON = "beyond the page budget"
 
 
 class Linker:
     """The change callback of one document: every reference goes through ``Scope.decide``, then gets
-    its tree path (local) and joins the list of URLs to enqueue."""
+    its tree path (local) and joins the list of URLs to enqueue; a page is charged to ``budget``."""
 
-    def __init__(self, crawler: Crawler, from_path: str, base: str, depth: int, referrer: str) -> None:
-        self.crawler = crawler
+    def __init__(
+        self, context: Context, budget: PageBudget, from_path: str, base: str, depth: int, referrer: str
+    ) -> None:
+        self.context = context
+        self.budget = budget
         self.from_path = from_path
         self.base = base
         self.depth = depth
@@ -37,9 +39,13 @@ class Linker:
         self.links: dict[str, bool] = {}  # key → written as a local link (True) or absolute (False)
 
     def decide(self, ref: str, hint: Hint) -> Decision:
-        c = self.crawler
+        c = self.context
         decision = c.scope.decide(ref, self.base, hint, self.depth, c.fetcher_robots)
-        if decision.action == "local" and decision.kind == "page" and not c.budget.charge(decision.url or ""):
+        if (
+            decision.action == "local"
+            and decision.kind == "page"
+            and not self.budget.charge(decision.url or "")
+        ):
             absolute = c.scope.written_absolute(ref, self.base, hint)  # as beyond the depth limit
             return Decision("absolute", absolute, None, decision.fragment, BUDGET_REASON)
         return decision
@@ -50,7 +56,7 @@ class Linker:
             # to the file like every other in-scope link, so no checker takes it for a broken one
             return self(self.base, hint) if "://" in self.base else None
         decision = self.decide(ref, hint)
-        c = self.crawler
+        c = self.context
         if decision.action == "keep":
             return None
         if decision.action == "absolute":
@@ -83,7 +89,7 @@ class Linker:
         if decision.reason in ("not fetched", ""):
             return
         try:
-            key = urls.dedup_key(urls.canonicalize(ref.strip(), self.base), self.crawler.scope.hygiene)
+            key = urls.dedup_key(urls.canonicalize(ref.strip(), self.base), self.context.scope.hygiene)
         except URLError:
             return
         self.links.setdefault(key, False)
@@ -103,13 +109,12 @@ class Linker:
 
 
 def note_refused(
-    crawler: Crawler, key: str, resource_type: str, referrer: str | None, reason: str, source: str | None
+    state: CrawlState, key: str, resource_type: str, referrer: str | None, reason: str, source: str | None
 ) -> None:
     """A request of the browser's own (a script's ``fetch()``, a script or meta refresh moving the
     page on, a script file) that the address guard refused: in the report like any other, found by
     the page rendering (the key ``source``) one step deeper, as its assets and links are (each time,
     so the discovery is recorded whichever page met the URL first)."""
-    state = crawler.state
     by = state.row(source) if source else None
     depth, referrer = (by.depth + 1, by.key) if by else (0, referrer)
     kind: Kind = "page" if resource_type == "document" else "asset"
@@ -121,20 +126,20 @@ def note_refused(
             state.finish(key, state="refused", outcome="refused", reason=reason)
 
 
-def revive_within_depth(crawler: Crawler) -> bool:
+def revive_within_depth(context: Context, budget: PageBudget) -> bool:
     """The frontier is empty: every row takes its final depth and referrer (formats/crawl-state.md
     §2). A page skipped for the depth limit that they bring within it (it was found by a page fetched
     before a shorter path to that page was known) joins the frontier after all, is merged into the
     key holding its path (tree.md §3.3), or waits beyond the page budget. True when it is not empty
     any more."""
-    c = crawler
+    c = context
     rows = c.state.settle_depths(c.options.depth)
     if not rows:
         return False
     new: list[NewURL] = []
     for row in rows:
         # charged before its path is given out (a key with a path counts as charged already)
-        if c.tree.alias_of(row.key, "page") is None and not c.budget.charge(row.key):
+        if c.tree.alias_of(row.key, "page") is None and not budget.charge(row.key):
             c.state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
             continue
         path, owner = c.tree.assign(row.key, "page")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 from archiver.capture.report import size_text
 
 if TYPE_CHECKING:
-    from archiver.capture.crawl import Crawler
+    from archiver.capture.context import Context
 
 __all__ = ["TAU", "WINDOW", "Progress", "Rate", "eta_text", "smooth_eta"]
 
@@ -63,11 +63,11 @@ def eta_text(seconds: float | None) -> str:
 
 
 class Progress:
-    """Prints ``crawler``'s progress to ``stream``: redrawn on a terminal (``tty``), else a plain
-    line every ``every`` seconds."""
+    """Prints the progress of the run over ``context`` to ``stream``: redrawn on a terminal (``tty``),
+    else a plain line every ``every`` seconds."""
 
-    def __init__(self, crawler: Crawler, stream: TextIO, *, tty: bool = True, every: float = 30.0) -> None:
-        self.crawler = crawler
+    def __init__(self, context: Context, stream: TextIO, *, tty: bool = True, every: float = 30.0) -> None:
+        self.context = context
         self.stream = stream
         self.tty = tty
         self.every = every
@@ -86,7 +86,7 @@ class Progress:
             self.draw()
 
     def line(self) -> str:
-        c = self.crawler
+        c = self.context
         now = time.monotonic()
         pages = c.pages_done
         queued = c.state.count("pending", "page")

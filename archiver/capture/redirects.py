@@ -17,19 +17,21 @@ from archiver.capture.writer import now, stub_html
 from archiver.tree import Record, WarcRef
 
 if TYPE_CHECKING:
-    from archiver.capture.crawl import Crawler
     from archiver.capture.fetch import FetchResult
+    from archiver.capture.stage import Stage
 
 __all__ = ["not_html", "page_redirect", "write_stub"]
 
 
-async def not_html(c: Crawler, row: Row, result: FetchResult, page_path: str) -> None:
+async def not_html(stage: Stage, row: Row, result: FetchResult, page_path: str) -> None:
     """A link that looked like a page answered with something else: store it as an asset and
     leave a redirect stub at the page path."""
-    asset_path = c.tree.second(row.key, "asset")
-    record, new = await c._store_asset_bytes(row, result, asset_path)
-    stub = await write_stub(c, page_path, asset_path, asset_path, row.key, result.status or 200, result.warc)
-    await c._finish(
+    asset_path = stage.context.tree.second(row.key, "asset")
+    record, new, links = await stage.store_asset_bytes(row, result, asset_path)
+    stub = await write_stub(
+        stage, page_path, asset_path, asset_path, row.key, result.status or 200, result.warc
+    )
+    await stage.finish(
         row.key,
         state="done",
         outcome="ok",
@@ -39,13 +41,13 @@ async def not_html(c: Crawler, row: Row, result: FetchResult, page_path: str) ->
         record=record,
         extra=[stub],
         new=new,
-        links=c._asset_links.pop(row.key, None),
+        links=links,
     )
-    c.assets_done += 1
+    stage.context.assets_done += 1
 
 
 async def write_stub(
-    c: Crawler,
+    stage: Stage,
     path: str,
     target_path: str | None,
     shown: str,
@@ -55,8 +57,8 @@ async def write_stub(
 ) -> Record:
     href = urls.rel(path, target_path) if target_path else shown
     data = stub_html(href, shown)
-    await c._write(path, data)
-    c.bytes_written += len(data)
+    await stage.write(path, data)
+    stage.context.bytes_written += len(data)
     return Record(
         path=path,
         kind="page",
@@ -72,8 +74,9 @@ async def write_stub(
 
 
 async def page_redirect(
-    c: Crawler, row: Row, result: FetchResult, path: str, final: str, is_html: bool
+    stage: Stage, row: Row, result: FetchResult, path: str, final: str, is_html: bool
 ) -> None:
+    c = stage.context
     chain_status = 301
     hop = result.redirect_warcs[0] if result.redirect_warcs else None  # this URL's own 3xx
     moved_to_root = final.split("://", 1)[-1].partition("/")[2] == "" and path != "index.html"
@@ -98,7 +101,7 @@ async def page_redirect(
                 inherit=True,
             )
         )
-        stub = await write_stub(c, path, final_path, final_path, row.key, chain_status, hop)
+        stub = await write_stub(stage, path, final_path, final_path, row.key, chain_status, hop)
         target = c.state.record(final_path)
         if target is not None and row.key not in target.redirects:
             target.redirects = sorted({*target.redirects, row.key})
@@ -107,11 +110,11 @@ async def page_redirect(
         final_path, _ = c.tree.assign(final, "asset")
         new.append(NewURL(final, "asset", row.depth + 1, row.referrer, path=final_path,
                           source=row.key, inherit=True))  # fmt: skip
-        stub = await write_stub(c, path, final_path, final_path, row.key, chain_status, hop)
+        stub = await write_stub(stage, path, final_path, final_path, row.key, chain_status, hop)
     else:
-        stub = await write_stub(c, path, None, result.final_url, row.key, chain_status, hop)
+        stub = await write_stub(stage, path, None, result.final_url, row.key, chain_status, hop)
         note += " (outside the capture: the stub links to the live URL)"
-    await c._finish(
+    await stage.finish(
         row.key,
         state="done",
         outcome="redirected",

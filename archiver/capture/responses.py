@@ -18,7 +18,7 @@ from archiver.capture.linker import note_refused
 from archiver.errors import URLError
 
 if TYPE_CHECKING:
-    from archiver.capture.crawl import Crawler
+    from archiver.capture.context import Context
     from archiver.capture.fetch import FetchResult
     from archiver.capture.render import Reply
 
@@ -31,10 +31,10 @@ PAGE_CAP = 64 << 20
 
 
 class Responses:
-    """The answers of one run of ``crawler`` (see the module docstring)."""
+    """The answers of one run over ``context`` (see the module docstring)."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+    def __init__(self, context: Context) -> None:
+        self.context = context
         self.raw: OrderedDict[str, FetchResult] = OrderedDict()
         self.raw_bytes = 0
         self.spooled: dict[str, FetchResult] = {}
@@ -73,23 +73,23 @@ class Responses:
         running = self.fetching.get(key)
         if running is not None:
             return await asyncio.shield(running)
-        assert self.crawler.fetcher is not None
+        assert self.context.fetcher is not None
         future: asyncio.Future[FetchResult] = asyncio.get_running_loop().create_future()
         self.fetching[key] = future
         try:
-            cap = max(self.crawler.options.asset_cap, PAGE_CAP) if page else "default"
-            result = await self.crawler.fetcher.fetch(
+            cap = max(self.context.options.asset_cap, PAGE_CAP) if page else "default"
+            result = await self.context.fetcher.fetch(
                 key, referrer=referrer, accept=accept, cap=cap, stop_at=functools.partial(self._held, key)
             )
             if result.unfollowed:  # the chain led to an answer this run holds or is fetching
                 joined = await self._joined(key, result)
                 if joined is None:  # that answer is a spooled file, or gone: follow the chain after all
-                    joined = await self.crawler.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
+                    joined = await self.context.fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap)
                 result = joined
             self.remember(key, result)
             if result.final_url != key and result.outcome in ("ok", "redirected"):
                 with contextlib.suppress(URLError):
-                    final_key = urls.dedup_key(result.final_url, self.crawler.scope.hygiene)
+                    final_key = urls.dedup_key(result.final_url, self.context.scope.hygiene)
                     if final_key not in self.raw and result.file is None:
                         self.remember(final_key, dataclasses.replace(result, url=final_key, redirects=[]))
             future.set_result(result)
@@ -107,7 +107,7 @@ class Responses:
         being fetched by a task that does not wait, through other chains, on ``key`` itself (two
         chains into each other would wait forever). The wait is noted in ``waits``."""
         try:
-            target = urls.dedup_key(url, self.crawler.scope.hygiene)
+            target = urls.dedup_key(url, self.context.scope.hygiene)
         except URLError:
             return False
         hit = self.raw.get(target)
@@ -128,7 +128,7 @@ class Responses:
         """An unfollowed redirect chain joined to the answer of its target (waited for when it is
         being fetched): what following it to the end would have given, one request fewer. None
         when that answer is not in memory (a spooled file belongs to its own stage)."""
-        target_key = urls.dedup_key(result.final_url, self.crawler.scope.hygiene)
+        target_key = urls.dedup_key(result.final_url, self.context.scope.hygiene)
         try:
             running = self.fetching.get(target_key)
             target = await asyncio.shield(running) if running is not None else self.raw.get(target_key)
@@ -153,10 +153,10 @@ class Responses:
         from archiver.capture.render import Reply
 
         try:
-            key = urls.dedup_key(urls.canonicalize(url), self.crawler.scope.hygiene)
+            key = urls.dedup_key(urls.canonicalize(url), self.context.scope.hygiene)
         except URLError:
             return None
-        row = self.crawler.state.row(key)
+        row = self.context.state.row(key)
         if (
             row is not None
             and row.state == "done"
@@ -164,16 +164,16 @@ class Responses:
             and not row.stylesheet
             and row.kind == "asset"
         ):
-            record = self.crawler.state.record(row.path)
-            file = self.crawler.out / row.path
+            record = self.context.state.record(row.path)
+            file = self.context.out / row.path
             if record is not None and record.media_type != "text/css" and file.is_file():
                 return Reply(200, {"content-type": record.media_type}, path=file)
-        if urls.ext(key) in self.crawler.scope.skip_extensions:
+        if urls.ext(key) in self.context.scope.skip_extensions:
             return None  # large media the tree leaves on the live web: the page renders without it
         result = await self.get(key, referrer, page=resource_type == "document")
         if result.outcome in ("refused", "skipped"):
             if result.outcome == "refused":
-                note_refused(self.crawler, key, resource_type, referrer, result.reason, source)
+                note_refused(self.context.state, key, resource_type, referrer, result.reason, source)
             return None
         if result.status is None:
             return None

@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
-from archiver.capture import depths
+from archiver.capture import depths, hosts
 from archiver.tree import Record
 
 __all__ = [
@@ -350,11 +350,19 @@ class State:
                     break
         return out
 
-    def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
-        """Claim up to ``limit`` pending rows of ``kind`` for work (formats/crawl-state.md §3). One
-        process owns this file, so a claim is the rows in flight (``exclude``) and needs no lease:
-        the rows :meth:`pending` gives."""
-        return self.pending(kind, limit, exclude)
+    def claim(
+        self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
+    ) -> list[Row]:
+        """Claim up to ``limit`` pending rows of ``kind`` for work (formats/crawl-state.md §2, §3),
+        rows of hosts not in ``busy`` first (:func:`.hosts.pick`). One process owns this file, so a
+        claim is the rows in flight (``exclude``) and needs no lease."""
+        skip = set(exclude)
+        query = (
+            f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ?"
+            " ORDER BY priority, depth, seq"
+        )
+        candidates = (v for v in self.db.execute(query, (kind,)) if v[0] not in skip)
+        return [row_from(v) for v in hosts.pick(candidates, limit, busy, lambda v: str(v[0]))]
 
     def renew(self, keys: Iterable[str]) -> list[str]:
         """Renew the claims on ``keys``; returns those that were lost (none here: nobody else can

@@ -19,8 +19,8 @@ import pytest
 from archiver import cli
 from archiver.capture import capture, status_main
 from archiver.capture.options import CaptureOptions
+from archiver.capture.redis.state import RedisState, crawl_config, redis_state
 from archiver.capture.state import NewURL
-from archiver.capture.state_redis import RedisState, crawl_config, redis_state
 from archiver.errors import UsageError
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.tree import Record

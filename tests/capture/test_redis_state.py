@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from archiver.capture.options import CaptureOptions
+from archiver.capture.redis.state import RedisState, crawl_config, redis_state
 from archiver.capture.robots import Robots
 from archiver.capture.robots import parse as parse_robots
 from archiver.capture.state import NewURL, State
-from archiver.capture.state_redis import RedisState, crawl_config, redis_state
 from archiver.errors import UsageError
 from archiver.tree import Record
 from tests.capture.redis_server import RedisServer, redis_server

@@ -9,12 +9,12 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from archiver.capture.redis_conn import Down, shown
+from archiver.capture.redis.conn import Down, shown
 from archiver.capture.state import NewURL, Row, State
 from archiver.errors import FormatError
 
 if TYPE_CHECKING:
-    from archiver.capture.state_redis import RedisState
+    from archiver.capture.redis.link import RedisLink
 
 __all__ = ["Shard", "aliases", "crawl_fields", "row_of", "settle"]
 
@@ -72,7 +72,7 @@ class Shard:
     heard of, still pending here whatever another worker did with them), and the crawl's merged
     aliases of the keys it stored (tree.md §3.3: whoever met them, they name this shard's files)."""
 
-    def __init__(self, local: State, state: RedisState) -> None:
+    def __init__(self, local: State, state: RedisLink) -> None:
         self._local = local
         self._state = state
 
@@ -108,7 +108,7 @@ class Shard:
         return getattr(self._local, name)
 
 
-def aliases(state: RedisState, keys: list[str], known: set[str]) -> Iterator[Row]:
+def aliases(state: RedisLink, keys: list[str], known: set[str]) -> Iterator[Row]:
     """The crawl's merged rows whose file is one of ``keys``', those not in ``known``: every key
     merged into one of them, into one of those, and so on."""
     frontier = list(keys)
@@ -139,7 +139,7 @@ def aliases(state: RedisState, keys: list[str], known: set[str]) -> Iterator[Row
         return
 
 
-def settle(state: RedisState) -> None:
+def settle(state: RedisLink) -> None:
     """The crawl is complete: the shard's SQLite keeps what a single-process capture's would
     (formats/crawl-state.md §6.6): the rows it only heard of (pending here) go, the crawl's
     merged aliases of its files come in."""
@@ -168,9 +168,9 @@ def settle(state: RedisState) -> None:
     state.local.settle_depths()
 
 
-def crawl_fields(state: RedisState, keys: list[str], *fields: str) -> Iterator[tuple[str, list[Any]]]:
+def crawl_fields(state: RedisLink, keys: list[str], *fields: str) -> Iterator[tuple[str, list[Any]]]:
     """``(key, values)`` of ``fields`` in the crawl-wide row of each of ``keys``, 500 keys per round
-    trip; raises :class:`.redis_conn.Down` when Redis is away."""
+    trip; raises :class:`.conn.Down` when Redis is away."""
     for start in range(0, len(keys), 500):
         batch = keys[start : start + 500]
         pipe = state.r.pipeline(transaction=False)
@@ -179,7 +179,7 @@ def crawl_fields(state: RedisState, keys: list[str], *fields: str) -> Iterator[t
         yield from zip(batch, state._try(pipe.execute), strict=True)
 
 
-def crawl_wide_discovery(state: RedisState) -> None:
+def crawl_wide_discovery(state: RedisLink) -> None:
     """Give the shard's rows the depth and referrer the crawl finally knows of their keys (the Redis
     row keeps the smallest of every worker's discoveries as it met them); the shard's own recorded
     discoveries then shorten what they can (``settle_depths``), and ``archiver merge`` finds the

@@ -1,5 +1,5 @@
 """The page budget of a Redis-shared crawl (``--max-pages N`` with ``--state``; formats/crawl-state.md
-§6.8): the scripts of :mod:`.redis_lua` keep it (a page is claimed only while pages stored + pages
+§6.8): the scripts of :mod:`.lua` keep it (a page is claimed only while pages stored + pages
 leased < N); this module holds what the worker and ``--status`` add to them.
 
 - :func:`stores_page`: does a finish keep its page's budget slot (pure: what the report counts as
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from archiver.capture.linker import BUDGET_REASON
-from archiver.capture.redis_conn import Down
-from archiver.capture.redis_shard import crawl_fields
+from archiver.capture.budget import BUDGET_REASON
+from archiver.capture.redis.conn import Down
+from archiver.capture.redis.shard import crawl_fields
 from archiver.tree import Record
 
 if TYPE_CHECKING:
-    from archiver.capture.state_redis import RedisState
+    from archiver.capture.redis.link import RedisLink
 
 __all__ = ["budget_status", "keep_skipped", "stores_page"]
 
@@ -32,9 +32,9 @@ def stores_page(record: Record | None) -> bool:
     return record is not None and record.kind == "page" and (record.status or 200) // 100 != 3
 
 
-def keep_skipped(state: RedisState) -> None:
+def keep_skipped(state: RedisLink) -> None:
     """The crawl is complete: the shard's pending rows that the crawl skipped for the budget become
-    skipped here too (the rest of its pending rows go in :func:`.redis_shard.settle`)."""
+    skipped here too (the rest of its pending rows go in :func:`.shard.settle`)."""
     if not state.counts_pages:
         return
     local = state.local

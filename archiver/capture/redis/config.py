@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from archiver.capture.redis_conn import shown, shown_url
+from archiver.capture.redis.conn import shown, shown_url
 from archiver.errors import UsageError
 
 if TYPE_CHECKING:

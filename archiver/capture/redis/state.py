@@ -7,10 +7,10 @@ script is listed there):
 - the **frontier** (seen keys, the rows and their outcomes, the frontier ordered by priority, depth
   and discovery, leases with a deadline and a fencing token, attempts, the retry schedule, the
   crawl's seeds and scope options) is in Redis under ``archiver:{NAME}:``; every operation that
-  changes it is one Lua script (:mod:`.redis_lua`), so it is atomic; host clocks and robots.txt
-  are :mod:`.redis_politeness`, ``--status`` is :mod:`.redis_status`, the client :mod:`.redis_conn`,
-  the shard seen alone :mod:`.redis_shard`, the page budget (``--max-pages``, kept by the claim
-  script) :mod:`.redis_budget`;
+  changes it is one Lua script (:mod:`.lua`), so it is atomic; host clocks and robots.txt
+  are :mod:`.politeness`, ``--status`` is :mod:`.status`, the client :mod:`.conn`,
+  the shard seen alone :mod:`.shard`, the page budget (``--max-pages``, kept by the claim
+  script) :mod:`.budget`;
 - the **shard** (tree paths, manifest records, links, blobs, moves, meta) is the worker's own
   ``DIR/_archiver/crawl.sqlite`` (:class:`archiver.capture.state.State`), which also mirrors the
   rows this worker saw, so a shard reads like a single-process capture's state.
@@ -35,32 +35,26 @@ import json
 import os
 import secrets
 import socket
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from archiver import urls
-from archiver.capture import redis_lua
-from archiver.capture.redis_budget import keep_skipped, stores_page
-from archiver.capture.redis_config import CONFIG_VERSION, check_same, crawl_config
-from archiver.capture.redis_conn import (
+from archiver.capture.redis.budget import keep_skipped, stores_page
+from archiver.capture.redis.config import CONFIG_VERSION, check_same, crawl_config
+from archiver.capture.redis.conn import (
     Down,
     check_target,
     connect,
     inspect,
-    parse_config,
-    prefix,
-    redis_errors,
-    refusal,
-    shown,
     shown_url,
 )
-from archiver.capture.redis_politeness import RedisPoliteness
-from archiver.capture.redis_shard import Shard, row_of, settle
-from archiver.capture.state import NewURL, Row, State
-from archiver.errors import ArchiverError, CaptureError, UsageError
+from archiver.capture.redis.link import RedisLink
+from archiver.capture.redis.politeness import RedisPoliteness
+from archiver.capture.redis.shard import Shard, row_of, settle
+from archiver.capture.state import NewURL, Row
+from archiver.errors import CaptureError, UsageError
 from archiver.tree import Record
 
 if TYPE_CHECKING:
@@ -71,18 +65,6 @@ __all__ = ["CONFIG_VERSION", "RedisState", "crawl_config", "redis_state"]
 
 _LIMIT_REASONS = ("beyond the depth limit", "beyond the page budget")
 _RETRY_BACKOFF_MS = 1000  # an expired lease's row waits 1 s · 2^(attempts-1) (at most 60 s)
-_SCRIPTS = (
-    "ADD",
-    "CLAIM",
-    "RENEW",
-    "FINISH",
-    "MARK",
-    "REQUEUE",
-    "PROBE",
-    "RELEASE",
-    "HOST_ACQUIRE",
-    "HOST_RELEASE",
-)
 
 
 def redis_state(
@@ -133,132 +115,8 @@ def _item(n: NewURL) -> list[Any]:
     ]
 
 
-class RedisState:
+class RedisState(RedisLink):
     """One worker's view of a crawl shared in Redis (module docstring; formats/crawl-state.md §6)."""
-
-    def __init__(
-        self,
-        path: Path,
-        *,
-        client: Any,
-        url: str,
-        crawl: str,
-        config: dict[str, Any],
-        worker: str,
-        lease: float = 30.0,
-        max_attempts: int = 5,
-        lock_seconds: float = 40.0,
-        stderr: TextIO | None = None,
-    ) -> None:
-        self.r = client
-        self.url = url
-        self.crawl = crawl
-        self.prefix = prefix(crawl)
-        self.worker = worker
-        self.lease = lease
-        self.renew_every = max(lease / 4, 0.25)
-        self.give_up = 3 * lease
-        self.max_attempts = max_attempts
-        #: a host lock lives a lease at most (renewed with the claims while its request runs), so a
-        #: worker that dies holding one frees the host soon; robots.txt's read lock is not renewed
-        self.lock_ms = int(min(lock_seconds, lease) * 1000)
-        self.robots_lock_ms = int(lock_seconds * 2000)
-        self.held: dict[str, str] = {}  # host → the holder of its lock (RedisPoliteness)
-        self.stderr = stderr
-        self.refused = 0  # finishes Redis refused (the lease had been lost)
-        self._errors = redis_errors()
-        self._scripts = {name: client.register_script(getattr(redis_lua, name)) for name in _SCRIPTS}
-        self._tokens: dict[str, int] = {}
-        self._depth = 0
-        self._backlog: list[tuple[str, list[Any], Callable[[Any], None] | None]] = []
-        self._settled: dict[str, tuple[int, str, bool]] = {}
-        self._local_paths: set[str] = set()
-        self._down_since: float | None = None
-        self._retry_at = 0.0
-        self._said = False
-        #: the first damage met (formats/crawl-state.md §6.9): the next claim stops the worker with
-        #: it, also when it was met inside a URL's work (a host's clock), which records that URL failed
-        self.damage: ArchiverError | None = None
-        self._last: Any = None  # what the last write sent by a transaction answered
-        #: the page budget is the crawl's, kept by the scripts (formats/crawl-state.md §6.8)
-        self.counts_pages = config["options"].get("max_pages") is not None
-        self._register(config, path)
-        self.local = State(path)
-
-    # ---- talking to Redis
-
-    def _say(self, text: str) -> None:
-        print(
-            f"archiver: {shown_url(self.url)} (crawl {self.crawl}): {text}",
-            file=self.stderr or sys.stderr,
-            flush=True,
-        )
-
-    def _try(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn(...)`` against Redis, or :class:`Down` (at most one attempt per 0.5 s while down)."""
-        now = time.monotonic()
-        if self._down_since is not None and now < self._retry_at:
-            raise Down
-        try:
-            result = fn(*args, **kwargs)
-        except self._errors as e:
-            problem = refusal(e, self.url, self.crawl)  # damaged keys, not Redis: one line
-            if problem is not None:
-                self.damage = self.damage or problem
-                raise problem from None
-            if self._down_since is None:
-                self._down_since = now
-            self._retry_at = now + 0.5
-            if not self._said and now - self._down_since > self.lease:
-                self._said = True
-                self._say(
-                    f"no answer from Redis for more than the {self.lease:g} s lease: claiming stopped"
-                    " (the URLs this worker holds go back to the others)"
-                )
-            raise Down from None
-        if self._down_since is not None:
-            if self._said:
-                self._say("Redis answers again: claiming resumed")
-            self._down_since, self._said = None, False
-        return result
-
-    def _script(self, name: str, *args: Any) -> Any:
-        return self._try(self._scripts[name], keys=[], args=[self.prefix, *args])
-
-    def _op(self, name: str, args: list[Any], done: Callable[[Any], None] | None = None) -> Any:
-        """Queue a write; sent now unless a transaction is open (then when it commits)."""
-        self._backlog.append((name, args, done))
-        if self._depth == 0:
-            with contextlib.suppress(Down):
-                return self._drain()
-        return None
-
-    def _drain(self) -> Any:
-        """Send the writes waiting, in order; the last one's result. Raises :class:`Down`."""
-        result = None
-        while self._backlog:
-            name, args, done = self._backlog[0]
-            result = self._script(name, *args)
-            self._backlog.pop(0)
-            if done is not None:
-                done(result)
-        return result
-
-    def _register(self, config: dict[str, Any], path: Path) -> None:
-        doc = json.dumps(config, sort_keys=True)
-        key = self.prefix + "config"
-        try:
-            if not self.r.set(key, doc, nx=True):
-                check_same(parse_config(self.r.get(key) or "{}", self.crawl), config, self.url, self.crawl)
-            if self.counts_pages:
-                self.r.set(self.prefix + "budget", int(config["options"]["max_pages"]))
-            info = {"host": socket.gethostname(), "pid": os.getpid(), "out": str(path.parent.parent)}
-            self.r.hset(self.prefix + "workers", self.worker, json.dumps(info))
-        except self._errors as e:
-            problem = refusal(e, self.url, self.crawl)
-            if problem is not None:
-                raise problem from None
-            raise CaptureError(f"cannot reach Redis: {shown(str(e))}", subject=shown_url(self.url)) from None
 
     # ---- meta and seeds (home and created are the crawl's; the rest is the shard's)
 
@@ -334,7 +192,12 @@ class RedisState:
                 self._op("ADD", [json.dumps(send)])
         return [] if inner or not send else list(self._last or [])
 
-    def claim(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
+    def claim(
+        self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
+    ) -> list[Row]:
+        """§2 ``claim``: the ``CLAIM`` script takes up to ``limit`` rows, those of hosts free
+        crawl-wide first (not in ``busy``, the hosts this worker has rows of in flight, and no
+        worker holding the host's lock; formats/crawl-state.md §2)."""
         if self.damage is not None:
             raise self.damage
         try:
@@ -347,6 +210,7 @@ class RedisState:
                 int(self.lease * 1000),
                 self.max_attempts,
                 _RETRY_BACKOFF_MS,
+                *sorted(busy),
             )
         except Down:
             return []
@@ -464,7 +328,7 @@ class RedisState:
 
     def settle_depths(self, max_depth: int | None = None) -> list[Row]:
         """None here: the discoveries are in every worker's shard, which settles its own rows when
-        the crawl is complete (:func:`.redis_shard.settle`)."""
+        the crawl is complete (:func:`.shard.settle`)."""
         return []
 
     def _finished(self, result: Any) -> None:

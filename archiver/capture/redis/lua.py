@@ -205,10 +205,13 @@ return out
 """
 )
 
-#: ARGV: prefix, kind, n, worker, lease_ms, max_attempts, backoff_ms → {key, token, fields…} per
-#: row claimed (fields: HGETALL of the row). Reaps expired leases and promotes due retries first.
-#: Under a page budget, pages are claimed only while pages stored + pages leased < N; once every
-#: slot holds a stored page, the pages still queued are skipped for the budget.
+#: ARGV: prefix, kind, n, worker, lease_ms, max_attempts, backoff_ms, then the hosts this worker has
+#: rows of in flight → {key, token, fields…} per row claimed (fields: HGETALL of the row). Reaps
+#: expired leases and promotes due retries first. Under a page budget, pages are claimed only while
+#: pages stored + pages leased < N; once every slot holds a stored page, the pages still queued are
+#: skipped for the budget. Every slot busy (formats/crawl-state.md §2): among the first n + 128
+#: queued, one row per host that is free (not named busy, its lock held by no worker, not taken by
+#: this claim) goes first, then the earliest of the others; claimed in queue order.
 CLAIM = (
     _COMMON
     + r"""
@@ -222,7 +225,31 @@ if cap then
   n = math.min(n, room(cap))
 end
 local popped = {}
-if n > 0 then popped = redis.call('ZPOPMIN', P .. 'q:' .. ARGV[2], n) end
+if n > 0 then
+  local queue = P .. 'q:' .. ARGV[2]
+  local busy = {}
+  for i = 8, #ARGV do busy[ARGV[i]] = true end
+  local free, rest = {}, {}
+  local range = redis.call('ZRANGE', queue, 0, n + 127)
+  for i, key in ipairs(range) do
+    local host = string.match(key, '^[^:/?#]+://([^/?#]*)') or ''
+    if busy[host] or redis.call('EXISTS', P .. 'host:' .. host .. ':lock') == 1 then
+      if #rest < n then rest[#rest + 1] = i end
+    else
+      busy[host] = true
+      free[#free + 1] = i
+      if #free >= n then break end
+    end
+  end
+  local chosen = free
+  for j = 1, math.min(#rest, n - #free) do chosen[#chosen + 1] = rest[j] end
+  table.sort(chosen)
+  for _, i in ipairs(chosen) do
+    redis.call('ZREM', queue, range[i])
+    popped[#popped + 1] = range[i]
+    popped[#popped + 1] = 0
+  end
+end
 local out = {}
 for i = 1, #popped, 2 do
   local key = popped[i]

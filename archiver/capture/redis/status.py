@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from archiver.capture.redis_budget import budget_status
-from archiver.capture.redis_conn import (
+from archiver.capture.redis.budget import budget_status
+from archiver.capture.redis.conn import (
     call,
     check_target,
     connect,

@@ -1,6 +1,6 @@
 """Crawl-wide politeness in Redis (formats/crawl-state.md §6.4): each host's clock and its robots.txt,
 shared by every worker of a crawl; the :class:`archiver.capture.politeness.HostPoliteness` of
-:class:`archiver.capture.state_redis.RedisState`."""
+:class:`archiver.capture.redis.state.RedisState`."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from archiver.capture.redis_conn import Down
+from archiver.capture.redis.conn import Down
 from archiver.capture.robots import Robots, _Rule
 from archiver.errors import FormatError
 
 if TYPE_CHECKING:
-    from archiver.capture.state_redis import RedisState
+    from archiver.capture.redis.link import RedisLink
 
 __all__ = ["RedisPoliteness", "robots_from_json", "robots_json"]
 
@@ -64,7 +64,7 @@ class RedisPoliteness:
     """Each host's clock (next allowed time + an in-flight lock with expiry, Redis time) and its
     robots.txt (fetched by one worker, cached in Redis), shared by every worker of the crawl."""
 
-    def __init__(self, state: RedisState) -> None:
+    def __init__(self, state: RedisLink) -> None:
         self.s = state
         self._n = itertools.count()
 

@@ -1,0 +1,55 @@
+"""Every slot busy (formats/crawl-state.md §2, ``claim``): which pending rows a worker with free slots
+takes. Pure: no network, no filesystem, no clock.
+
+Politeness lets one request at a time go to a host, so a slot given a row of a host that is busy
+(a row of it in flight, or one taken by this claim already) waits on that host's lock while other
+hosts' rows wait in the frontier. :func:`pick` takes, among the first :data:`WINDOW` candidates in
+frontier order (beyond ``n``), one row per free host first, in frontier order; the slots left get the
+earliest of the others, so a crawl of one host claims exactly what frontier order gives (its rows
+still overlap one's rewriting with the next one's fetch)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from typing import TypeVar
+
+__all__ = ["WINDOW", "key_host", "pick"]
+
+T = TypeVar("T")
+
+#: how many candidates past the ``n`` wanted are looked at for a free host (a bounded scan per claim)
+WINDOW = 128
+
+
+def key_host(key: str) -> str:
+    """The ``host[:port]`` of a dedup key (canonical already: the text between ``://`` and the path),
+    as the fetcher's host locks name it (:func:`archiver.urls.host_of` of a canonical URL)."""
+    rest = key.partition("://")[2]
+    for i, ch in enumerate(rest):
+        if ch in "/?#":
+            return rest[:i]
+    return rest
+
+
+def pick(candidates: Iterable[T], n: int, busy: Collection[str], key: Callable[[T], str]) -> list[T]:
+    """Up to ``n`` of ``candidates`` (in frontier order): one per host neither in ``busy`` nor taken
+    already, then the earliest of the rest; the result in frontier order."""
+    if n <= 0:
+        return []
+    taken: list[tuple[int, T]] = []
+    rest: list[tuple[int, T]] = []
+    hosts = set(busy)
+    for i, item in enumerate(candidates):
+        if i >= n + WINDOW:
+            break
+        host = key_host(key(item))
+        if host in hosts:
+            if len(rest) < n:
+                rest.append((i, item))
+            continue
+        hosts.add(host)
+        taken.append((i, item))
+        if len(taken) >= n:
+            break
+    chosen = taken + rest[: n - len(taken)]
+    return [item for _, item in sorted(chosen, key=lambda pair: pair[0])]

@@ -1,0 +1,155 @@
+"""The end of every URL a capture works on, and the asset stage (formats/tree.md §9).
+
+Each completed URL is one state transaction (its outcome, its manifest record, the references it
+revealed) followed by one manifest line (:meth:`Stage.finish`); a charged page that stores no page
+gives its place back to the page budget. The **asset** stage fetches (or takes what the browser already
+fetched, :mod:`.responses`), rewrites a stylesheet (:mod:`archiver.css_refs`, every reference through
+:class:`.linker.Linker`) and writes the asset at its tree path (:mod:`.writer`: atomically; a large
+body is moved from its temporary file). The page stage is :mod:`.page`; a page link that answers with
+something else than an HTML page at its own path is :mod:`.redirects`. Each takes a :class:`Stage`:
+the run's :class:`.context.Context`, its page budget and its responses, never the crawl loop."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archiver import urls
+from archiver.capture.budget import PageBudget
+from archiver.capture.context import Context
+from archiver.capture.linker import Linker
+from archiver.capture.policy import redact
+from archiver.capture.relink import public
+from archiver.capture.responses import Responses
+from archiver.capture.state import NewURL, Row
+from archiver.capture.textcodec import decode_css
+from archiver.capture.writer import hash_file, now
+from archiver.css_refs import rewrite_stylesheet
+from archiver.tree import Record
+
+if TYPE_CHECKING:
+    from archiver.capture.fetch import FetchResult
+
+__all__ = ["Links", "Stage"]
+
+#: what a stored document links to: its tree path, and each key it names → written as a local link
+#: (True) or absolute (False); the state keeps it for the relinking at the end (tree.md §8)
+Links = tuple[str, dict[str, bool]]
+
+
+class Stage:
+    """What the page and asset stages of one run work with (see the module docstring)."""
+
+    def __init__(self, context: Context, budget: PageBudget, responses: Responses) -> None:
+        self.context = context
+        self.budget = budget
+        self.responses = responses
+
+    def linker(self, from_path: str, base: str, depth: int, referrer: str) -> Linker:
+        """The change callback of one document stored at ``from_path`` (:class:`.linker.Linker`)."""
+        return Linker(self.context, self.budget, from_path, base, depth, referrer)
+
+    async def write(
+        self, path: str, data: bytes | None = None, source: Path | None = None, link_from: str | None = None
+    ) -> None:
+        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically."""
+        self.context.writer.write(path, data, source, link_from)
+
+    async def finish(
+        self, key: str, *, record: Record | None = None, extra: list[Record] | None = None, **kwargs: Any
+    ) -> None:
+        """``key`` is done (``kwargs``: :meth:`.crawlstate.CrawlState.finish`'s): one transaction,
+        then its manifest lines."""
+        c = self.context
+        with c.state.transaction():
+            c.tree.flush()
+            c.state.finish(key, record=record, extra_records=extra or [], **kwargs)
+        if record is None or record.kind != "page":
+            self.budget.release(key)
+        manifest = c.manifest
+        if manifest is not None:
+            for line in [*(extra or []), *([record] if record else [])]:
+                manifest.add(public(line))
+
+    async def fail(self, row: Row, result: FetchResult) -> None:
+        state = (
+            result.outcome if result.outcome in ("failed", "unconfirmed", "skipped", "refused") else "failed"
+        )
+        await self.finish(row.key, state=state, outcome=state, reason=result.reason, status=result.status)
+
+    async def store_asset_bytes(
+        self, row: Row, result: FetchResult, path: str
+    ) -> tuple[Record, list[NewURL], Links]:
+        """Write an asset (a stylesheet rewritten) at ``path``; its record, the URLs it revealed and
+        its links."""
+        c = self.context
+        data: bytes | None = None
+        is_css = row.stylesheet or result.media_type == "text/css" or urls.ext(row.key) == ".css"
+        new: list[NewURL] = []
+        links: dict[str, bool] = {}
+        if is_css:
+            text = decode_css(result.read(), result.charset)
+            linker = self.linker(path, result.final_url, row.depth, row.key)
+            css = rewrite_stylesheet(
+                text, lambda ref, role: linker(ref, "stylesheet" if role == "import" else "embed")
+            )
+            data = css.text.encode("utf-8")
+            new = list(linker.new.values())
+            links = linker.links
+            await self.write(path, data)
+            size, sha = len(data), hashlib.sha256(data).hexdigest()
+        elif result.file is not None:
+            sha, size = hash_file(result.file)
+            await self.write(path, source=result.file)
+            self.responses.spooled.pop(row.key, None)
+            result.file = c.out / path
+        else:
+            data = result.body or b""
+            await self.write(path, data)
+            size, sha = len(data), hashlib.sha256(data).hexdigest()
+        c.bytes_written += size
+        media = "text/css" if is_css else (result.media_type or _media_from_path(path))
+        record = Record(
+            path=path,
+            kind="asset",
+            media_type=media,
+            size=size,
+            sha256=sha,
+            urls=[row.key],
+            status=result.status,
+            fetched=result.fetched or now(),
+            depth=row.depth,
+            referrer=row.referrer,
+            warc=result.warc,
+        )
+        return record, new, (path, links)
+
+    async def asset(self, row: Row) -> None:
+        """The asset stage of ``row``."""
+        result = await self.responses.get(row.key, row.referrer)
+        if result.outcome not in ("ok", "redirected"):
+            await self.fail(row, result)
+            return
+        path, _ = self.context.tree.assign(row.key, "asset")
+        record, new, links = await self.store_asset_bytes(row, result, path)
+        outcome = "redirected" if result.redirects else "ok"
+        reason = f"redirected to {redact(result.final_url)}" if result.redirects else ""
+        await self.finish(
+            row.key,
+            state="done",
+            outcome=outcome,
+            reason=reason,
+            status=result.status,
+            final_url=result.final_url,
+            record=record,
+            new=new,
+            links=links,
+        )
+        self.context.assets_done += 1
+
+
+def _media_from_path(path: str) -> str:
+    from archiver.media import media_type_for
+
+    return media_type_for(path)
