@@ -25,6 +25,22 @@ from archiver.capture.state import Row, State
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.tree import read_records
 
+
+@pytest.fixture(autouse=True)
+def _default_stop_signals() -> Any:
+    """SIGTERM and SIGHUP at their default disposition, as a terminal gives them: a run started under
+    ``nohup`` inherits SIGHUP ignored, and archiver then leaves it ignored (interrupt.run)."""
+    old = {s: signal.signal(s, signal.SIG_DFL) for s in interrupt.STOP_SIGNALS}
+    yield
+    for s, handler in old.items():
+        signal.signal(s, handler)
+
+
+def _default_signals_in_child() -> None:
+    for s in interrupt.STOP_SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -101,7 +117,14 @@ def test_a_single_process_capture_stopped_by_a_signal_exits_130_and_resumes(
         out = tmp_path / "out"
         argv = [sys.executable, "-m", "archiver", "capture", server.url, "-o", str(out), "--no-render"]
         argv += ["--depth", "10", "--delay", "0"]
-        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_default_signals_in_child,
+        )
         manifest = out / "_archiver" / "manifest.jsonl"
         deadline = time.monotonic() + 120
         while not (manifest.exists() and len(manifest.read_bytes().splitlines()) > 10):
