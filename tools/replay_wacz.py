@@ -51,8 +51,13 @@ def main() -> int:
             page.goto(server.url + "index.html")
             title = None
             text = ""
-            for _ in range(int(args.wait * 4)):
+            steps = int(args.wait * 4)
+            for step in range(steps):
                 page.wait_for_timeout(250)
+                if step == steps // 2 and title is None:
+                    # a service worker installed by this load may only control the next one (its
+                    # lifecycle, not the archive): nothing replayed by half the wait, load once more
+                    page.reload()
                 for frame in page.frames:
                     if "mp_/" in frame.url:
                         try:
