@@ -129,9 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_serve:
                 import socket
 
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", 0))
-                    port = s.getsockname()[1]
+                sys.path.insert(0, str(REPO / "tools"))
+                from nginx_static import free_port
+
+                port = free_port()
                 mounts = [str(args.tree)] + ([str(args.gwtar)] if args.gwtar else [])
                 server = subprocess.Popen(
                     [sys.executable, "-m", "archiver", "serve", "--quiet", "--port", str(port), *mounts],

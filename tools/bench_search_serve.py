@@ -43,6 +43,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+from nginx_static import free_port  # noqa: E402
 
 _SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ar", "en", "is", "on")]
 _HIRAGANA = [chr(c) for c in range(0x3042, 0x3094)]
@@ -194,15 +197,9 @@ def make_corpus(folder: Path, archives: int, pages: int, seed: int) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def serving(paths: Sequence[Path], workers: int) -> Iterator[int]:
-    port = _free_port()
+    port = free_port()
     cmd = [
         sys.executable,
         "-m",
