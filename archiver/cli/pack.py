@@ -4,12 +4,16 @@ and WACZ files (imported first) into a gwtar or ZIM file; WARC files into a WACZ
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from archiver.cli.output import _print_json, _warn, _writing
 from archiver.errors import UsageError
 from archiver.progress import bytes_meter, wanted
+
+_VERSION_INPUT = "--version applies to one versioned tree or --all-versions gwtar"
 
 
 def _is_warc(path: Path) -> bool:
@@ -47,6 +51,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         raise UsageError("--single-page applies to --format gwtar", subject="pack")
     if args.format == "zim" and args.all_versions:
         raise UsageError("--all-versions applies to --format gwtar (a ZIM is a snapshot)", subject="pack")
+    if args.version is not None and args.all_versions:
+        raise UsageError("--version picks one version; --all-versions packs them all", subject="pack")
     paths = [Path(p) for p in args.path]
     if all(p.is_file() and _is_warc(p) for p in paths):
         from archiver.warc.importer import imported_tree
@@ -63,6 +69,11 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         with safefs.temp_dir(Path(args.out)) as work:
             merge(paths, work / "tree")
             return _pack_one(args, work / "tree")
+    if args.version is not None:
+        if len(paths) != 1:
+            raise UsageError(_VERSION_INPUT, subject="pack")
+        with _version_tree(args, paths[0]) as (tree, vid):
+            return _pack_one(args, tree, version=vid)
     if len(paths) != 1:
         raise UsageError("--format gwtar and zim pack one tree, gwtar, ZIM or HTML file, the shard"
                          " folders of one crawl, or WARC and WACZ files (several WARC files to a WACZ:"
@@ -70,8 +81,50 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     return _pack_one(args, paths[0])
 
 
-def _pack_one(args: argparse.Namespace, src: Path) -> int:
-    """``pack`` of one tree, gwtar, ZIM or HTML file to gwtar or ZIM."""
+@contextlib.contextmanager
+def _version_tree(args: argparse.Namespace, root: Path) -> Iterator[tuple[Path, str]]:
+    """The tree of the version in force at ``--version`` (formats/history.md §3): the tree itself
+    when that is the newest state, else the version written as a plain tree (hard links to its
+    blobs, checked whole first) in a private folder beside the output, removed afterwards. A ZIM's
+    Date is the version's day unless ``--metadata Date=`` says otherwise."""
+    from archiver import safefs
+    from archiver.cli.history import _tree_with_versions, pick
+    from archiver.detect import kind_of
+    from archiver.versions import store
+
+    if root.is_file() and kind_of(root) == "gwtar":
+        from archiver.gwtar.versions import extract_version
+
+        with safefs.temp_dir(Path(args.out)) as work:
+            e, _ = extract_version(root, args.version, work / "tree")
+            _date_the_zim(args, e.date)
+            yield work / "tree", e.id
+        return
+    if not root.is_dir():
+        raise UsageError(_VERSION_INPUT, subject=str(root))
+    v = pick(_tree_with_versions(str(root)), args.version)
+    _date_the_zim(args, v.date)
+    if not v.recorded:
+        yield root, v.id
+        return
+    if not args.no_search_index and not args.search_index:
+        from archiver.search.store import has_index
+
+        # the tree's index is of its newest state: an earlier version gets an index of its own
+        args.search_index = has_index(root)
+    with safefs.temp_dir(Path(args.out)) as work:
+        store.extract(root, v, work / "tree")
+        yield work / "tree", v.id
+
+
+def _date_the_zim(args: argparse.Namespace, date: str) -> None:
+    if args.format == "zim" and not any(k == "Date" for k, _ in (args.metadata or [])):
+        args.metadata = [*(args.metadata or []), ("Date", date[:10])]
+
+
+def _pack_one(args: argparse.Namespace, src: Path, *, version: str | None = None) -> int:
+    """``pack`` of one tree, gwtar, ZIM or HTML file to gwtar or ZIM (``version``: the version id
+    of a versioned tree that ``src`` holds, said in the output)."""
     out = Path(args.out)
     if args.format == "gwtar":
         from archiver import gwtar
@@ -137,10 +190,13 @@ def _pack_one(args: argparse.Namespace, src: Path) -> int:
 
             par2.add_sidecar(result_zim.path, redundancy=args.fec_redundancy / 100)
             doc["fec_sidecars"] = [str(p) for p in par2.sidecar_files(result_zim.path)]
+    if version is not None:
+        doc["version"] = version
     if args.json:
         _print_json(doc)
     else:
         extra = f", FEC {args.fec_redundancy:g} %" if args.add_fec_data else ""
+        extra += f", version {version}" if version is not None else ""
         print(f"{doc['path']}: {doc['size']} bytes ({args.format}{extra}), main page {doc['main']}")
     return 0
 
@@ -149,7 +205,7 @@ def _pack_wacz(args: argparse.Namespace) -> int:
     from archiver.warc import wacz
 
     if (args.metadata or args.allow_incomplete or args.single_page or args.add_fec_data or args.main
-            or args.all_versions
+            or args.all_versions or args.version is not None
             or args.no_render or args.chromium or args.no_search_index or args.search_index):  # fmt: skip
         raise UsageError("--format wacz takes only WARC files (or capture folders) and -o", subject="pack")
     out = Path(args.out)

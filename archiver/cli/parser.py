@@ -420,6 +420,12 @@ def _parser() -> argparse.ArgumentParser:
         help="gwtar: every version of a versioned tree in one file, each file's bytes once "
         "(formats/gwtar.md §13)",
     )
+    p.add_argument(
+        "--version",
+        metavar="DATE",
+        help="gwtar, zim: pack the version of a versioned tree in force at DATE (a version id, "
+        "YYYY-MM-DD, or a time; formats/history.md); a ZIM's Date is then that version's day",
+    )
     p.add_argument("--add-fec-data", action="store_true", help="add PAR2 recovery data (formats/fec.md)")
     p.add_argument("--fec-redundancy", type=float, default=10.0, metavar="PCT", help="default 10")
     p.add_argument("--allow-incomplete", action="store_true", help="zim: pack an unfinished capture")
@@ -489,6 +495,12 @@ def _parser() -> argparse.ArgumentParser:
         "--versions",
         action="store_true",
         help="a tree or an --all-versions gwtar: list its versions (formats/history.md)",
+    )
+    p.add_argument(
+        "--version",
+        metavar="DATE",
+        help="a tree or an --all-versions gwtar: list the files of the version in force at DATE "
+        "(a version id, YYYY-MM-DD, or a time)",
     )
     p.add_argument("--no-check", action="store_true", help=_NO_CHECK_HELP)
     p.set_defaults(func=_command("readers", "_cmd_ls"))

@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from archiver.cli.output import _encodable, _escaped, _writing
 from archiver.errors import UsageError
@@ -63,6 +63,8 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         from archiver.cli.history import ls_versions
 
         return ls_versions(path, args.json)
+    if args.version is not None:
+        return _ls_version(path, args)
     kind = kind_of(path)
     if kind in ("warc", "wacz"):
         return _ls_warc(path, args)
@@ -84,6 +86,34 @@ def _cmd_ls(args: argparse.Namespace) -> int:
             print(json.dumps(doc, ensure_ascii=not _encodable(name, title)))
         else:
             print(f"{size:>12}  {_escaped(media_type):<28}  {_escaped(name)}")
+    return 0
+
+
+def _ls_version(path: Path, args: argparse.Namespace) -> int:
+    """The files of one version of a versioned tree or ``--all-versions`` gwtar (formats/history.md):
+    the version in force at ``--version``, listed as ``ls`` lists a gwtar's members."""
+    from archiver.detect import kind_of
+
+    records: Iterator[Any]
+    if path.is_dir():
+        from archiver.cli.history import _tree_with_versions, pick
+        from archiver.versions import store
+
+        records = store.version_records(pick(_tree_with_versions(str(path)), args.version))
+    elif kind_of(path) == "gwtar":
+        from archiver.gwtar.versions import ls_version
+
+        records = ls_version(path, args.version)
+    else:
+        why = "--version applies to a versioned tree or an --all-versions gwtar"
+        raise UsageError(why, subject=str(path))
+    for r in records:
+        if args.json:
+            doc = {"path": r.path, "size": r.size, "media_type": r.media_type, "title": r.title,
+                   "sha256": r.sha256, "status": r.status}  # fmt: skip
+            print(json.dumps(doc, ensure_ascii=not _encodable(r.path, r.title)))
+        else:
+            print(f"{r.size:>12}  {_escaped(r.media_type):<28}  {_escaped(r.path)}")
     return 0
 
 

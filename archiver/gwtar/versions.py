@@ -288,6 +288,15 @@ def pick(entries: list[Entry], when: str, subject: str) -> Entry:
     return next(e for e in entries if e.id == vid)
 
 
+def ls_version(path: Path, when: str) -> Iterator[tree.Record]:
+    """The records of the version of the gwtar ``path`` in force at ``when``, one at a time
+    (``archiver ls FILE --version DATE``)."""
+    with GwtarReader(path) as reader:
+        e = pick(table(reader), when, str(path))
+        for _, r in _records(reader, e)[1]:
+            yield r
+
+
 def extract_version(path: Path, when: str, out: Path) -> tuple[Entry, int]:
     """Write the version of the gwtar ``path`` in force at ``when`` as a plain tree at ``out`` (which
     must not exist, or be empty), as ``archiver extract TREE --version`` writes it: the version is
