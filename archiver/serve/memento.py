@@ -22,7 +22,7 @@ from archiver.serve.paths import RESERVED, _href, _query_suffix
 from archiver.serve.ranges import format_http_date, parse_http_date
 from archiver.serve.representation import _NOT_FOUND, FileSlice, Redirect, Result
 
-__all__ = ["VersionMount", "link_format", "timegate", "version_mounts"]
+__all__ = ["VersionMount", "link_format", "memento_links", "original_url", "timegate", "version_mounts"]
 
 Origin = Callable[[Mount], str]
 
@@ -36,6 +36,7 @@ class VersionMount(Mount):
         self.version = version
         self.seconds = int(datetime.fromisoformat(version.date.replace("Z", "+00:00")).timestamp())
         self._records: dict[str, Any] | None = None
+        self._by_url: dict[str, str] | None = None
         self.bare = ""  # the bare host's origin, for the Link header (Site.listening sets it)
 
     @property
@@ -51,6 +52,15 @@ class VersionMount(Mount):
 
             self._records = {r.path: r for r in store.version_records(self.version)}
         return self._records
+
+    def path_of(self, url: str) -> str | None:
+        """The tree path this version stored ``url`` at (any of a record's URLs), or None."""
+        if self._by_url is None:
+            self._by_url = {}
+            for path, r in self.records().items():
+                for u in r.urls:
+                    self._by_url.setdefault(u, path)
+        return self._by_url.get(url)
 
     def resolve(self, rest: list[str], slash: bool, raw_query: bytes) -> Result:
         path = "/".join(rest)
@@ -124,12 +134,29 @@ def _versions_of(tree: str, mounts: dict[str, Mount]) -> list[VersionMount]:
     )
 
 
+def original_url(path: str) -> str | None:
+    """The URI-R a TimeGate or TimeMap path names instead of a tree path (``http:/host/x`` as the
+    request path's segments leave ``http://host/x``: empty segments are dropped), or None."""
+    for scheme in ("http:", "https:"):
+        if path.startswith(scheme + "/") and len(path) > len(scheme) + 1:
+            return f"{scheme}//{path[len(scheme) :].lstrip('/')}"
+    return None
+
+
 def _holding(tree: str, path: str, mounts: dict[str, Mount]) -> list[tuple[VersionMount, Any, str]]:
     """(version, record, path served) of every version of ``tree`` that has ``path`` (a folder's
-    ``index.html`` for ``dir/``), oldest first."""
+    ``index.html`` for ``dir/``; or, for a URI-R, the file each version stored that URL at), oldest
+    first."""
     out = []
+    url = original_url(path)
     for v in _versions_of(tree, mounts):
         found = v.records()
+        if url is not None:
+            at = v.path_of(url)
+            r = found.get(at) if at is not None else None
+            if r is not None and not (r.status is not None and 300 <= r.status < 400):
+                out.append((v, r, at))
+            continue
         for candidate in (path, f"{path.rstrip('/')}/index.html" if path else "index.html"):
             r = found.get(candidate)
             if r is not None and not (r.status is not None and 300 <= r.status < 400):
@@ -168,6 +195,22 @@ def link_format(tree: str, path: str, mounts: dict[str, Mount], origin: Origin, 
     return (",\n".join(lines) + "\n").encode("ascii", "backslashreplace")
 
 
+def memento_links(held: list[tuple[VersionMount, Any, str]], at: int, origin: Origin) -> list[str]:
+    """The Link values of the memento chosen (``held[at]``) and of the first, last, previous and
+    next ones (RFC 7089 §2.2.1.4), each URI once with every relation it has and its datetime."""
+    rels: dict[int, list[str]] = {}
+    for i, rel in ((0, "first"), (at - 1, "prev"), (at, ""), (at + 1, "next"), (len(held) - 1, "last")):
+        if 0 <= i < len(held) and rel not in rels.get(i, []):
+            rels.setdefault(i, []).append(rel)
+    out = []
+    for i in sorted(rels):
+        v, _r, served = held[i]
+        names = " ".join([n for n in rels[i] if n] + ["memento"])
+        uri = origin(v) + _href(v.name, *served.split("/"))
+        out.append(f'<{uri}>; rel="{names}"; datetime="{_stamp(v.seconds)}"')
+    return out
+
+
 def timegate(
     tree: str, path: str, accept: str | None, mounts: dict[str, Mount], origin: Origin, bare: str
 ) -> tuple[int, str, list[tuple[bytes, bytes]]]:
@@ -192,6 +235,7 @@ def timegate(
     if r.urls:
         links.append(f'<{r.urls[0]}>; rel="original"')
     links.append(f'<{bare}{_href(RESERVED, "timemap")}{tail}>; rel="timemap"; type="application/link-format"')
+    links += memento_links(held, held.index(chosen), origin)
     location = origin(v) + _href(v.name, *served.split("/"))
     return (
         302,

@@ -94,7 +94,15 @@ def test_the_timegate_redirects_to_the_memento_in_force(
     assert status == 302
     assert got["location"] == f"http://site-{version.lower()}.localhost:{port}/site@{version}/docs/a.html"
     assert got["vary"] == "accept-datetime"
-    assert [p["rel"] for _, p in _links(got["link"])] == ["original", "timemap"]
+    links = _links(got["link"])
+    assert [p["rel"] for _, p in links[:2]] == ["original", "timemap"]
+    # the memento chosen and its neighbours (RFC 7089 §2.2.1.4), each with its datetime
+    rels = {uri.rsplit("@", 1)[1].split("/")[0]: set(p["rel"].split()) for uri, p in links[2:]}
+    if version == V1:
+        assert rels == {V1: {"first", "memento"}, V2: {"next", "last", "memento"}}
+    else:
+        assert rels == {V1: {"first", "prev", "memento"}, V2: {"last", "memento"}}
+    assert all("datetime" in p for _, p in links[2:])
 
 
 def test_a_bad_accept_datetime_is_a_400(served: tuple[str, int]) -> None:
