@@ -82,7 +82,7 @@ def extract_version(path: Path, when: str, out: Path) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from archiver.versions import diff, store
+    from archiver.versions import diff, reports, store
 
     root = _tree_with_versions(args.tree)
     found = store.versions(root)
@@ -98,8 +98,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         since = earlier[-1]
     old = {r.path: r for r in store.version_records(since)}
     new = {r.path: r for r in store.version_records(to)}
-    failures = _failures(root, to)
-    first = _first_failures(root, found, to)
+    failures = reports.failures(root, to)
+    first = reports.first_failures(root, found, to)
     entries = diff.compare(
         old,
         new,
@@ -151,52 +151,6 @@ def _text(root: Path, v: Any, records: dict[str, Any], path: str) -> str | None:
     page = extract(data)
     lines = [page.title] + [t for _, t in page.blocks]
     return "\n".join(" ".join(x.split()) for x in lines)
-
-
-def _report_items(root: Path, v: Any) -> list[dict[str, Any]]:
-    from archiver.urls import REPORT_NAME, RESERVED_DIR
-
-    path = v.manifest.with_name(f"{v.id}.report.json") if v.recorded else root / RESERVED_DIR / REPORT_NAME
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return []
-    items = doc.get("items") if isinstance(doc, dict) else None
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-
-
-class _Failure:
-    def __init__(self, item: dict[str, Any]) -> None:
-        self.url = str(item.get("url", ""))
-        self.outcome = str(item.get("outcome", ""))
-        status = item.get("status")
-        self.status = status if isinstance(status, int) else None
-        self.reason = str(item.get("reason", ""))
-
-
-def _failures(root: Path, v: Any) -> dict[str, _Failure]:
-    from archiver import urls
-
-    out: dict[str, _Failure] = {}
-    for item in _report_items(root, v):
-        if item.get("outcome") in ("failed", "unconfirmed", "refused"):
-            f = _Failure(item)
-            try:
-                out[urls.dedup_key(urls.canonicalize(f.url))] = f
-            except Exception:  # a report of another archiver: keep the URL as written
-                out[f.url] = f
-            out.setdefault(f.url, f)
-    return out
-
-
-def _first_failures(root: Path, found: list[Any], to: Any) -> dict[str, datetime]:
-    """url → the date of the first of the consecutive versions up to ``to`` whose run failed it."""
-    first: dict[str, datetime] = {}
-    for v in found[: found.index(to) + 1]:
-        failing = _failures(root, v)
-        when = datetime.fromisoformat(v.date.replace("Z", "+00:00"))
-        first = {u: first.get(u, when) for u in failing}
-    return first
 
 
 def add_arguments(command: Any, func: Any) -> None:

@@ -252,7 +252,10 @@ class App:
                 await _plain(send, rep.status, "moved", head, ((b"location", rep.location.encode("ascii")),))
             else:
                 assert isinstance(rep, Problem)
-                await _plain(send, rep.status, rep.message, head)
+                if rep.page:
+                    await _html_problem(send, rep, head)
+                else:
+                    await _plain(send, rep.status, rep.message, head)
             return
         size = rep.size
         if conditional is None:
@@ -367,6 +370,14 @@ async def _plain(
     headers = [(b"content-type", _TEXT), (b"content-length", b"%d" % len(body)), *ERROR_HEADERS, *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+async def _html_problem(send: Send, rep: Problem, head: bool) -> None:
+    """An error answer with a page of its own (links only: the error's policy blocks everything else)."""
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", b"%d" % len(rep.page)),
+               *ERROR_HEADERS, *rep.extra]  # fmt: skip
+    await send({"type": "http.response.start", "status": rep.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else rep.page})
 
 
 def _quote_target(raw: bytes, query: bytes) -> str:

@@ -22,7 +22,15 @@ from archiver.serve.paths import RESERVED, _href, _query_suffix
 from archiver.serve.ranges import format_http_date, parse_http_date
 from archiver.serve.representation import _NOT_FOUND, FileSlice, Redirect, Result
 
-__all__ = ["VersionMount", "link_format", "memento_links", "original_url", "timegate", "version_mounts"]
+__all__ = [
+    "VersionMount",
+    "holding",
+    "link_format",
+    "memento_links",
+    "original_url",
+    "timegate",
+    "version_mounts",
+]
 
 Origin = Callable[[Mount], str]
 
@@ -143,7 +151,7 @@ def original_url(path: str) -> str | None:
     return None
 
 
-def _holding(tree: str, path: str, mounts: dict[str, Mount]) -> list[tuple[VersionMount, Any, str]]:
+def holding(tree: str, path: str, mounts: dict[str, Mount]) -> list[tuple[VersionMount, Any, str]]:
     """(version, record, path served) of every version of ``tree`` that has ``path`` (a folder's
     ``index.html`` for ``dir/``; or, for a URI-R, the file each version stored that URL at), oldest
     first."""
@@ -171,7 +179,7 @@ def _stamp(seconds: int) -> str:
 
 def link_format(tree: str, path: str, mounts: dict[str, Mount], origin: Origin, bare: str) -> bytes | None:
     """The TimeMap of ``path`` in tree ``tree`` (RFC 7089 §5): None when no version has it."""
-    held = _holding(tree, path, mounts)
+    held = holding(tree, path, mounts)
     if not held:
         return None
     tail = _href(tree, *path.split("/")) if path else _href(tree) + "/"
@@ -217,7 +225,7 @@ def timegate(
     """(status, message, headers) of the TimeGate (RFC 7089 §4.1, pattern 2.3): a 302 to the memento
     in force at ``accept`` (the first one before it, the last one without it), ``Vary:
     accept-datetime``; 400 for an Accept-Datetime that is no HTTP-date; 404 when no version has it."""
-    held = _holding(tree, path, mounts)
+    held = holding(tree, path, mounts)
     vary = (b"vary", b"accept-datetime")
     if not held:
         return 404, "no version of this page", [vary]

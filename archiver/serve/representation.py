@@ -45,6 +45,10 @@ class Problem:
 
     status: int
     message: str
+    #: an HTML body instead of the one-line message (a gone page, formats/history.md §7) and the
+    #: headers that go with it
+    page: bytes = b""
+    extra: tuple[tuple[bytes, bytes], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Final
 
 from archiver.serve import memento
+from archiver.serve.history_pages import GonePages, calendar_html
 from archiver.serve.mounts import Mount
 from archiver.serve.paths import RESERVED, _href, _query_suffix, split_request_path
 from archiver.serve.policy import PAGE_HEADERS, content_headers, host_labels
@@ -49,6 +50,7 @@ class Site:
         self.cache: dict[bytes, Representation] = {}
         self.cache_entries = _cache_entries()
         self.searcher = Searcher(mounts)
+        self.gone = GonePages()
         self._last_search: tuple[tuple[tuple[str, ...], bytes], Result] | None = None
 
     def origin(self, mount: Mount) -> str:
@@ -110,7 +112,13 @@ class Site:
             return None, _NOT_FOUND
         if mount.kind in ("tree", "zim", "version") and not rest and not slash:
             return mount, Redirect(301, mount.href + _query_suffix(raw_query))
-        return mount, mount.resolve(rest, slash, raw_query)
+        result = mount.resolve(rest, slash, raw_query)
+        if mount.kind == "tree" and isinstance(result, Problem) and result.status == 404:
+            # a page the newest capture lacks and an earlier version kept (formats/history.md §7)
+            gone = self.gone.page(mount, "/".join(rest), self.mounts, self.origin, self.bare)
+            if gone is not None:
+                return mount, gone
+        return mount, result
 
     def _search(self, rest: list[str], raw_query: bytes) -> Result:
         doc = self.searcher.search(
@@ -207,7 +215,13 @@ _STYLE = (
 
 def _index_page(mounts: list[Mount], origin: Callable[[Mount], str] | None) -> bytes:
     rows = []
+    versions: dict[str, list[memento.VersionMount]] = {}
     for m in mounts:
+        if isinstance(m, memento.VersionMount):
+            versions.setdefault(m.tree.name, []).append(m)
+    for m in mounts:
+        if isinstance(m, memento.VersionMount):
+            continue  # in its tree's calendar
         extra = ""
         if isinstance(m, _ZimMount):
             extra = f' · <a href="{html.escape(_href(RESERVED, "search", m.name))}">search</a>'
@@ -217,6 +231,7 @@ def _index_page(mounts: list[Mount], origin: Callable[[Mount], str] | None) -> b
             f'<tr><td><a href="{html.escape(link)}">{html.escape(m.name)}</a>{extra}</td>'
             f"<td>{html.escape(m.kind)}</td><td><small>{html.escape(m.describe())}</small></td></tr>"
         )
+        rows.append(calendar_html(m, versions.get(m.name, []), origin))
     text = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>archiver serve</title>'
         f"{_STYLE}</head><body><h1>Served here</h1>{search_form()}"

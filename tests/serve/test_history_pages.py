@@ -1,0 +1,140 @@
+"""serve's pages of a tree's history (formats/history.md §7): the index's calendar of versions (each
+a link to its own origin), and the tree's answer for a page its newest capture lacks but an earlier
+version kept: still a 404, but a page that says so (with what the live site answered, from the newest
+run's report) and links to every version that kept it; a path no version has stays a plain 404; a
+hostile report (huge, not JSON) is a report that said nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from archiver.serve import running
+from archiver.serve.history_pages import calendar
+from archiver.versions import reports, store
+from tests.versions.helpers import HOME, page, write_tree
+
+V1, V2 = "20261130T090000Z", "20261201T090000Z"
+
+
+@pytest.mark.parametrize(
+    ("versions", "months"),
+    [
+        ([], []),
+        ([("a", "2026-11-30T09:00:00Z")], [("2026-11", ["30"])]),
+        (
+            [("c", "2026-12-01T09:00:00Z"), ("a", "2026-11-30T09:00:00Z"), ("b", "2026-11-30T17:30:00Z")],
+            [("2026-11", ["30 09:00", "30 17:30"]), ("2026-12", ["01"])],
+        ),
+        (
+            [("a", "2025-12-31T23:59:59Z"), ("b", "2026-01-01T00:00:00Z")],
+            [("2025-12", ["31"]), ("2026-01", ["01"])],
+        ),
+    ],
+)
+def test_the_calendar_groups_versions_by_month_and_day(
+    versions: list[tuple[str, str]], months: list[tuple[str, list[str]]]
+) -> None:
+    got = calendar(versions)
+    assert [(m, [d.label for d in days]) for m, days in got] == months
+    assert sorted(d.id for _, days in got for d in days) == sorted(v for v, _ in versions)
+
+
+def _get(base: str, target: str, host: str) -> tuple[int, dict[str, str], bytes]:
+    parts = urlsplit(base)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    found = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return int(lines[0].split(" ")[1]), found, body
+
+
+def _report(root: Path, items: list[dict[str, object]]) -> None:
+    (root / "_archiver" / "report.json").write_text(json.dumps({"items": items}))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path]]:
+    root = tmp_path_factory.mktemp("gone") / "site"
+    write_tree(
+        root,
+        {"index.html": page("Home", "<p>one</p>"), "docs/old.html": page("Old", "<p>soon gone</p>"),
+         "docs/moved.html": page("Moved", "<p>out of reach</p>")},
+        "2026-11-30T09:00:00Z",
+    )  # fmt: skip
+    store.record(root)
+    write_tree(root, {"index.html": page("Home", "<p>two</p>")}, "2026-12-01T09:00:00Z")
+    _report(root, [{"url": HOME + "docs/old.html", "outcome": "failed", "status": 404,
+                    "reason": "HTTP 404 Not Found"}])  # fmt: skip
+    store.record(root)
+    with running([root]) as url:
+        yield url, int(urlsplit(url).port or 0), root
+
+
+def test_a_page_gone_from_the_live_site_is_marked_and_linked(served: tuple[str, int, Path]) -> None:
+    base, port, _ = served
+    status, headers, body = _get(base, "/site/docs/old.html", f"site.localhost:{port}")
+    assert status == 404
+    assert headers["content-type"].startswith("text/html")
+    assert headers["content-security-policy"].startswith("default-src 'none'")
+    text = body.decode()
+    assert "Not in the newest capture" in text
+    assert "HTTP 404 Not Found (failed)" in text and "2026-12-01T09:00:00Z" in text
+    memento = f"http://site-{V1.lower()}.localhost:{port}/site@{V1}/docs/old.html"
+    assert f'href="{memento}"' in text
+    assert f"<http://localhost:{port}/~/timemap/site/docs/old.html>" in headers["link"]
+    assert f'<{HOME}docs/old.html>; rel="original"' in headers["link"]
+    # and that memento is there, on its own origin
+    assert _get(base, f"/site@{V1}/docs/old.html", f"site-{V1.lower()}.localhost:{port}")[0] == 200
+
+
+def test_a_page_the_newest_run_did_not_reach_says_so(served: tuple[str, int, Path]) -> None:
+    base, port, _ = served
+    status, _, body = _get(base, "/site/docs/moved.html", f"site.localhost:{port}")
+    assert status == 404 and b"not reached by that capture" in body
+
+
+def test_a_path_no_version_has_is_a_plain_404(served: tuple[str, int, Path]) -> None:
+    base, port, _ = served
+    status, headers, body = _get(base, "/site/docs/never.html", f"site.localhost:{port}")
+    assert status == 404 and headers["content-type"].startswith("text/plain") and b"<" not in body
+
+
+def test_the_index_shows_a_calendar_linking_each_version(served: tuple[str, int, Path]) -> None:
+    base, port, _ = served
+    index = _get(base, "/", f"localhost:{port}")[2].decode()
+    row = re.search(r"site, 2 versions: (.*?)</small>", index)
+    assert row is not None
+    assert "2026-11: " in row.group(1) and "2026-12: " in row.group(1)
+    assert f'href="http://site-{V1.lower()}.localhost:{port}/site@{V1}/"' in row.group(1)
+    assert 'title="site as of 2026-11-30T09:00:00Z">30</a>' in row.group(1)
+    assert index.count(f"site@{V1}/") == 1  # in the calendar, not a row of its own
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"[" * 100_000, b'{"items": [1, "x", null]}'])
+def test_a_broken_report_reports_nothing(tmp_path: Path, content: bytes) -> None:
+    root = tmp_path / "site"
+    write_tree(root, {"index.html": page("Home", "<p>x</p>")}, "2026-11-30T09:00:00Z")
+    (root / "_archiver" / "report.json").write_bytes(content)
+    v = store.versions(root)[-1]
+    assert reports.failures(root, v) == {}
+
+
+def test_a_huge_report_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "site"
+    write_tree(root, {"index.html": page("Home", "<p>x</p>")}, "2026-11-30T09:00:00Z")
+    _report(root, [{"url": HOME, "outcome": "failed", "reason": "x" * 2000}])
+    v = store.versions(root)[-1]
+    assert reports.failures(root, v)  # read when it fits
+    monkeypatch.setattr(reports, "MAX_REPORT_BYTES", 1000)
+    assert reports.failures(root, v) == {}
