@@ -7,6 +7,8 @@ replaywebpage-2.4.6.tgz`` gives ``package/`` with ui.js and sw.js). Not run in C
     python tools/replay_wacz.py package/ X.wacz http://127.0.0.1:PORT/ --title "Expected title"
     python tools/replay_wacz.py package/ X.wacz http://127.0.0.1:PORT/demo/js-generated.html \
         --text JS-GENERATED-MARKER     # the page's scripts ran in the replay
+    python tools/replay_wacz.py package/ X.wacz http://127.0.0.1:PORT/a.html --ts 20261130090000 \
+        --text "first"                 # the capture of that time (a versioned --warc capture)
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def main() -> int:
     ap.add_argument("--title", help="exit 1 unless the replayed page shows this title")
     ap.add_argument("--text", help="exit 1 unless the replayed page's text comes to contain this")
     ap.add_argument("--wait", type=float, default=20.0, help="seconds to wait for the title (20)")
+    ap.add_argument("--ts", help="the capture to show: a 14-digit timestamp (ReplayWeb.page's closest)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -42,7 +45,9 @@ def main() -> int:
         shutil.copy(args.wacz, root / "t.wacz")
         (root / "index.html").write_text(
             '<!doctype html><meta charset="utf-8"><script src="ui.js"></script>'
-            f'<replay-web-page source="t.wacz" url="{html.escape(args.url)}" embed="replayonly">'
+            f'<replay-web-page source="t.wacz" url="{html.escape(args.url)}" embed="replayonly"'
+            + (f' ts="{html.escape(args.ts)}"' if args.ts else "")
+            + ">"
             "</replay-web-page>\n"
         )
         with FixtureServer(FixtureConfig(root=root, range=True)) as server, sync_playwright() as p:
