@@ -1,7 +1,9 @@
 """Benchmark: one crawl shared by 1, 2 and 4 worker processes through Redis (formats/crawl-state.md §6).
 
     python tools/bench_scale.py [--pages 2000] [--hosts 4] [--latency 0.05] [--delay 0.1]
-                                [--workers 1,2,4] [--render] [--json]
+                                [--workers 1,2,4] [--concurrency N] [--render] [--json]
+    python tools/bench_scale.py --hosts 8 --latency 0.3 --delay 0 --concurrency 2 --workers 1,3
+                                # issue 24 point 4: every slot busy, 3 workers against one
 
 Generates a site of ``--pages`` pages spread over ``--hosts`` hosts (one fixture server each, on
 127.0.0.1, every page linking to a few others on its host and one on the next host, with a shared
@@ -14,7 +16,12 @@ Printed per run: wall time, pages/s, Redis commands per page (``INFO commandstat
 Redis ran, those inside the scripts included) and script calls per page, and the politeness check
 over the fixture servers' own logs: the smallest gap between two answers to one host, which must
 be at least ``--delay`` + ``--latency`` (one request at a time per host, the delay between them,
-across all workers).
+across all workers). And the mean number of requests in flight at the servers over the crawl (from
+the first request's start to the last answer), by Little's law: each request is under way for at
+least ``--latency`` seconds (the servers' injected wait), so requests × latency / that span, a floor
+of the true mean; beside it, that mean as a share of the slots (``--concurrency`` per worker,
+archiver's default 12 when not given: the mean over the workers, which the servers cannot tell
+apart), and each worker count's pages/s against one worker's.
 """
 
 from __future__ import annotations
@@ -141,6 +148,8 @@ def _run(
             server.times.clear()
     base = [sys.executable, "-m", "archiver", "capture", *seeds, "--depth", "50", "--delay", str(args.delay)]
     base += ["--json", *([] if args.render else ["--no-render"])]
+    if args.concurrency:
+        base += ["--concurrency", str(args.concurrency)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     redis_proc = None
     url = None
@@ -187,8 +196,16 @@ def _run(
         if redis_proc is not None:
             redis_proc.terminate()
             redis_proc.wait()
+    times = [t for server in servers for t in server.times]
+    in_flight = None
+    if times and args.latency > 0:
+        span = max(times) - (min(times) - args.latency)
+        in_flight = len(times) * args.latency / span
+    slots = (workers or 1) * (args.concurrency or 12)
     return {
         "workers": workers or "sqlite",
+        "in_flight": round(in_flight, 2) if in_flight is not None else None,
+        "in_flight_share": round(in_flight / slots, 3) if in_flight is not None else None,
         "exit_codes": codes,
         "seconds": round(elapsed, 2),
         "pages": pages,
@@ -200,6 +217,11 @@ def _run(
     }
 
 
+def _share(r: dict[str, Any]) -> str:
+    share = r["in_flight_share"]
+    return "?" if share is None else f"{share:.0%}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--pages", type=int, default=2000)
@@ -207,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", type=float, default=0.05)
     p.add_argument("--delay", type=float, default=0.1)
     p.add_argument("--workers", default="1,2,4")
+    p.add_argument("--concurrency", type=int, default=0, help="each worker's --concurrency (default: 12)")
     p.add_argument("--render", action="store_true")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
@@ -230,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
             for server in servers:
                 server.stop()
     floor = args.delay + args.latency
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
+    one = next((r["pages_per_s"] for r in results if r["workers"] == 1), None)
     for r in results:
         r["polite"] = r["min_gap_per_host_s"] >= floor - 0.002
+        r["vs_one_worker"] = round(r["pages_per_s"] / one, 2) if one else None
     if args.json:
         print(json.dumps({"pages": args.pages, "hosts": args.hosts, "results": results}, indent=2))
     else:
@@ -239,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             print(
                 f"  {r['workers']!s:>6} workers: {r['seconds']:7.2f} s  {r['pages_per_s']:7.2f} pages/s"
+                f" ({r['vs_one_worker']}× one worker)  in flight {r['in_flight']} ({_share(r)} of the slots)"
                 f"  redis ops/page {r['redis_ops_per_page']} (scripts {r['redis_scripts_per_page']})"
                 f"  min gap per host {r['min_gap_per_host_s']} s"
                 f" ({'polite' if r['polite'] else 'NOT POLITE'})  exit {r['exit_codes']}"
