@@ -65,6 +65,9 @@ if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only b
 __all__ = ["STATE_NAME", "CaptureOptions", "CaptureReport", "Crawler", "Item", "run_capture"]
 
 STATE_NAME = "crawl.sqlite"
+#: a shared state's free slots are claimed again after this wait (seconds), doubled up to the most
+#: while nothing ends (formats/crawl-state.md §2, *every slot busy*)
+_POLL_FIRST, _POLL_MOST = 0.05, 0.4
 REPORT_NAME = urls.REPORT_NAME
 
 
@@ -306,14 +309,23 @@ class Crawler:
     async def _loop(self) -> None:
         page_slots = self.options.tabs if self.options.render else self.options.concurrency
         asset_slots = self.options.concurrency
+        # a shared state frees hosts and adds rows while this worker waits: slots left free are
+        # claimed again after a short wait, not only when a task of this worker ends
+        shared = self.state.politeness() is not None
+        poll = _POLL_FIRST
         while True:
             running_pages = sum(1 for k, t in self.inflight.items() if t.get_name() == "page")
             running_assets = len(self.inflight) - running_pages
             busy = {key_host(k) for k in self.inflight}  # every slot busy: free hosts' rows first
+            short = False
             for kind, free in (("page", page_slots - running_pages), ("asset", asset_slots - running_assets)):
                 if free <= 0:
                     continue
-                for row in self.state.claim(kind, free, exclude=self.inflight, busy=busy):
+                rows = self.state.claim(kind, free, exclude=self.inflight, busy=busy)
+                short = short or len(rows) < free
+                if rows:
+                    poll = _POLL_FIRST
+                for row in rows:
                     busy.add(key_host(row.key))
                     task = asyncio.ensure_future(self._task(row))
                     task.set_name(kind)
@@ -325,7 +337,12 @@ class Crawler:
                     return
                 await asyncio.sleep(wait or 0)
                 continue
-            done, _ = await asyncio.wait(self.inflight.values(), return_when=asyncio.FIRST_COMPLETED)
+            timeout = poll if shared and short else None
+            done, _ = await asyncio.wait(
+                self.inflight.values(), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:  # nothing ended, and the claim found nothing new: wait longer next time
+                poll = min(poll * 2, _POLL_MOST)
             for key in [k for k, t in self.inflight.items() if t in done]:
                 task = self.inflight.pop(key)
                 error = task.exception()

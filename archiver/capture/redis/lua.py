@@ -228,7 +228,8 @@ local popped = {}
 if n > 0 then
   local queue = P .. 'q:' .. ARGV[2]
   local busy = {}
-  for i = 8, #ARGV do busy[ARGV[i]] = true end
+  local idle = ARGV[8] == '1'
+  for i = 9, #ARGV do busy[ARGV[i]] = true end
   local free, rest = {}, {}
   local range = redis.call('ZRANGE', queue, 0, n + 127)
   for i, key in ipairs(range) do
@@ -241,8 +242,12 @@ if n > 0 then
       if #free >= n then break end
     end
   end
+  -- a row of a busy host would only wait on its lock: the slots free hosts leave are filled so
+  -- only by a worker with nothing in flight (one host, or every host busy: it still moves on)
   local chosen = free
-  for j = 1, math.min(#rest, n - #free) do chosen[#chosen + 1] = rest[j] end
+  if idle then
+    for j = 1, math.min(#rest, n - #free) do chosen[#chosen + 1] = rest[j] end
+  end
   table.sort(chosen)
   for _, i in ipairs(chosen) do
     redis.call('ZREM', queue, range[i])

@@ -195,11 +195,13 @@ class RedisState(RedisLink):
     def claim(
         self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
     ) -> list[Row]:
-        """§2 ``claim``: the ``CLAIM`` script takes up to ``limit`` rows, those of hosts free
-        crawl-wide first (not in ``busy``, the hosts this worker has rows of in flight, and no
-        worker holding the host's lock; formats/crawl-state.md §2)."""
+        """§2 ``claim``: the ``CLAIM`` script takes up to ``limit`` rows of hosts free crawl-wide
+        (not in ``busy``, the hosts this worker has rows of in flight, and no worker holding the
+        host's lock); the slots left filled with rows of busy hosts only when this worker has
+        nothing in flight (``exclude`` empty; formats/crawl-state.md §2)."""
         if self.damage is not None:
             raise self.damage
+        idle = not any(True for _ in exclude)
         try:
             self._drain()
             found = self._script(
@@ -210,6 +212,7 @@ class RedisState(RedisLink):
                 int(self.lease * 1000),
                 self.max_attempts,
                 _RETRY_BACKOFF_MS,
+                "1" if idle else "0",
                 *sorted(busy),
             )
         except Down:
