@@ -53,12 +53,17 @@ class Reply:
         return ", ".join(values) if values else None
 
 
-def request(base: str, method: str, path: str, headers: dict[str, str] | None = None) -> Reply:
-    """One request on a fresh connection, headers sent exactly as given (no Accept-Encoding added)."""
-    host, port = base.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-    conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=10)
+def request(
+    base: str, method: str, path: str, headers: dict[str, str] | None = None, *, host: str | None = None
+) -> Reply:
+    """One request on a fresh connection, headers sent exactly as given (no Accept-Encoding added);
+    ``host``: the Host header to send instead of the address's (a mount's own origin)."""
+    address, port = base.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    conn = http.client.HTTPConnection(address.strip("[]"), int(port), timeout=30)
     try:
-        conn.putrequest(method, path, skip_accept_encoding=True)
+        conn.putrequest(method, path, skip_host=host is not None, skip_accept_encoding=True)
+        if host is not None:
+            conn.putheader("Host", host)
         for name, value in (headers or {}).items():
             conn.putheader(name, value)
         conn.endheaders()
@@ -70,6 +75,14 @@ def request(base: str, method: str, path: str, headers: dict[str, str] | None = 
         return Reply(response.status, found, body)
     finally:
         conn.close()
+
+
+def get_on(
+    base: str, target: str, host: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """GET ``target`` with ``Host: host``: (status, headers lower-cased with their values joined, body)."""
+    reply = request(base, "GET", target, headers, host=host)
+    return reply.status, {k: ", ".join(v) for k, v in reply.headers.items()}, reply.body
 
 
 def placeholders(mtime: int, etag: str) -> dict[str, str]:

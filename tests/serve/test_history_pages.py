@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +17,7 @@ import pytest
 from archiver.serve import running
 from archiver.serve.history_pages import calendar
 from archiver.versions import reports, store
+from tests.serve.helpers import get_on as _get
 from tests.versions.helpers import HOME, page, write_tree
 
 V1, V2 = "20261130T090000Z", "20261201T090000Z"
@@ -44,19 +44,6 @@ def test_the_calendar_groups_versions_by_month_and_day(
     got = calendar(versions)
     assert [(m, [d.label for d in days]) for m, days in got] == months
     assert sorted(d.id for _, days in got for d in days) == sorted(v for v, _ in versions)
-
-
-def _get(base: str, target: str, host: str) -> tuple[int, dict[str, str], bytes]:
-    parts = urlsplit(base)
-    with socket.create_connection((parts.hostname, parts.port), timeout=30) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    found = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
-    return int(lines[0].split(" ")[1]), found, body
 
 
 def _report(root: Path, items: list[dict[str, object]]) -> None:

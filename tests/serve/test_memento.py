@@ -7,7 +7,6 @@ a bad Accept-Datetime is a 400; a version's pages are not served on another orig
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -15,26 +14,11 @@ import pytest
 
 from archiver.serve import running
 from archiver.versions import store
+from tests.serve.helpers import get_on as _get
 from tests.versions.helpers import HOME, page, write_tree
 
 V1 = "20261130T090000Z"
 V2 = "20261201T090000Z"
-
-
-def _get(
-    base: str, target: str, host: str, headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    parts = urlsplit(base)
-    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-    with socket.create_connection((parts.hostname, parts.port), timeout=30) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n".encode())
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    found = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
-    return int(lines[0].split(" ")[1]), found, body
 
 
 def _links(text: str) -> list[tuple[str, dict[str, str]]]:

@@ -66,3 +66,21 @@ def write_tree(
                 (root / old.path).unlink()
     tmp.rmdir()
     write_records(root, Header(home=HOME, created=created, seeds=[HOME]), records)
+
+
+_PRIVATE = (".versions", "search", "report.json", "manifest.jsonl", "tmp", "warc")
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    """The tree's pages and assets (not its manifest, index, state or store): what a version holds."""
+    out = {}
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if not p.is_file():
+            continue
+        if rel.parts[0] == "_archiver" and (
+            rel.parts[1] in _PRIVATE or rel.parts[1].startswith("crawl.sqlite")
+        ):
+            continue
+        out[rel.as_posix()] = p.read_bytes()
+    return out

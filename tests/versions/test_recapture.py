@@ -17,6 +17,7 @@ import pytest
 
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.versions import store
+from tests.versions.helpers import tree_files
 
 
 def _page(title: str, body: str) -> str:
@@ -34,24 +35,6 @@ def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
 
 def _capture(url: str, out: Path, *more: str) -> subprocess.CompletedProcess[str]:
     return _cli("capture", url, "-o", str(out), "--no-render", "--delay", "0", "--json", *more)
-
-
-_PRIVATE = (".versions", "search", "report.json", "manifest.jsonl", "tmp", "warc")
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    """The tree's pages and assets (not its manifest, index, state or store): what a version holds."""
-    out = {}
-    for p in root.rglob("*"):
-        rel = p.relative_to(root)
-        if not p.is_file():
-            continue
-        if rel.parts[0] == "_archiver" and (
-            rel.parts[1] in _PRIVATE or rel.parts[1].startswith("crawl.sqlite")
-        ):
-            continue
-        out[rel.as_posix()] = p.read_bytes()
-    return out
 
 
 @pytest.fixture
@@ -72,7 +55,7 @@ def test_a_second_version_keeps_the_first_and_diff_names_the_changes(site: Path,
     with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
         first = _capture(server.url, out)
         assert first.returncode == 0, first.stderr
-        before = _files(out)
+        before = tree_files(out)
         time.sleep(1.1)  # versions are named by the second their run started
         (site / "a.html").write_text(_page("A", "<p>First text of A.</p><p>And a second paragraph.</p>"))
         (site / "b.html").unlink()  # still linked: a 404
@@ -98,7 +81,7 @@ def test_a_second_version_keeps_the_first_and_diff_names_the_changes(site: Path,
     old = tmp_path / "old"
     done = _cli("extract", str(out), "--version", vs[0].id, "-o", str(old))
     assert done.returncode == 0, done.stderr
-    assert _files(old) == before
+    assert tree_files(old) == before
     assert _cli("verify", str(out)).returncode == 0
 
 
@@ -124,7 +107,7 @@ def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_p
     out = tmp_path / "tree"
     with FixtureServer(FixtureConfig(root=site, robots=None, latency=0.2)) as slow:
         assert _capture(slow.url, out).returncode == 0
-        first_files = _files(out)
+        first_files = tree_files(out)
         time.sleep(1.1)
         cmd = [sys.executable, "-m", "archiver", "capture", slow.url, "-o", str(out)]
         cmd += ["--no-render", "--delay", "0", "--new-version"]
@@ -141,7 +124,7 @@ def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_p
         assert not [p for p in store.store_dir(out).rglob("*") if p.name.startswith(".tmp-")]
         old = tmp_path / "old"
         assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(old)).returncode == 0
-        assert _files(old) == first_files
+        assert tree_files(old) == first_files
         again = _capture(slow.url, out, "--new-version")
         assert again.returncode == 0, again.stderr
     assert [v.recorded for v in store.versions(out)] == [True, True]

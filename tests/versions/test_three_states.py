@@ -18,6 +18,7 @@ import pytest
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.tree import read_records
 from archiver.versions import store
+from tests.versions.helpers import tree_files
 
 
 def _page(title: str, body: str) -> str:
@@ -70,23 +71,6 @@ def _capture(url: str, out: Path, *more: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-_PRIVATE = (".versions", "search", "report.json", "manifest.jsonl", "tmp", "warc")
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    out = {}
-    for p in root.rglob("*"):
-        rel = p.relative_to(root)
-        if not p.is_file():
-            continue
-        if rel.parts[0] == "_archiver" and (
-            rel.parts[1] in _PRIVATE or rel.parts[1].startswith("crawl.sqlite")
-        ):
-            continue
-        out[rel.as_posix()] = p.read_bytes()
-    return out
-
-
 def _records(root: Path) -> dict[str, dict[str, object]]:
     out = {}
     for r in read_records(root):
@@ -119,7 +103,7 @@ def test_each_version_equals_a_fresh_capture_of_its_state(tmp_path: Path) -> Non
         back = tmp_path / f"back-{n}"
         done = _cli("extract", str(versioned), "--version", v.id, "-o", str(back))
         assert done.returncode == 0, done.stderr
-        assert _files(back) == _files(fresh[n]), f"state {n}: files"
+        assert tree_files(back) == tree_files(fresh[n]), f"state {n}: files"
         assert _records(back) == _records(fresh[n]), f"state {n}: records"
     diff = _cli("diff", str(versioned), "--from", versions[0].id, "--to", versions[1].id, "--json")
     assert diff.returncode == 0, diff.stderr
