@@ -16,13 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from memento_client import MementoClient  # a dev dependency: tools/bootstrap installs it
 
 from archiver.serve import running
 from archiver.versions import store
 from tests.versions.helpers import HOME, page, write_tree
-
-memento_client = pytest.importorskip("memento_client")  # a dev dependency: bootstrap installs it
-MementoClient = memento_client.MementoClient
 
 V1, V2, V3 = "20261130T090000Z", "20261201T090000Z", "20261202T090000Z"
 
