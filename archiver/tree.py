@@ -88,6 +88,11 @@ class Record(msgspec.Struct, kw_only=True, omit_defaults=True):
     referrer: str | None = None
     redirects: list[str] = msgspec.field(default_factory=list)
     warc: WarcRef | None = None
+    #: the response's validators, sanitised (archiver.capture.conditional); optional (tree.md §8.1)
+    etag: str | None = None
+    last_modified: str | None = None
+    #: this run's conditional request was answered 304: the bytes are the previous run's
+    revalidated: bool = False
 
 
 _header_decoder = msgspec.json.Decoder(Header)

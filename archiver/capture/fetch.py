@@ -142,19 +142,10 @@ _REDIRECT_BODY_LIMIT = 64 << 10  # what of a redirect's body a recording capture
 
 
 # Response headers worth keeping (for the browser, and for the record).
-_KEPT_HEADERS = frozenset(
-    {
-        "content-type",
-        "content-language",
-        "last-modified",
-        "etag",
-        "location",
-        "retry-after",
-        "access-control-allow-origin",
-        "timing-allow-origin",
-        "content-disposition",
-    }
-)
+_KEPT_HEADERS = frozenset({
+    "content-type", "content-language", "last-modified", "etag", "location", "retry-after",
+    "access-control-allow-origin", "timing-allow-origin", "content-disposition",
+})  # fmt: skip
 _UNCONFIRMED_STATUS = frozenset({401, 403, 408, 429})
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
@@ -332,17 +323,18 @@ class Fetcher:
         cap: int | Literal["default"] | None = "default",
         accept: str = "*/*",
         stop_at: Callable[[str], bool] | None = None,
+        conditional: dict[str, str] | None = None,
     ) -> FetchResult:
         """Fetch ``url`` (a canonical http(s) URL) by every rule of the module docstring. Never
         raises for anything the network or the server does: the outcome says what happened. A
         redirect to a URL for which ``stop_at`` is true is not followed (``unfollowed``: the caller
-        holds that answer already, so it is not fetched twice)."""
+        holds that answer already, so it is not fetched twice). ``conditional``: more headers (of
+        :func:`.conditional.request_headers`) for the first hop only."""
         size_cap = self.policy.size_cap if cap == "default" else cap
         self._active += 1
         try:
-            result = await self._fetch(
-                url, referrer=referrer, cap=size_cap, check_robots=True, accept=accept, stop_at=stop_at
-            )
+            result = await self._fetch(url, referrer=referrer, cap=size_cap, check_robots=True,
+                                       accept=accept, stop_at=stop_at, conditional=conditional)  # fmt: skip
         finally:
             self._active -= 1
         await self._hand_over()
@@ -371,7 +363,9 @@ class Fetcher:
         retries: int | None = None,
         accept: str = "*/*",
         stop_at: Callable[[str], bool] | None = None,
+        conditional: dict[str, str] | None = None,
     ) -> FetchResult:
+        ask = {"Accept": accept}
         chain: list[str] = []
         hops: list[WarcRef | None] = []
         current = url
@@ -384,7 +378,7 @@ class Fetcher:
                 cap,
                 check_robots,
                 self.policy.retries if retries is None else retries,
-                accept,
+                ask if chain or not conditional else {**ask, **conditional},
             )
             result.redirects = chain
             result.redirect_warcs = hops
@@ -411,7 +405,7 @@ class Fetcher:
         cap: int | _Prefix | None,
         check_robots: bool,
         retries: int,
-        accept: str,
+        ask: dict[str, str],
     ) -> FetchResult:
         scheme = current.split(":", 1)[0].lower()
         if scheme not in ("http", "https"):
@@ -431,7 +425,7 @@ class Fetcher:
         while True:
             try:
                 async with self._slot(netloc) as host:
-                    result = await self._request(url, current, referrer, cap, accept)
+                    result = await self._request(url, current, referrer, cap, ask)
                     status = result.status or 0
                     if status in (429, 503):
                         wait = retry_after(result.headers.get("retry-after"))
@@ -478,10 +472,10 @@ class Fetcher:
             return result
 
     async def _request(
-        self, url: str, current: str, referrer: str | None, cap: int | _Prefix | None, accept: str
+        self, url: str, current: str, referrer: str | None, cap: int | _Prefix | None, ask: dict[str, str]
     ) -> FetchResult:
         # every body is decoded here (archiver.codings): ask only for what can be
-        headers = {"Accept": accept, "Accept-Encoding": accept_encoding()}
+        headers = {**ask, "Accept-Encoding": accept_encoding()}
         if referrer:
             headers["Referer"] = referrer
         self.requests += 1

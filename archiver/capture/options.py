@@ -37,6 +37,9 @@ class CaptureOptions:
     asset_cap: int = 25 << 20
     resume: bool = True
     refresh: bool = False
+    #: Ask every page again unconditionally and render it (by default a page whose conditional
+    #: request is answered 304 keeps its previous file: formats/history.md §6.1).
+    rerender: bool = False
     ignore_robots: bool = False
     allow_private: bool = False
     allow_hosts: list[str] = field(default_factory=list)

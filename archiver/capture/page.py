@@ -9,9 +9,11 @@ redirects or is no HTML leaves a redirect stub (:mod:`.redirects`)."""
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from archiver import urls
 from archiver.capture import redirects, rewrite_html, searchbox
+from archiver.capture.conditional import request_headers, validator
 from archiver.capture.stage import Stage
 from archiver.capture.state import Row
 from archiver.capture.textcodec import decode_html
@@ -19,6 +21,9 @@ from archiver.capture.writer import now
 from archiver.errors import CaptureError
 from archiver.tree import Record
 from archiver.urls import RESERVED_DIR
+
+if TYPE_CHECKING:
+    from archiver.capture.fetch import FetchResult
 
 __all__ = ["SEARCH_PAGE", "page"]
 
@@ -33,9 +38,17 @@ async def page(stage: Stage, row: Row) -> None:
     """The page stage of ``row`` (see the module docstring)."""
     c = stage.context
     key = row.key
-    result = await stage.responses.get(key, row.referrer, accept=_HTML_ACCEPT, page=True)
+    # a page is asked conditionally unless it is to be rendered again (formats/history.md §6.1)
+    previous = None if c.options.rerender else stage.previous(row)
+    conditional = request_headers(previous.etag, previous.last_modified) if previous else None
+    result = await stage.responses.get(
+        key, row.referrer, accept=_HTML_ACCEPT, page=True, conditional=conditional
+    )
     if result.outcome not in ("ok", "redirected"):
         await stage.fail(row, result)
+        return
+    if result.status == 304 and previous is not None:
+        await _kept(stage, row, previous, result)
         return
     path, _owner = c.tree.assign(key, "page")
     # a dedup key is its own dedup key (tests/test_urls_properties.py checks it)
@@ -88,6 +101,8 @@ async def page(stage: Stage, row: Row) -> None:
         referrer=row.referrer,
         redirects=sorted({k for k, p in c.state.redirected_to(final) if p != path}),
         warc=result.warc,
+        etag=validator(result.headers.get("etag")),
+        last_modified=validator(result.headers.get("last-modified")),
     )
     outcome = "redirected" if result.redirects else "ok"
     new = sorted(linker.new.values(), key=lambda n: (n.priority, n.key))
@@ -102,5 +117,25 @@ async def page(stage: Stage, row: Row) -> None:
         blob=(sha, path),
         new=new,
         links=(path, linker.links),
+    )
+    c.pages_done += 1
+
+
+async def _kept(stage: Stage, row: Row, previous: Record, result: FetchResult) -> None:
+    """A page whose conditional request was answered 304: its previous file stands, not rendered or
+    rewritten again; its links are those the previous run recorded for it (the state's ``links``
+    and ``found``, kept), and every URL they name is in the frontier already: a re-capture puts
+    every URL the tree knew back in it (formats/history.md §6.1)."""
+    c = stage.context
+    record = stage.kept(previous, row, result)
+    await stage.finish(
+        row.key,
+        state="done",
+        outcome="ok",
+        status=result.status,
+        final_url=result.final_url,
+        record=record,
+        blob=(record.sha256, record.path),
+        new=[],
     )
     c.pages_done += 1

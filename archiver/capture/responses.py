@@ -11,9 +11,10 @@ import contextlib
 import dataclasses
 import functools
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from archiver import urls
+from archiver.capture.conditional import judge
 from archiver.capture.linker import note_refused
 from archiver.errors import URLError
 
@@ -63,10 +64,19 @@ class Responses:
         return self.spooled.get(key)
 
     async def get(
-        self, key: str, referrer: str | None, accept: str = "*/*", *, page: bool = False
+        self,
+        key: str,
+        referrer: str | None,
+        accept: str = "*/*",
+        *,
+        page: bool = False,
+        conditional: dict[str, str] | None = None,
     ) -> FetchResult:
         """``key``'s response: from the cache, from a fetch already under way, or fetched now
-        (``page``: with the page size cap, not the asset cap)."""
+        (``page``: with the page size cap, not the asset cap; ``conditional``: the validators of
+        the previous bytes, whole on disk, :mod:`.conditional`). A 304 is kept only as the answer to
+        the conditional request made here (status 304, not cached); any other 304 is asked again
+        unconditionally once, and a 304 to that fails."""
         hit = self.cached(key)
         if hit is not None:
             return hit
@@ -78,9 +88,10 @@ class Responses:
         self.fetching[key] = future
         try:
             cap = max(self.context.options.asset_cap, PAGE_CAP) if page else "default"
-            result = await self.context.fetcher.fetch(
-                key, referrer=referrer, accept=accept, cap=cap, stop_at=functools.partial(self._held, key)
-            )
+            result = await self._fetch(key, referrer, accept, cap, conditional)
+            if result.status == 304:  # trusted (_fetch): the caller keeps its previous bytes
+                future.set_result(result)
+                return result
             if result.unfollowed:  # the chain led to an answer this run holds or is fetching
                 joined = await self._joined(key, result)
                 if joined is None:  # that answer is a spooled file, or gone: follow the chain after all
@@ -100,6 +111,34 @@ class Responses:
             raise
         finally:
             self.fetching.pop(key, None)
+
+    async def _fetch(
+        self,
+        key: str,
+        referrer: str | None,
+        accept: str,
+        cap: int | Literal["default"],
+        conditional: dict[str, str] | None,
+    ) -> FetchResult:
+        """One fetch of ``key``, conditional when ``conditional`` has validators; a 304 that does
+        not answer them is not trusted (:func:`.conditional.judge`)."""
+        fetcher = self.context.fetcher
+        assert fetcher is not None
+        held = functools.partial(self._held, key)
+        more = {"conditional": conditional} if conditional else {}  # a replay transport takes none
+        result = await fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap, stop_at=held, **more)
+        retried = False
+        while True:
+            verdict = judge(result.status, conditional=bool(conditional) and not retried,
+                            redirected=bool(result.redirects), retried=retried)  # fmt: skip
+            if verdict in ("keep", "new"):
+                return result
+            result.discard()
+            if verdict == "fail":
+                why = "answered 304 Not Modified to a request that was not conditional"
+                return dataclasses.replace(result, outcome="failed", reason=why, body=None)
+            retried = True
+            result = await fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap, stop_at=held)
 
     def _held(self, key: str, url: str) -> bool:
         """Whether the redirect chain of ``key`` may stop at ``url``: its answer is in the cache
@@ -171,6 +210,11 @@ class Responses:
         if urls.ext(key) in self.context.scope.skip_extensions:
             return None  # large media the tree leaves on the live web: the page renders without it
         result = await self.get(key, referrer, page=resource_type == "document")
+        if result.status == 304 and result.outcome == "ok":  # a stage's conditional fetch: its kept file
+            record = self.context.state.record(row.path) if row is not None and row.path else None
+            if record is None or not (self.context.out / record.path).is_file():
+                return None
+            return Reply(200, {"content-type": record.media_type}, path=self.context.out / record.path)
         if result.outcome in ("refused", "skipped"):
             if result.outcome == "refused":
                 note_refused(self.context.state, key, resource_type, referrer, result.reason, source)

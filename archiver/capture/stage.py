@@ -15,8 +15,11 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from archiver import urls
 from archiver.capture.budget import PageBudget
+from archiver.capture.conditional import request_headers, validator
 from archiver.capture.context import Context
 from archiver.capture.linker import Linker
 from archiver.capture.policy import redact
@@ -72,6 +75,35 @@ class Stage:
             for line in [*(extra or []), *([record] if record else [])]:
                 manifest.add(public(line))
 
+    def previous(self, row: Row) -> Record | None:
+        """The record ``row``'s key left at its path in an earlier run, when a conditional request
+        may stand on it (formats/history.md §6.1): a 2xx answer of that very URL (no redirect stub,
+        not reached through a redirect) with a validator, whose file is there and hashes to it."""
+        if not row.path:
+            return None
+        record = self.context.state.record(row.path)
+        if record is None or not record.urls or record.urls[0] != row.key:
+            return None
+        if not (record.etag or record.last_modified) or not (200 <= (record.status or 0) < 300):
+            return None
+        file = self.context.out / record.path
+        try:
+            if file.stat().st_size != record.size or hash_file(file)[0] != record.sha256:
+                return None
+        except OSError:
+            return None
+        return record
+
+    def kept(self, previous: Record, row: Row, result: FetchResult) -> Record:
+        """The record of a URL whose conditional request was answered 304: the previous bytes,
+        fetched now (the 304's own validators, when it sent any, replace the old ones)."""
+        etag = validator(result.headers.get("etag")) or previous.etag
+        date = validator(result.headers.get("last-modified")) or previous.last_modified
+        return msgspec.structs.replace(
+            previous, fetched=result.fetched or now(), depth=row.depth, referrer=row.referrer,
+            warc=result.warc, etag=etag, last_modified=date, revalidated=True,
+        )  # fmt: skip
+
     async def fail(self, row: Row, result: FetchResult) -> None:
         state = (
             result.outcome if result.outcome in ("failed", "unconfirmed", "skipped", "refused") else "failed"
@@ -122,17 +154,24 @@ class Stage:
             depth=row.depth,
             referrer=row.referrer,
             warc=result.warc,
+            etag=validator(result.headers.get("etag")),
+            last_modified=validator(result.headers.get("last-modified")),
         )
         return record, new, (path, links)
 
     async def asset(self, row: Row) -> None:
         """The asset stage of ``row``."""
-        result = await self.responses.get(row.key, row.referrer)
+        previous = self.previous(row)
+        conditional = request_headers(previous.etag, previous.last_modified) if previous else None
+        result = await self.responses.get(row.key, row.referrer, conditional=conditional)
         if result.outcome not in ("ok", "redirected"):
             await self.fail(row, result)
             return
         path, _ = self.context.tree.assign(row.key, "asset")
-        record, new, links = await self.store_asset_bytes(row, result, path)
+        if result.status == 304 and previous is not None:  # the previous bytes stand
+            record, new, links = self.kept(previous, row, result), [], None
+        else:
+            record, new, links = await self.store_asset_bytes(row, result, path)
         outcome = "redirected" if result.redirects else "ok"
         reason = f"redirected to {redact(result.final_url)}" if result.redirects else ""
         await self.finish(

@@ -114,6 +114,7 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
         "asset_cap": args.asset_cap,
         "resume": not args.no_resume,
         "refresh": args.refresh,
+        "rerender": args.rerender,
         "ignore_robots": args.ignore_robots,
         "allow_private": args.allow_private,
         "allow_hosts": args.allow_host,

@@ -370,6 +370,12 @@ def _parser() -> argparse.ArgumentParser:
         help="capture the site again as a new version of the tree: the current state is kept as a "
         "version, pages gone from the site leave the folder (archiver diff, formats/history.md)",
     )
+    g.add_argument(
+        "--rerender",
+        action="store_true",
+        help="with --new-version or --refresh: fetch and render every page again, unchanged ones too "
+        "(by default a page the server answers 304 Not Modified keeps its previous file)",
+    )
     g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
     g = p.add_argument_group("many workers (formats/crawl-state.md 6)")
     g.add_argument(

@@ -28,9 +28,7 @@ import re
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -39,12 +37,15 @@ from archiver import __version__
 from archiver.codings import Decoder
 from archiver.errors import CaptureError
 from archiver.tree import WarcRef
+from archiver.warc import revisits
 from archiver.warc.members import DEFLATE, Packing, compressor, packing_for
 from archiver.warc.recover import recover
+from archiver.warc.revisits import PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, Memory, Seen
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
     "PROFILE_IDENTICAL",
+    "PROFILE_NOT_MODIFIED",
     "WARC_DIR",
     "Exchange",
     "Heads",
@@ -61,7 +62,6 @@ WARC_DIR = "warc"  # inside the tree's reserved folder
 DEFAULT_MAX_SIZE = 1_000_000_000
 SPOOL_LIMIT = 1 << 20
 DEDUP_LIMIT = 200_000  # payload digests remembered for revisits (the oldest are forgotten first)
-PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 _NAME = re.compile(r"rec-(\d{14})-(\d{5,})\.warc\.gz")
 _STEP = 1 << 20
@@ -186,13 +186,6 @@ def _truncation(error: BaseException | None) -> str:
     if names & {"TransportError", "OSError"}:
         return "disconnect"
     return "length"
-
-
-@dataclass
-class _Seen:
-    uri: str
-    date: str
-    record_id: str
 
 
 class Exchange:
@@ -323,7 +316,8 @@ class Recorder:
         self.info = info
         self.max_size = max_size
         self.dedup_limit = dedup_limit
-        self.seen: OrderedDict[bytes, _Seen] = OrderedDict()
+        self.memory = Memory(dedup_limit)  # for revisits (archiver.warc.revisits)
+        self.seen = self.memory.seen
         self.seq = 0
         self.fd: int | None = None
         self.name = ""
@@ -354,9 +348,7 @@ class Recorder:
     def _learn(self, name: str) -> None:
         """Repair ``name`` if its tail is torn, and learn its payload digests (for revisits)."""
         for rec in recover(self.folder / name):
-            if rec.type == "response" and rec.payload_size and "warc-truncated" not in rec.headers:
-                seen = _Seen(rec.uri, rec.date, rec.headers.get("warc-record-id", ""))
-                self._remember(bytes.fromhex(rec.payload_sha256), seen)
+            self.memory.learn(rec.type, rec.uri, rec.date, rec.headers, rec.payload_sha256, rec.payload_size)
 
     def close(self) -> None:
         """Close the current file (fsynced)."""
@@ -384,12 +376,6 @@ class Recorder:
         return ex
 
     # ---- writing
-
-    def _remember(self, digest: bytes, seen: _Seen) -> None:
-        self.seen[digest] = seen
-        self.seen.move_to_end(digest)
-        while len(self.seen) > self.dedup_limit:
-            self.seen.popitem(last=False)
 
     def _new_file(self) -> None:
         self._close()
@@ -484,10 +470,14 @@ class Recorder:
     def _records(self, ex: Exchange, truncated: str | None) -> WarcRef:
         response_id, request_id = _record_id(), _record_id()
         digest = ex.payload.digest()
+        not_modified = truncated is None and revisits.not_modified(ex.head, ex.request)
+        original = self.memory.by_uri.get(ex.uri) if not_modified else None
+        if original is not None:
+            digest = original[0]  # the payload this 304 says still stands
         payload_digest = "sha256:" + digest.hex()
-        seen = self.seen.get(digest) if truncated is None and ex.size else None
+        seen = self.seen.get(digest) if truncated is None and ex.size and not not_modified else None
         fields = [
-            ("WARC-Type", "revisit" if seen else "response"),
+            ("WARC-Type", "revisit" if seen or not_modified else "response"),
             ("WARC-Record-ID", response_id),
             ("WARC-Date", ex.date),
             ("WARC-Target-URI", ex.uri),
@@ -498,18 +488,29 @@ class Recorder:
             ("WARC-Concurrent-To", request_id),
             ("WARC-Warcinfo-ID", self.warcinfo_id),
             ("Content-Type", "application/http;msgtype=response"),
-            ("WARC-Payload-Digest", payload_digest),
         ]
+        if not not_modified or original is not None:  # an unknown original: no digest to name
+            fields.append(("WARC-Payload-Digest", payload_digest))
+        if not_modified:
+            refers = original[1] if original is not None else None
+            fields += [("WARC-Profile", PROFILE_NOT_MODIFIED)]
+            if refers is not None:
+                fields.append(("WARC-Refers-To", refers.record_id))
+            fields.append(("WARC-Refers-To-Target-URI", refers.uri if refers else ex.uri))
+            if refers is not None:
+                fields.append(("WARC-Refers-To-Date", refers.date))
         if seen is not None:
-            block_digest = "sha256:" + hashlib.sha256(ex.head).hexdigest()
             fields += [
                 ("WARC-Profile", PROFILE_IDENTICAL),
                 ("WARC-Refers-To", seen.record_id),
                 ("WARC-Refers-To-Target-URI", seen.uri),
                 ("WARC-Refers-To-Date", seen.date),
                 ("WARC-Truncated", "length"),
-                ("WARC-Block-Digest", block_digest),
             ]
+            self.memory.newest(ex.uri, digest, seen)
+        if seen is not None or not_modified:
+            block_digest = "sha256:" + hashlib.sha256(ex.head).hexdigest()
+            fields.append(("WARC-Block-Digest", block_digest))
             response_head = _head(fields, len(ex.head))
             response: Iterable[bytes] = [response_head, ex.head, b"\r\n\r\n"]
             response_size = len(response_head) + len(ex.head) + 4
@@ -539,10 +540,10 @@ class Recorder:
             [request_head, ex.request, b"\r\n\r\n"],
         )
         offset = self.size
-        self._append([(ex.packing if seen is None else DEFLATE, response_size, response), request])
+        self._append([(DEFLATE if seen or not_modified else ex.packing, response_size, response), request])
         self.records += 2
-        if seen is None and truncated is None and ex.size:
-            self._remember(digest, _Seen(ex.uri, ex.date, response_id))
+        if seen is None and not not_modified and truncated is None and ex.size:
+            self.memory.remember(digest, Seen(ex.uri, ex.date, response_id))
         return WarcRef(file=self.name, offset=offset, id=response_id)
 
 
