@@ -21,8 +21,9 @@ from archiver.capture.conditional import MAX_VALIDATOR, judge, request_headers, 
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.tree import Record, read_records
 from archiver.versions import store
+from tests.versions.helpers import tree_files as _files
 from tests.versions.server import Page, Server, Site
-from tests.versions.test_recapture import _capture, _cli, _files, _page
+from tests.versions.test_recapture import _capture, _cli, _page
 
 # ---- the pure rules
 
