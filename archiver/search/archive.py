@@ -50,7 +50,7 @@ def _listed(index: Index) -> list[str]:
     names = ["manifest"]
     names += [f"t/{i}" for i in range(len(index.shards))]
     names += [f"d/{i}" for i in range(len(index.groups))]
-    names += [f"x/{i}" for i in range(len(index.texts))]
+    names += [f"x/{i}" for i in range(index.text_files)]
     return [f"{PREFIX}{n}.js" for n in names] + [f"{PREFIX}{n}" for n in page.files()]
 
 

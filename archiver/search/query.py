@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archiver.errors import FormatError
-from archiver.search.build import FORMAT, VERSION, order_key, payload_of, unpack_numbers
+from archiver.search.build import FORMAT, VERSION, inflate, order_key, payload_of, unpack_numbers
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
@@ -104,6 +104,7 @@ class Index:
         self._load = load
         self.label = label
         self.loaded: list[str] = []  # the files read, in order
+        self.version = 0  # the manifest is never compressed
         self.manifest = self._read("manifest", None)
         m = self.manifest
         if not isinstance(m, dict) or m.get("format") != FORMAT:
@@ -124,9 +125,14 @@ class Index:
             self.avgdl = float(m["avgdl"]) or 1.0
             self.shards = [(str(s[0]), str(s[1]), int(s[2]), str(s[3])) for s in m["shards"]]
             self.groups = [(int(g[0]), int(g[1]), int(g[2]), str(g[3])) for g in m["docs"]]
-            self.texts = [
-                ((int(x[0]), int(x[1])), (int(x[2]), int(x[3])), int(x[4]), str(x[5])) for x in m["text"]
-            ]
+            self.version = int(m["version"])
+            # Format 3 lists the text files in the fragment groups (§4.4), the manifest only counts them.
+            self.texts: dict[int, TextFile] = {}
+            if self.version >= 3:
+                self.text_files = int(m["text_files"])
+            else:
+                self.texts = {i: _text_file(x) for i, x in enumerate(m["text"])}
+                self.text_files = len(self.texts)
         except (KeyError, TypeError, ValueError, IndexError):
             raise FormatError(
                 "the manifest's tables are malformed", subject=self._where("manifest")
@@ -134,6 +140,7 @@ class Index:
         self._terms: dict[int, dict[str, list[int]]] = {}
         self._fragments: dict[int, list[Any]] = {}
         self._chunks: dict[tuple[int, int], str] = {}
+        self._group_texts: dict[int, list[int]] = {}  # format 3: group → the text files it lists
 
     def _where(self, name: str) -> str:
         return f"{self.label}/{name}.js" if self.label else f"{name}.js"
@@ -156,6 +163,11 @@ class Index:
                 )
             if hashlib.sha256(payload).hexdigest() != sha:
                 raise FormatError("its SHA-256 does not match the manifest's", subject=self._where(name))
+        try:
+            if self.version >= 3:
+                payload = inflate(payload)
+        except ValueError as e:
+            raise FormatError(str(e), subject=self._where(name)) from None
         try:
             return json.loads(payload)
         except ValueError:
@@ -205,7 +217,13 @@ class Index:
         key = (doc, k)
         if key in self._chunks:
             return self._chunks[key]
-        for i, (first, last, size, sha) in enumerate(self.texts):
+        if self.version >= 3:
+            self.fragment(doc)  # its group lists the text files of its documents
+            files = self._group_texts.get(self._group_of(doc), [])
+        else:
+            files = list(self.texts)
+        for i in files:
+            first, last, size, sha = self.texts[i]
             if first <= key <= last:
                 rows = self._read(f"x/{i}", (size, sha))
                 if not isinstance(rows, list):
@@ -222,15 +240,55 @@ class Index:
         """[path, title, headings, chunk start positions] of document ``doc``."""
         if doc in self._fragments:
             return self._fragments[doc]
-        for i, (first, last, size, sha) in enumerate(self.groups):
-            if first <= doc <= last:
-                rows = self._read(f"d/{i}", (size, sha))
-                if not isinstance(rows, list) or len(rows) != last - first + 1:
-                    raise FormatError("holds the wrong number of documents", subject=self._where(f"d/{i}"))
-                for k, row in enumerate(rows):
-                    self._fragments[first + k] = row
-                return self._fragments[doc]
+        i = self._group_of(doc)
+        if i >= 0:
+            first, last, size, sha = self.groups[i]
+            rows = self._read(f"d/{i}", (size, sha))
+            if self.version >= 3:
+                try:
+                    files = [(int(x[0]), _text_file(x[1:])) for x in rows["text"]]
+                    rows = rows["docs"]
+                except (KeyError, TypeError, ValueError, IndexError):
+                    raise FormatError("its text table is malformed", subject=self._where(f"d/{i}")) from None
+                if any(not 0 <= n < self.text_files for n, _ in files):
+                    raise FormatError(
+                        "names a text file the manifest does not count", subject=self._where(f"d/{i}")
+                    )
+                self.texts.update(files)
+                self._group_texts[i] = [n for n, _ in files]
+            if not isinstance(rows, list) or len(rows) != last - first + 1:
+                raise FormatError("holds the wrong number of documents", subject=self._where(f"d/{i}"))
+            for k, row in enumerate(rows):
+                self._fragments[first + k] = row
+            return self._fragments[doc]
         raise FormatError(f"no fragment group holds document {doc}", subject=self._where("manifest"))
+
+    def _group_of(self, doc: int) -> int:
+        """The fragment group holding document ``doc`` (-1: none)."""
+        for i, (first, last, _size, _sha) in enumerate(self.groups):
+            if first <= doc <= last:
+                return i
+        return -1
+
+    def text_file(self, i: int) -> TextFile:
+        """Text file ``i``'s (first, last, size, SHA-256); format 3 reads fragment groups until one
+        lists it."""
+        if i not in self.texts and self.version >= 3:
+            for g, (first, _last, _size, _sha) in enumerate(self.groups):
+                if g not in self._group_texts:
+                    self.fragment(first)
+                if i in self.texts:
+                    break
+        if i not in self.texts:
+            raise FormatError(f"no fragment group lists text file x/{i}", subject=self._where("manifest"))
+        return self.texts[i]
+
+
+TextFile = tuple[tuple[int, int], tuple[int, int], int, str]
+
+
+def _text_file(x: Any) -> TextFile:
+    return ((int(x[0]), int(x[1])), (int(x[2]), int(x[3])), int(x[4]), str(x[5]))
 
 
 @dataclass(frozen=True)
