@@ -104,6 +104,7 @@
 
   // Format 2's postings string -> its numbers (5-bit little-endian groups; the last 32 digits say
   // more groups follow); format 1's list of numbers is returned as it is.
+  var MAX_POSITIONS = 32;  // positions kept per term per document
   var DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
   function unpack(text) {
     if (typeof text !== "string") { return text; }
@@ -117,8 +118,21 @@
     return out;
   }
 
-  function decode(flat) {
+  // Format 3 (lengths given: the manifest's, two numbers a document): doc delta, tf in title,
+  // headings and body, then min(32, their sum) positions (formats/search.md §4.3).
+  function decode(flat, lengths) {
     var out = new Map(), doc = 0, i = 0;
+    if (lengths) {
+      while (i < flat.length) {
+        doc += flat[i];
+        var t = flat[i + 1], h = flat[i + 2], b = flat[i + 3], m = Math.min(MAX_POSITIONS, t + h + b), ps = [], q = 0;
+        if (i + 4 + m > flat.length || 2 * doc + 1 >= lengths.length) { throw new Error("a posting is cut or names no document"); }
+        for (var j = 0; j < m; j++) { q += flat[i + 4 + j]; ps.push(q); }
+        out.set(doc, { title: t, headings: h, body: b, length: lengths[2 * doc], titleLength: lengths[2 * doc + 1], positions: ps, complete: ps.length >= t + h + b });
+        i += 4 + m;
+      }
+      return out;
+    }
     while (i + 7 <= flat.length) {
       doc += flat[i];
       var n = flat[i + 6], positions = [], p = 0;
@@ -131,7 +145,7 @@
   }
 
   // Term -> flat postings of one index: the term, and with prefix the most frequent terms it begins.
-  function pick(shardMaps, term, prefix) {
+  function pick(shardMaps, term, prefix, lengths) {
     var found = new Map();
     shardMaps.forEach(function (map) {
       map.forEach(function (flat, t) { if (t === term || (prefix && t.indexOf(term) === 0)) { found.set(t, unpack(flat)); } });
@@ -145,7 +159,7 @@
       found = kept;
     }
     var out = new Map();
-    found.forEach(function (flat, t) { out.set(t, decode(flat)); });
+    found.forEach(function (flat, t) { out.set(t, decode(flat, lengths)); });
     return out;
   }
 
@@ -322,7 +336,7 @@
     var subtle = window.crypto && window.crypto.subtle;
     if (!sha || !subtle) { return Promise.resolve(value); }
     return subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(value))).then(function (d) {
-      if (hex(d) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
+      if (sha.length < 32 || hex(d).slice(0, sha.length) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
       return value;
     });
   }
@@ -365,6 +379,8 @@
       if (m.version > VERSION || m.tokenizer !== TOKENIZER) { throw new Damaged("manifest", "was written by another archiver: build it again with archiver index"); }
       index = { version: m.version, documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, maps: {} };
       // Before format 3 the manifest lists the text files; format 3 lists them in each fragment group.
+      try { index.lengths = m.version < 3 ? null : unpack(m.lengths); } catch (e) { index.lengths = []; }
+      if (index.lengths && index.lengths.length !== 2 * m.documents) { throw new Damaged("manifest", "its document lengths are malformed"); }
       index.texts = m.version < 3 ? (m.text || []).map(function (x, i) { return [i].concat(x); }) : null;
       return index;
     });
@@ -424,7 +440,9 @@
     var perClause = clauses.map(function (c) {
       return Promise.all(c.terms.map(function (term, k) {
         var prefix = c.prefix && k === c.terms.length - 1;
-        return Promise.all(shardsFor(index.shards, term, prefix).map(shardMap)).then(function (maps) { return pick(maps, term, prefix); });
+        return Promise.all(shardsFor(index.shards, term, prefix).map(shardMap)).then(function (maps) {
+          try { return pick(maps, term, prefix, index.lengths); } catch (e) { throw new Damaged("t/" + shardsFor(index.shards, term, prefix)[0], "its postings are malformed (" + e.message + ")"); }
+        });
       }));
     });
     return Promise.all(perClause).then(function (looked) {

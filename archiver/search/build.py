@@ -42,6 +42,9 @@ VERSION = 3
 #: The versions this archiver reads: 1 (postings as JSON numbers), 2 (postings as a string, §4.3),
 #: 3 (every file but the manifest compressed, §4.1; the text table in the fragment groups, §4.4).
 VERSIONS = (1, 2, 3)
+#: Format 3 names a file's payload by the first 128 bits of its SHA-256 (32 hex digits; §4.2): enough
+#: for any damage and any forgery, and half the bytes of the tables a query reads.
+HASH_HEX = 32
 #: Format 3: a compressed payload expands to at most this many bytes (a hostile file is refused).
 MAX_EXPANDED = 64 << 20
 #: Version 2's postings: each number in little-endian groups of 5 bits, one character a group, from
@@ -53,9 +56,9 @@ _VALUE = {c: i for i, c in enumerate(DIGITS)}
 MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
-SHARD_BYTES = 32 << 10
+SHARD_BYTES = 24 << 10
 GROUP_BYTES = 2 << 10  # format 3 counts the group's text table in it (about 100 bytes a row)
-TEXT_BYTES = 8 << 10
+TEXT_BYTES = 4 << 10
 #: A document's text is stored in chunks of whole blocks of at least this many characters; a result
 #: loads the one chunk its snippet comes from.
 CHUNK_CHARS = 2048
@@ -198,6 +201,7 @@ class Builder:
         self._text_last: tuple[int, int] = (0, 0)
         self._text_size = 0
         self._text_files = 0
+        self._lengths = array("I")  # format 3: each document's (length, title length), §4.2
         self._group_texts: list[list[Any]] = []  # format 3: the text files of the open group
 
     def _file(self, name: str, payload: bytes) -> tuple[int, str]:
@@ -206,7 +210,8 @@ class Builder:
             payload = deflate(payload)
         data = wrap(name, payload)
         self._emit(name, data)
-        return len(data), hashlib.sha256(payload).hexdigest()
+        sha = hashlib.sha256(payload).hexdigest()
+        return len(data), sha[:HASH_HEX] if self._version >= 3 else sha
 
     def add(self, path: str, page: Page) -> int:
         """Index one document; returns its number."""
@@ -251,6 +256,7 @@ class Builder:
                 title_length = length
             position = last + 1 + _GAP
         self._tokens += length
+        self._lengths.extend((length, title_length))
         for term, entry in stats.items():
             postings = self._postings.get(term)
             if postings is None:
@@ -316,7 +322,10 @@ class Builder:
         while i < len(flat):
             doc, t, h, b, length, title_length, n = flat[i : i + 7]
             positions = flat[i + 7 : i + 7 + n]
-            out.extend((doc - previous_doc, t, h, b, length, title_length, n))
+            if self._version >= 3:  # length and title length are the manifest's; n = min(32, t + h + b)
+                out.extend((doc - previous_doc, t, h, b))
+            else:
+                out.extend((doc - previous_doc, t, h, b, length, title_length, n))
             previous = 0
             for p in positions:
                 out.append(p - previous)
@@ -364,6 +373,7 @@ class Builder:
         }
         if self._version >= 3:
             manifest["text_files"] = self._text_files  # their table is in the fragment groups (§4.4)
+            manifest["lengths"] = pack_numbers(self._lengths)
         else:
             manifest["text"] = self._texts
         return manifest

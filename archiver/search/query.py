@@ -19,7 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archiver.errors import FormatError
-from archiver.search.build import FORMAT, VERSION, inflate, order_key, payload_of, unpack_numbers
+from archiver.search.build import (
+    FORMAT,
+    HASH_HEX,
+    MAX_POSITIONS,
+    VERSION,
+    inflate,
+    order_key,
+    payload_of,
+    unpack_numbers,
+)
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
@@ -80,6 +89,30 @@ class Posting:
         return len(self.positions) >= self.title + self.headings + self.body
 
 
+def _decode3(flat: list[int], lengths: list[int]) -> dict[int, Posting]:
+    """Format 3's postings: doc delta, tf in title, headings, body, then min(32, their sum)
+    positions; the lengths are the manifest's (§4.3). ValueError when it does not add up."""
+    out: dict[int, Posting] = {}
+    doc = 0
+    i = 0
+    while i < len(flat):
+        if i + 4 > len(flat):
+            raise ValueError("a posting is cut")
+        doc += flat[i]
+        t, h, b = flat[i + 1 : i + 4]
+        n = min(MAX_POSITIONS, t + h + b)
+        if i + 4 + n > len(flat) or 2 * doc + 1 >= len(lengths):
+            raise ValueError("a posting is cut or names no document")
+        positions = []
+        p = 0
+        for d in flat[i + 4 : i + 4 + n]:
+            p += d
+            positions.append(p)
+        out[doc] = Posting(t, h, b, lengths[2 * doc], lengths[2 * doc + 1], tuple(positions))
+        i += 4 + n
+    return out
+
+
 def _decode(flat: list[int]) -> dict[int, Posting]:
     out: dict[int, Posting] = {}
     doc = 0
@@ -130,6 +163,9 @@ class Index:
             self.texts: dict[int, TextFile] = {}
             if self.version >= 3:
                 self.text_files = int(m["text_files"])
+                self.lengths = unpack_numbers(m["lengths"])
+                if len(self.lengths) != 2 * self.documents:
+                    raise ValueError("lengths")
             else:
                 self.texts = {i: _text_file(x) for i, x in enumerate(m["text"])}
                 self.text_files = len(self.texts)
@@ -161,7 +197,7 @@ class Index:
                 raise FormatError(
                     f"is {len(data)} bytes, the manifest says {size}", subject=self._where(name)
                 )
-            if hashlib.sha256(payload).hexdigest() != sha:
+            if len(sha) < HASH_HEX or hashlib.sha256(payload).hexdigest()[: len(sha)] != sha:
                 raise FormatError("its SHA-256 does not match the manifest's", subject=self._where(name))
         try:
             if self.version >= 3:
@@ -203,14 +239,25 @@ class Index:
     def postings(self, term: str, prefix: bool) -> dict[str, dict[int, Posting]]:
         """Term → its postings: the term itself, and with ``prefix`` the most frequent terms it begins."""
         found: dict[str, list[int]] = {}
+        shard_of: dict[str, int] = {}
         for i in self.shards_for(term, prefix):
             for t, flat in self.shard(i).items():
                 if t == term or (prefix and t.startswith(term)):
                     found[t] = flat
+                    shard_of[t] = i
         if prefix and len(found) > MAX_EXPANSIONS:
             keep = sorted(found, key=lambda t: (t != term, -len(found[t]), order_key(t)))[:MAX_EXPANSIONS]
             found = {t: found[t] for t in keep}
-        return {t: _decode(flat) for t, flat in found.items()}
+        if self.version < 3:
+            return {t: _decode(flat) for t, flat in found.items()}
+        out = {}
+        for t, flat in found.items():
+            try:
+                out[t] = _decode3(flat, self.lengths)
+            except ValueError as e:
+                where = self._where(f"t/{shard_of[t]}")
+                raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
+        return out
 
     def chunk(self, doc: int, k: int) -> str:
         """Text chunk ``k`` of document ``doc`` ("" when it has none)."""

@@ -162,3 +162,28 @@ def test_a_newer_format_is_refused() -> None:
     files["manifest"] = build.manifest_bytes(manifest)
     with pytest.raises(FormatError, match="newer than this archiver reads"):
         query.Index(files.__getitem__, "mem")
+
+
+@pytest.mark.parametrize("numbers", [[99, 0, 0, 1, 5], [0, 0, 0, 3, 1], [0, 1]])
+def test_a_format_3_posting_that_is_cut_or_names_no_document_is_named(numbers: list[int]) -> None:
+    """Format 3's postings take their lengths from the manifest (§4.3): a posting naming a document
+    past ``documents``, one with fewer positions than its frequencies say, one cut short: the shard
+    is named, in Python, instead of an IndexError or a wrong score."""
+    files = build_files(PAGES)
+    rows = json.loads(build.inflate(build.payload_of("t/0", files["t/0"])))
+    rows[0][1] = build.pack_numbers(numbers)
+    _reseal(files, "t/0", build.deflate(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode()))
+    index = query.Index(files.__getitem__, "mem")
+    with pytest.raises(FormatError) as caught:
+        index.postings(rows[0][0], False)
+    assert caught.value.subject == "mem/t/0.js" and "malformed" in caught.value.message
+
+
+def test_format_3_hashes_are_128_bits_and_a_shorter_one_is_refused() -> None:
+    files = build_files(PAGES)
+    manifest = json.loads(build.payload_of("manifest", files["manifest"]))
+    assert {len(row[3]) for row in manifest["shards"] + manifest["docs"]} == {32}
+    manifest["shards"][0][3] = manifest["shards"][0][3][:16]  # 64 bits: too weak to accept
+    files["manifest"] = build.manifest_bytes(manifest)
+    with pytest.raises(FormatError, match="SHA-256"):
+        query.Index(files.__getitem__, "mem").shard(0)

@@ -26,7 +26,7 @@ const out = input.queries.map((q) => {
   const looked = clauses.map((c) => c.terms.map((term, k) => {
     const prefix = c.prefix && k === c.terms.length - 1;
     const maps = s.shardsFor(m.shards, term, prefix).map((i) => new Map(files["t/" + i]));
-    return s.pick(maps, term, prefix);
+    return s.pick(maps, term, prefix, m.lengths ? s.unpack(m.lengths) : null);
   }));
   const wanted = new Set();
   clauses.forEach((c) => (c.prefix ? c.terms.slice(0, -1) : c.terms).forEach((t) => wanted.add(t)));
