@@ -45,6 +45,14 @@ def media_type(path: str) -> str:
     return "text/html" if path.endswith(".html") else "text/javascript"
 
 
+def compressed(path: str, data: bytes) -> bool:
+    """Whether the index file ``data`` (at tree path ``path``) holds a format 3 compressed payload
+    (formats/search.md §4.1): a container stores it as it is (a second compression gains a little of
+    base 64's third back for all the CPU it costs)."""
+    name = path[len(PREFIX) : -len(".js")] if is_index_path(path) and path.endswith(".js") else ""
+    return bool(name) and name != "manifest" and data.startswith(build.wrap(name, b'"')[:-3])
+
+
 def _listed(index: Index) -> list[str]:
     """The paths of every file the index's manifest names, then the search page's."""
     names = ["manifest"]
