@@ -56,7 +56,7 @@ _VALUE = {c: i for i, c in enumerate(DIGITS)}
 MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
-SHARD_BYTES = 24 << 10
+SHARD_BYTES = 16 << 10
 GROUP_BYTES = 2 << 10  # format 3 counts the group's text table in it (about 100 bytes a row)
 TEXT_BYTES = 4 << 10
 #: A document's text is stored in chunks of whole blocks of at least this many characters; a result
