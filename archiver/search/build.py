@@ -123,7 +123,7 @@ def wrap(name: str, payload: bytes) -> bytes:
 def deflate(payload: bytes) -> bytes:
     """Format 3's payload of every file but the manifest: the JSON ``payload`` compressed (zlib,
     RFC 1950) and carried as a base-64 JSON string (§4.1)."""
-    return b'"' + base64.b64encode(zlib.compress(payload, 9)) + b'"'
+    return b'"' + base64.b64encode(zlib.compress(payload, 6)) + b'"'
 
 
 def inflate(payload: bytes) -> bytes:
