@@ -11,7 +11,7 @@
 
   // ---------------------------------------------------------------- part 1: pure
   var TOKENIZER = 1;
-  var VERSION = 2;  // reads 1 and 2 (formats/search.md §1)
+  var VERSION = 3;  // reads 1, 2 and 3 (formats/search.md §1)
   var MAX_TERM = 64;
   var WORD = "[\\p{L}\\p{M}\\p{N}]+";
   var CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]/u;
@@ -104,6 +104,7 @@
 
   // Format 2's postings string -> its numbers (5-bit little-endian groups; the last 32 digits say
   // more groups follow); format 1's list of numbers is returned as it is.
+  var MAX_POSITIONS = 32;  // positions kept per term per document
   var DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
   function unpack(text) {
     if (typeof text !== "string") { return text; }
@@ -117,8 +118,21 @@
     return out;
   }
 
-  function decode(flat) {
+  // Format 3 (lengths given: the manifest's, two numbers a document): doc delta, tf in title,
+  // headings and body, then min(32, their sum) positions (formats/search.md §4.3).
+  function decode(flat, lengths) {
     var out = new Map(), doc = 0, i = 0;
+    if (lengths) {
+      while (i < flat.length) {
+        doc += flat[i];
+        var t = flat[i + 1], h = flat[i + 2], b = flat[i + 3], m = Math.min(MAX_POSITIONS, t + h + b), ps = [], q = 0;
+        if (i + 4 + m > flat.length || 2 * doc + 1 >= lengths.length) { throw new Error("a posting is cut or names no document"); }
+        for (var j = 0; j < m; j++) { q += flat[i + 4 + j]; ps.push(q); }
+        out.set(doc, { title: t, headings: h, body: b, length: lengths[2 * doc], titleLength: lengths[2 * doc + 1], positions: ps, complete: ps.length >= t + h + b });
+        i += 4 + m;
+      }
+      return out;
+    }
     while (i + 7 <= flat.length) {
       doc += flat[i];
       var n = flat[i + 6], positions = [], p = 0;
@@ -131,7 +145,7 @@
   }
 
   // Term -> flat postings of one index: the term, and with prefix the most frequent terms it begins.
-  function pick(shardMaps, term, prefix) {
+  function pick(shardMaps, term, prefix, lengths) {
     var found = new Map();
     shardMaps.forEach(function (map) {
       map.forEach(function (flat, t) { if (t === term || (prefix && t.indexOf(term) === 0)) { found.set(t, unpack(flat)); } });
@@ -145,7 +159,7 @@
       found = kept;
     }
     var out = new Map();
-    found.forEach(function (flat, t) { out.set(t, decode(flat)); });
+    found.forEach(function (flat, t) { out.set(t, decode(flat, lengths)); });
     return out;
   }
 
@@ -281,7 +295,17 @@
     return { text: text.slice(begin, end), marks: marks, before: begin > 0, after: end < text.length };
   }
 
-  var pure = { TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
+  // Format 3's payload of every file but the manifest: base 64 of zlib-compressed JSON (§4.1).
+  function inflate(b64) {
+    return Promise.resolve().then(function () {
+      if (typeof b64 !== "string") { throw new Error("is not a compressed payload"); }
+      var raw = atob(b64), bytes = new Uint8Array(raw.length);
+      for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
+      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"))).text();
+    }).then(function (text) { return JSON.parse(text); });
+  }
+
+  var pure = { inflate: inflate, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
   if (typeof window === "undefined") { module.exports = pure; return; }
 
   // ---------------------------------------------------------------- part 2: the browser
@@ -312,7 +336,7 @@
     var subtle = window.crypto && window.crypto.subtle;
     if (!sha || !subtle) { return Promise.resolve(value); }
     return subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(value))).then(function (d) {
-      if (hex(d) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
+      if (sha.length < 32 || hex(d).slice(0, sha.length) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
       return value;
     });
   }
@@ -340,7 +364,10 @@
         delete waiting[name];
         reject(e instanceof Damaged ? e : new Damaged(name, "cannot be read from the archive (" + (e && e.message || e) + ")"));
       });
-    }).then(function (value) { return check(name, value, sha); });
+    }).then(function (value) { return check(name, value, sha); }).then(function (value) {
+      if (name === "manifest" || !index || index.version < 3) { return value; }
+      return inflate(value).catch(function (e) { throw new Damaged(name, "cannot be decompressed (" + (e && e.message || e) + ")"); });
+    });
     return loaded[name];
   }
 
@@ -350,7 +377,11 @@
     return load("manifest", null).then(function (m) {
       if (!m || m.format !== "archiver-search") { throw new Damaged("manifest", "is not a search index manifest"); }
       if (m.version > VERSION || m.tokenizer !== TOKENIZER) { throw new Damaged("manifest", "was written by another archiver: build it again with archiver index"); }
-      index = { documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, texts: m.text, maps: {} };
+      index = { version: m.version, documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, maps: {} };
+      // Before format 3 the manifest lists the text files; format 3 lists them in each fragment group.
+      try { index.lengths = m.version < 3 ? null : unpack(m.lengths); } catch (e) { index.lengths = []; }
+      if (index.lengths && index.lengths.length !== 2 * m.documents) { throw new Damaged("manifest", "its document lengths are malformed"); }
+      index.texts = m.version < 3 ? (m.text || []).map(function (x, i) { return [i].concat(x); }) : null;
       return index;
     });
   }
@@ -365,30 +396,42 @@
     });
   }
 
-  function fragment(doc) {
+  // The fragment group holding doc: {first, docs, text} (text: the text files it lists, format 3).
+  function group(doc) {
     for (var i = 0; i < index.groups.length; i++) {
       var g = index.groups[i];
       if (g[0] <= doc && doc <= g[1]) {
-        return load("d/" + i, g[3]).then(function (rows) { return rows[doc - g[0]]; });
+        var name = "d/" + i;
+        return load(name, g[3]).then(function (value) {
+          var docs = index.version < 3 ? value : value && value.docs;
+          var text = index.version < 3 ? index.texts : value && value.text;
+          if (!Array.isArray(docs) || docs.length !== g[1] - g[0] + 1 || !Array.isArray(text)) { throw new Damaged(name, "holds the wrong number of documents"); }
+          return { first: g[0], docs: docs, text: text };
+        });
       }
     }
     return Promise.reject(new Damaged("manifest", "no fragment group holds document " + doc));
   }
 
+  function fragment(doc) { return group(doc).then(function (g) { return g.docs[doc - g.first]; }); }
+
   function before(a, b, c, d) { return a < c || (a === c && b <= d); }
 
   // Text chunk k of document doc ("" when it has none).
   function chunk(doc, k) {
-    for (var i = 0; i < index.texts.length; i++) {
-      var x = index.texts[i];
-      if (before(x[0], x[1], doc, k) && before(doc, k, x[2], x[3])) {
-        return load("x/" + i, x[5]).then(function (rows) {
-          for (var r = 0; r < rows.length; r++) { if (rows[r][0] === doc && rows[r][1] === k) { return rows[r][2]; } }
-          throw new Damaged("x/" + i, "does not hold chunk " + k + " of document " + doc);
-        });
+    return group(doc).then(function (g) {
+      for (var i = 0; i < g.text.length; i++) {
+        var x = g.text[i];  // [file number, first doc, first chunk, last doc, last chunk, size, SHA-256]
+        if (before(x[1], x[2], doc, k) && before(doc, k, x[3], x[4])) {
+          var name = "x/" + x[0];
+          return load(name, x[6]).then(function (rows) {
+            for (var r = 0; r < rows.length; r++) { if (rows[r][0] === doc && rows[r][1] === k) { return rows[r][2]; } }
+            throw new Damaged(name, "does not hold chunk " + k + " of document " + doc);
+          });
+        }
       }
-    }
-    return Promise.resolve("");
+      return "";
+    });
   }
 
   function run(query, offset, limit) {
@@ -397,7 +440,9 @@
     var perClause = clauses.map(function (c) {
       return Promise.all(c.terms.map(function (term, k) {
         var prefix = c.prefix && k === c.terms.length - 1;
-        return Promise.all(shardsFor(index.shards, term, prefix).map(shardMap)).then(function (maps) { return pick(maps, term, prefix); });
+        return Promise.all(shardsFor(index.shards, term, prefix).map(shardMap)).then(function (maps) {
+          try { return pick(maps, term, prefix, index.lengths); } catch (e) { throw new Damaged("t/" + shardsFor(index.shards, term, prefix)[0], "its postings are malformed (" + e.message + ")"); }
+        });
       }));
     });
     return Promise.all(perClause).then(function (looked) {

@@ -52,9 +52,9 @@ WARC = {
 }  # fmt: skip
 
 SEARCH = {
-    "__future__", "array", "codecs", "collections", "collections.abc", "dataclasses", "functools", "hashlib",
-    "heapq", "itertools", "json", "math", "operator", "re", "regex", "typing", "unicodedata",
-    "selectolax.lexbor", "archiver.errors",
+    "__future__", "array", "base64", "codecs", "collections", "collections.abc", "dataclasses", "functools",
+    "hashlib", "heapq", "itertools", "json", "math", "operator", "re", "regex", "typing", "unicodedata",
+    "zlib", "selectolax.lexbor", "archiver.errors",
     "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
     "archiver.html_depth",
 }  # fmt: skip

@@ -161,7 +161,21 @@ def query_words(folder: Path, n: int = 5) -> list[str]:
     return words
 
 
-def ours_bytes(folder: Path, word: str) -> int:
+_KINDS = {"manifest": "manifest", "t": "shards", "d": "fragments", "x": "text"}
+
+
+def ours_kinds(folder: Path) -> dict[str, int]:
+    """Bytes of the index by kind of file (§4.1): manifest, shards, fragments, text, page."""
+    out = dict.fromkeys([*_KINDS.values(), "page"], 0)
+    for f in (folder / "_archiver" / "search").rglob("*"):
+        if f.is_file():
+            rel = f.relative_to(folder / "_archiver" / "search").as_posix()
+            out[_KINDS.get(rel.split("/")[0].removesuffix(".js"), "page")] += f.stat().st_size
+    return out
+
+
+def ours_bytes(folder: Path, word: str, kinds: dict[str, int] | None = None) -> int:
+    """Bytes the query core reads for ``word`` (and, into ``kinds``, by kind of file)."""
     from archiver.search import query, store
 
     read = 0
@@ -170,6 +184,9 @@ def ours_bytes(folder: Path, word: str) -> int:
         nonlocal read
         data = (folder / "_archiver" / "search" / f"{name}.js").read_bytes()
         read += len(data)
+        if kinds is not None:
+            kind = _KINDS[name.split("/")[0]]
+            kinds[kind] = kinds.get(kind, 0) + len(data)
         return data
 
     index = query.Index(load, str(folder))
@@ -318,7 +335,14 @@ def bench(name: str, folders: list[Path], work: Path, pagefind: Path | None, zim
 
     total("ours", ours)
     words = query_words(copies[0])
-    rows["ours"]["query"] = sum(ours_bytes(copies[0], w) for w in words) / len(words) if words else 0
+    per_kind: dict[str, int] = {}
+    rows["ours"]["query"] = (
+        sum(ours_bytes(copies[0], w, per_kind) for w in words) / len(words) if words else 0
+    )
+    sizes = {k: 0 for k in ours_kinds(copies[0])}
+    for c in copies:
+        for k, v in ours_kinds(c).items():
+            sizes[k] += v
     if pagefind is not None:
         outs = {c: work / name / f"pagefind-{c.name}" for c in copies}
 
@@ -348,6 +372,10 @@ def bench(name: str, folders: list[Path], work: Path, pagefind: Path | None, zim
                 f"ours/{anchor:9s}{_ratio(o['wall'], a['wall']):>8s} {_ratio(o['cpu'], a['cpu']):>8s} "
                 f"{_ratio(o['size'], a['size']):>12s} {q:>12s}"
             )
+    print("ours by kind of file, size: " + ", ".join(f"{k} {_mb(v)}" for k, v in sizes.items()))
+    if words:
+        read = ", ".join(f"{k} {v / len(words) / 1e3:.1f} KB" for k, v in per_kind.items())
+        print(f"ours by kind of file, read by a one-word query (mean): {read}")
     if "pagefind" in rows:
         runtime = rows["pagefind"]["runtime"] / 1e3
         print(f"(Pagefind's pagefind.js and wasm, loaded once per page view: {runtime:.0f} KB)")

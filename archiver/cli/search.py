@@ -65,7 +65,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         "pages": pages,
         "shards": len(manifest["shards"]),
         "fragment_files": len(manifest["docs"]),
-        "text_files": len(manifest["text"]),
+        "text_files": manifest["text_files"] if "text_files" in manifest else len(manifest["text"]),
         "bytes": size,
         "seconds": round(seconds, 3),
     }

@@ -10,8 +10,10 @@ order → the same bytes.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -36,9 +38,15 @@ __all__ = [
 
 FORMAT = "archiver-search"
 #: The format version written (formats/search.md §1); readers read every version up to it.
-VERSION = 2
-#: The versions this archiver reads: 1 (postings as JSON numbers), 2 (postings as a string, §4.3).
-VERSIONS = (1, 2)
+VERSION = 3
+#: The versions this archiver reads: 1 (postings as JSON numbers), 2 (postings as a string, §4.3),
+#: 3 (every file but the manifest compressed, §4.1; the text table in the fragment groups, §4.4).
+VERSIONS = (1, 2, 3)
+#: Format 3 names a file's payload by the first 128 bits of its SHA-256 (32 hex digits; §4.2): enough
+#: for any damage and any forgery, and half the bytes of the tables a query reads.
+HASH_HEX = 32
+#: Format 3: a compressed payload expands to at most this many bytes (a hostile file is refused).
+MAX_EXPANDED = 64 << 20
 #: Version 2's postings: each number in little-endian groups of 5 bits, one character a group, from
 #: this alphabet of 64 (JSON needs no escape for any of them): the first 32 end a number, the last
 #: 32 say more groups follow.
@@ -48,9 +56,9 @@ _VALUE = {c: i for i, c in enumerate(DIGITS)}
 MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
-SHARD_BYTES = 32 << 10
-GROUP_BYTES = 4 << 10
-TEXT_BYTES = 8 << 10
+SHARD_BYTES = 16 << 10
+GROUP_BYTES = 2 << 10  # format 3 counts the group's text table in it (about 100 bytes a row)
+TEXT_BYTES = 4 << 10
 #: A document's text is stored in chunks of whole blocks of at least this many characters; a result
 #: loads the one chunk its snippet comes from.
 CHUNK_CHARS = 2048
@@ -112,6 +120,29 @@ def wrap(name: str, payload: bytes) -> bytes:
     return b"archiverSearch(" + _dumps(name) + b"," + payload + b");\n"
 
 
+def deflate(payload: bytes) -> bytes:
+    """Format 3's payload of every file but the manifest: the JSON ``payload`` compressed (zlib,
+    RFC 1950) and carried as a base-64 JSON string (§4.1)."""
+    return b'"' + base64.b64encode(zlib.compress(payload, 6)) + b'"'
+
+
+def inflate(payload: bytes) -> bytes:
+    """The JSON a format 3 payload carries; ValueError when it is not one."""
+    if len(payload) < 2 or payload[:1] != b'"' or payload[-1:] != b'"':
+        raise ValueError("is not a compressed payload (a base-64 string)")
+    try:
+        packed = base64.b64decode(payload[1:-1], validate=True)
+        unpack = zlib.decompressobj()
+        out = unpack.decompress(packed, MAX_EXPANDED)
+    except (ValueError, zlib.error) as e:
+        raise ValueError(f"cannot be decompressed ({e})") from None
+    if unpack.unconsumed_tail:
+        raise ValueError(f"expands to more than {MAX_EXPANDED} bytes")
+    if not unpack.eof or unpack.unused_data:
+        raise ValueError("cannot be decompressed (its stream is cut or followed by other bytes)")
+    return out
+
+
 def payload_of(name: str, data: bytes) -> bytes:
     """The JSON payload of a file :func:`wrap` wrote for ``name``; ValueError when it is not one."""
     head = b"archiverSearch(" + _dumps(name) + b","
@@ -169,6 +200,18 @@ class Builder:
         self._text_first: tuple[int, int] = (0, 0)
         self._text_last: tuple[int, int] = (0, 0)
         self._text_size = 0
+        self._text_files = 0
+        self._lengths = array("I")  # format 3: each document's (length, title length), §4.2
+        self._group_texts: list[list[Any]] = []  # format 3: the text files of the open group
+
+    def _file(self, name: str, payload: bytes) -> tuple[int, str]:
+        """Emit file ``name`` holding the JSON ``payload`` (compressed in format 3); its (size, SHA-256)."""
+        if self._version >= 3:
+            payload = deflate(payload)
+        data = wrap(name, payload)
+        self._emit(name, data)
+        sha = hashlib.sha256(payload).hexdigest()
+        return len(data), sha[:HASH_HEX] if self._version >= 3 else sha
 
     def add(self, path: str, page: Page) -> int:
         """Index one document; returns its number."""
@@ -182,7 +225,7 @@ class Builder:
             if block in self._skip:
                 continue
             fields.append((1 if heading else 2, block))
-            if heading:
+            if heading and self._version < 3:  # format 3: no reader shows them; the text holds them
                 headings.append(block[:512])
         length = 0
         title_length = 0
@@ -213,15 +256,19 @@ class Builder:
                 title_length = length
             position = last + 1 + _GAP
         self._tokens += length
+        self._lengths.extend((length, title_length))
         for term, entry in stats.items():
             postings = self._postings.get(term)
             if postings is None:
                 postings = self._postings[term] = array("I")
             postings.extend((doc, entry[0], entry[1], entry[2], length, title_length, len(entry) - 3))
             postings.extend(entry[3:])
-        self._add_fragment(doc, [path, page.title, headings, starts])
+        if self._version < 3:
+            self._add_fragment(doc, [path, page.title, headings, starts])
         for k, chunk in enumerate(chunks):
             self._add_text(doc, k, "\n".join(chunk))
+        if self._version >= 3:  # a group's text files are listed in it: they close with it
+            self._add_fragment(doc, [path, page.title, headings, starts])
         return doc
 
     def _add_text(self, doc: int, chunk: int, text: str) -> None:
@@ -237,12 +284,15 @@ class Builder:
     def _close_text(self) -> None:
         if not self._text:
             return
-        payload = b"[" + b",".join(self._text) + b"]"
-        name = f"x/{len(self._texts)}"
-        data = wrap(name, payload)
-        self._emit(name, data)
+        number = self._text_files
+        self._text_files += 1
+        size, sha = self._file(f"x/{number}", b"[" + b",".join(self._text) + b"]")
         first, last = self._text_first, self._text_last
-        self._texts.append([*first, *last, len(data), hashlib.sha256(payload).hexdigest()])
+        if self._version >= 3:
+            self._group_texts.append([number, *first, *last, size, sha])
+            self._group_size += 100  # a row of the group's text table counts towards its size
+        else:
+            self._texts.append([*first, *last, size, sha])
         self._text, self._text_size = [], 0
 
     def _add_fragment(self, doc: int, record: list[Any]) -> None:
@@ -256,10 +306,12 @@ class Builder:
         if not self._group:
             return
         payload = b"[" + b",".join(self._group) + b"]"
-        name = f"d/{len(self._groups)}"
-        data = wrap(name, payload)
-        self._emit(name, data)
-        self._groups.append([self._group_first, last, len(data), hashlib.sha256(payload).hexdigest()])
+        if self._version >= 3:
+            self._close_text()
+            payload = b'{"docs":' + payload + b',"text":' + _dumps(self._group_texts) + b"}"
+            self._group_texts = []
+        size, sha = self._file(f"d/{len(self._groups)}", payload)
+        self._groups.append([self._group_first, last, size, sha])
         self._group, self._group_size, self._group_first = [], 0, last + 1
 
     def _entry(self, term: str) -> bytes:
@@ -270,7 +322,10 @@ class Builder:
         while i < len(flat):
             doc, t, h, b, length, title_length, n = flat[i : i + 7]
             positions = flat[i + 7 : i + 7 + n]
-            out.extend((doc - previous_doc, t, h, b, length, title_length, n))
+            if self._version >= 3:  # length and title length are the manifest's; n = min(32, t + h + b)
+                out.extend((doc - previous_doc, t, h, b))
+            else:
+                out.extend((doc - previous_doc, t, h, b, length, title_length, n))
             previous = 0
             for p in positions:
                 out.append(p - previous)
@@ -290,11 +345,8 @@ class Builder:
 
         def close() -> None:
             nonlocal batch, size
-            payload = b"[" + b",".join(batch) + b"]"
-            name = f"t/{len(shards)}"
-            data = wrap(name, payload)
-            self._emit(name, data)
-            shards.append([first, last, len(data), hashlib.sha256(payload).hexdigest(), len(batch)])
+            size, sha = self._file(f"t/{len(shards)}", b"[" + b",".join(batch) + b"]")
+            shards.append([first, last, size, sha, len(batch)])
             batch, size = [], 0
 
         for term in sorted(self._postings, key=order_key):
@@ -309,7 +361,7 @@ class Builder:
         if batch:
             close()
         self._postings.clear()
-        return {
+        manifest: dict[str, Any] = {
             "format": FORMAT,
             "version": self._version,
             "tokenizer": TOKENIZER,
@@ -318,8 +370,13 @@ class Builder:
             "fields": list(_FIELDS),
             "shards": shards,
             "docs": self._groups,
-            "text": self._texts,
         }
+        if self._version >= 3:
+            manifest["text_files"] = self._text_files  # their table is in the fragment groups (§4.4)
+            manifest["lengths"] = pack_numbers(self._lengths)
+        else:
+            manifest["text"] = self._texts
+        return manifest
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:

@@ -19,7 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archiver.errors import FormatError
-from archiver.search.build import FORMAT, VERSION, order_key, payload_of, unpack_numbers
+from archiver.search.build import (
+    FORMAT,
+    HASH_HEX,
+    MAX_POSITIONS,
+    VERSION,
+    inflate,
+    order_key,
+    payload_of,
+    unpack_numbers,
+)
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
@@ -80,6 +89,30 @@ class Posting:
         return len(self.positions) >= self.title + self.headings + self.body
 
 
+def _decode3(flat: list[int], lengths: list[int]) -> dict[int, Posting]:
+    """Format 3's postings: doc delta, tf in title, headings, body, then min(32, their sum)
+    positions; the lengths are the manifest's (§4.3). ValueError when it does not add up."""
+    out: dict[int, Posting] = {}
+    doc = 0
+    i = 0
+    while i < len(flat):
+        if i + 4 > len(flat):
+            raise ValueError("a posting is cut")
+        doc += flat[i]
+        t, h, b = flat[i + 1 : i + 4]
+        n = min(MAX_POSITIONS, t + h + b)
+        if i + 4 + n > len(flat) or 2 * doc + 1 >= len(lengths):
+            raise ValueError("a posting is cut or names no document")
+        positions = []
+        p = 0
+        for d in flat[i + 4 : i + 4 + n]:
+            p += d
+            positions.append(p)
+        out[doc] = Posting(t, h, b, lengths[2 * doc], lengths[2 * doc + 1], tuple(positions))
+        i += 4 + n
+    return out
+
+
 def _decode(flat: list[int]) -> dict[int, Posting]:
     out: dict[int, Posting] = {}
     doc = 0
@@ -104,6 +137,7 @@ class Index:
         self._load = load
         self.label = label
         self.loaded: list[str] = []  # the files read, in order
+        self.version = 0  # the manifest is never compressed
         self.manifest = self._read("manifest", None)
         m = self.manifest
         if not isinstance(m, dict) or m.get("format") != FORMAT:
@@ -124,9 +158,17 @@ class Index:
             self.avgdl = float(m["avgdl"]) or 1.0
             self.shards = [(str(s[0]), str(s[1]), int(s[2]), str(s[3])) for s in m["shards"]]
             self.groups = [(int(g[0]), int(g[1]), int(g[2]), str(g[3])) for g in m["docs"]]
-            self.texts = [
-                ((int(x[0]), int(x[1])), (int(x[2]), int(x[3])), int(x[4]), str(x[5])) for x in m["text"]
-            ]
+            self.version = int(m["version"])
+            # Format 3 lists the text files in the fragment groups (§4.4), the manifest only counts them.
+            self.texts: dict[int, TextFile] = {}
+            if self.version >= 3:
+                self.text_files = int(m["text_files"])
+                self.lengths = unpack_numbers(m["lengths"])
+                if len(self.lengths) != 2 * self.documents:
+                    raise ValueError("lengths")
+            else:
+                self.texts = {i: _text_file(x) for i, x in enumerate(m["text"])}
+                self.text_files = len(self.texts)
         except (KeyError, TypeError, ValueError, IndexError):
             raise FormatError(
                 "the manifest's tables are malformed", subject=self._where("manifest")
@@ -134,6 +176,7 @@ class Index:
         self._terms: dict[int, dict[str, list[int]]] = {}
         self._fragments: dict[int, list[Any]] = {}
         self._chunks: dict[tuple[int, int], str] = {}
+        self._group_texts: dict[int, list[int]] = {}  # format 3: group → the text files it lists
 
     def _where(self, name: str) -> str:
         return f"{self.label}/{name}.js" if self.label else f"{name}.js"
@@ -154,8 +197,13 @@ class Index:
                 raise FormatError(
                     f"is {len(data)} bytes, the manifest says {size}", subject=self._where(name)
                 )
-            if hashlib.sha256(payload).hexdigest() != sha:
+            if len(sha) < HASH_HEX or hashlib.sha256(payload).hexdigest()[: len(sha)] != sha:
                 raise FormatError("its SHA-256 does not match the manifest's", subject=self._where(name))
+        try:
+            if self.version >= 3:
+                payload = inflate(payload)
+        except ValueError as e:
+            raise FormatError(str(e), subject=self._where(name)) from None
         try:
             return json.loads(payload)
         except ValueError:
@@ -191,21 +239,38 @@ class Index:
     def postings(self, term: str, prefix: bool) -> dict[str, dict[int, Posting]]:
         """Term → its postings: the term itself, and with ``prefix`` the most frequent terms it begins."""
         found: dict[str, list[int]] = {}
+        shard_of: dict[str, int] = {}
         for i in self.shards_for(term, prefix):
             for t, flat in self.shard(i).items():
                 if t == term or (prefix and t.startswith(term)):
                     found[t] = flat
+                    shard_of[t] = i
         if prefix and len(found) > MAX_EXPANSIONS:
             keep = sorted(found, key=lambda t: (t != term, -len(found[t]), order_key(t)))[:MAX_EXPANSIONS]
             found = {t: found[t] for t in keep}
-        return {t: _decode(flat) for t, flat in found.items()}
+        if self.version < 3:
+            return {t: _decode(flat) for t, flat in found.items()}
+        out = {}
+        for t, flat in found.items():
+            try:
+                out[t] = _decode3(flat, self.lengths)
+            except ValueError as e:
+                where = self._where(f"t/{shard_of[t]}")
+                raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
+        return out
 
     def chunk(self, doc: int, k: int) -> str:
         """Text chunk ``k`` of document ``doc`` ("" when it has none)."""
         key = (doc, k)
         if key in self._chunks:
             return self._chunks[key]
-        for i, (first, last, size, sha) in enumerate(self.texts):
+        if self.version >= 3:
+            self.fragment(doc)  # its group lists the text files of its documents
+            files = self._group_texts.get(self._group_of(doc), [])
+        else:
+            files = list(self.texts)
+        for i in files:
+            first, last, size, sha = self.texts[i]
             if first <= key <= last:
                 rows = self._read(f"x/{i}", (size, sha))
                 if not isinstance(rows, list):
@@ -222,15 +287,55 @@ class Index:
         """[path, title, headings, chunk start positions] of document ``doc``."""
         if doc in self._fragments:
             return self._fragments[doc]
-        for i, (first, last, size, sha) in enumerate(self.groups):
-            if first <= doc <= last:
-                rows = self._read(f"d/{i}", (size, sha))
-                if not isinstance(rows, list) or len(rows) != last - first + 1:
-                    raise FormatError("holds the wrong number of documents", subject=self._where(f"d/{i}"))
-                for k, row in enumerate(rows):
-                    self._fragments[first + k] = row
-                return self._fragments[doc]
+        i = self._group_of(doc)
+        if i >= 0:
+            first, last, size, sha = self.groups[i]
+            rows = self._read(f"d/{i}", (size, sha))
+            if self.version >= 3:
+                try:
+                    files = [(int(x[0]), _text_file(x[1:])) for x in rows["text"]]
+                    rows = rows["docs"]
+                except (KeyError, TypeError, ValueError, IndexError):
+                    raise FormatError("its text table is malformed", subject=self._where(f"d/{i}")) from None
+                if any(not 0 <= n < self.text_files for n, _ in files):
+                    raise FormatError(
+                        "names a text file the manifest does not count", subject=self._where(f"d/{i}")
+                    )
+                self.texts.update(files)
+                self._group_texts[i] = [n for n, _ in files]
+            if not isinstance(rows, list) or len(rows) != last - first + 1:
+                raise FormatError("holds the wrong number of documents", subject=self._where(f"d/{i}"))
+            for k, row in enumerate(rows):
+                self._fragments[first + k] = row
+            return self._fragments[doc]
         raise FormatError(f"no fragment group holds document {doc}", subject=self._where("manifest"))
+
+    def _group_of(self, doc: int) -> int:
+        """The fragment group holding document ``doc`` (-1: none)."""
+        for i, (first, last, _size, _sha) in enumerate(self.groups):
+            if first <= doc <= last:
+                return i
+        return -1
+
+    def text_file(self, i: int) -> TextFile:
+        """Text file ``i``'s (first, last, size, SHA-256); format 3 reads fragment groups until one
+        lists it."""
+        if i not in self.texts and self.version >= 3:
+            for g, (first, _last, _size, _sha) in enumerate(self.groups):
+                if g not in self._group_texts:
+                    self.fragment(first)
+                if i in self.texts:
+                    break
+        if i not in self.texts:
+            raise FormatError(f"no fragment group lists text file x/{i}", subject=self._where("manifest"))
+        return self.texts[i]
+
+
+TextFile = tuple[tuple[int, int], tuple[int, int], int, str]
+
+
+def _text_file(x: Any) -> TextFile:
+    return ((int(x[0]), int(x[1])), (int(x[2]), int(x[3])), int(x[4]), str(x[5]))
 
 
 @dataclass(frozen=True)

@@ -291,8 +291,9 @@ def file_problems(index: Index, where: str) -> Iterator[tuple[str, str]]:
             index.fragment(first)
         except FormatError as e:
             yield (e.subject or where, e.message)
-    for (doc, k), _last, _size, _sha in index.texts:
+    for i in range(index.text_files):
         try:
+            (doc, k), _last, _size, _sha = index.text_file(i)
             index.chunk(doc, k)
         except FormatError as e:
             yield (e.subject or where, e.message)

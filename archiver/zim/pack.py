@@ -388,7 +388,8 @@ def _write(
             paths.add(path)
             yield ItemSpec(
                 path=path, title="", mimetype=search_archive.media_type(path), size=len(data), front=False,
-                compress=True, chunks=lambda data=data: [data], data=data,
+                compress=not search_archive.compressed(path, data), chunks=lambda data=data: [data],
+                data=data,
             )  # fmt: skip
         if edits:
             data = encode_edits(edits)

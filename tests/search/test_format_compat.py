@@ -4,9 +4,11 @@ snippets; format 2 is smaller; a damaged postings string is named; a newer forma
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import subprocess
+import zlib
 
 import pytest
 from hypothesis import given
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 
 from archiver.errors import FormatError
 from archiver.search import build, query
-from tests.search.helpers import build_files
+from tests.search.helpers import build_files, plain_files
 from tests.search.test_js_ranking import _JS, NODE, PAGES, QUERIES, ROOT
 
 
@@ -30,7 +32,7 @@ def _results(files: dict[str, bytes]) -> list[list[object]]:
 
 
 def _js(files: dict[str, bytes]) -> list[object]:
-    decoded = {name: json.loads(build.payload_of(name, data)) for name, data in files.items()}
+    decoded = plain_files(files)
     done = subprocess.run(
         [NODE, "-e", _JS, str(ROOT / "js" / "search.js")],
         input=json.dumps({"files": decoded, "queries": QUERIES}),
@@ -44,7 +46,7 @@ def _js(files: dict[str, bytes]) -> list[object]:
 
 def test_format_1_and_2_find_the_same_pages_in_python_and_in_javascript() -> None:
     old = build_files(PAGES, shard_bytes=256, group_bytes=128, version=1)
-    new = build_files(PAGES, shard_bytes=256, group_bytes=128)
+    new = build_files(PAGES, shard_bytes=256, group_bytes=128, version=2)
     assert json.loads(build.payload_of("manifest", old["manifest"]))["version"] == 1
     assert json.loads(build.payload_of("manifest", new["manifest"]))["version"] == 2
     shard = json.loads(build.payload_of("t/0", old["t/0"]))
@@ -93,7 +95,7 @@ def _reseal(files: dict[str, bytes], name: str, payload: bytes) -> None:
 
 @pytest.mark.parametrize("bad", ["!!", "Z", "a\\u00e9"])
 def test_a_malformed_postings_string_is_named(bad: str) -> None:
-    files = build_files(PAGES)
+    files = build_files(PAGES, version=2)
     rows = json.loads(build.payload_of("t/0", files["t/0"]))
     rows[0][1] = json.loads(f'"{bad}"')
     _reseal(files, "t/0", json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
@@ -103,6 +105,56 @@ def test_a_malformed_postings_string_is_named(bad: str) -> None:
     assert caught.value.subject == "mem/t/0.js" and "postings" in caught.value.message
 
 
+def test_format_3_finds_what_format_2_finds_and_is_smaller() -> None:
+    """Format 3 (compressed files, the text table in the fragment groups, no headings in the
+    fragments): the same results in Python and in JavaScript as format 2, the manifest lists no
+    text file, and the index is smaller."""
+    old = build_files(PAGES * 4, shard_bytes=256, group_bytes=128, version=2)
+    new = build_files(PAGES * 4, shard_bytes=256, group_bytes=128)
+    manifest = json.loads(build.payload_of("manifest", new["manifest"]))
+    assert manifest["version"] == 3 and "text" not in manifest and manifest["text_files"] > 1
+    assert _results(old) == _results(new)
+    assert any(_results(new))
+    assert _js(old) == _js(new)
+    assert sum(map(len, new.values())) < 0.7 * sum(map(len, old.values()))
+
+
+def test_javascript_inflates_what_python_deflates() -> None:
+    values = [[["fox", "5e1WW1"]], {"docs": [["a.html", "Alpha", [], [0]]], "text": []}, "東京 é" * 500, []]
+    script = (
+        "const s = require(process.argv[1]);"
+        "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "Promise.all(cases.map((c) => s.inflate(c))).then((v) => process.stdout.write(JSON.stringify(v)));"
+    )
+    packed = [json.loads(build.deflate(json.dumps(v, ensure_ascii=False).encode())) for v in values]
+    done = subprocess.run(
+        [NODE, "-e", script, str(ROOT / "js" / "search.js")],
+        input=json.dumps(packed),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == values
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b'"!!!!"', b'"' + base64.b64encode(b"not zlib") + b'"', b"[1,2]",
+     build.deflate(b"[1,2]")[:-6] + b'"', b'"' + base64.b64encode(zlib.compress(b" " * (80 << 20))) + b'"'],
+)  # fmt: skip
+def test_a_damaged_compressed_file_is_named(bad: bytes) -> None:
+    """A format 3 file whose size and SHA-256 agree with the manifest but whose payload is no
+    base-64, no zlib stream, a cut stream or a bomb expanding past the bound: a FormatError naming it."""
+    files = build_files(PAGES)
+    _reseal(files, "t/0", bad)
+    index = query.Index(files.__getitem__, "mem")
+    with pytest.raises(FormatError) as caught:
+        index.shard(0)
+    assert caught.value.subject == "mem/t/0.js"
+    assert "compress" in caught.value.message or "expands" in caught.value.message
+
+
 def test_a_newer_format_is_refused() -> None:
     files = build_files(PAGES)
     manifest = json.loads(build.payload_of("manifest", files["manifest"]))
@@ -110,3 +162,28 @@ def test_a_newer_format_is_refused() -> None:
     files["manifest"] = build.manifest_bytes(manifest)
     with pytest.raises(FormatError, match="newer than this archiver reads"):
         query.Index(files.__getitem__, "mem")
+
+
+@pytest.mark.parametrize("numbers", [[99, 0, 0, 1, 5], [0, 0, 0, 3, 1], [0, 1]])
+def test_a_format_3_posting_that_is_cut_or_names_no_document_is_named(numbers: list[int]) -> None:
+    """Format 3's postings take their lengths from the manifest (§4.3): a posting naming a document
+    past ``documents``, one with fewer positions than its frequencies say, one cut short: the shard
+    is named, in Python, instead of an IndexError or a wrong score."""
+    files = build_files(PAGES)
+    rows = json.loads(build.inflate(build.payload_of("t/0", files["t/0"])))
+    rows[0][1] = build.pack_numbers(numbers)
+    _reseal(files, "t/0", build.deflate(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode()))
+    index = query.Index(files.__getitem__, "mem")
+    with pytest.raises(FormatError) as caught:
+        index.postings(rows[0][0], False)
+    assert caught.value.subject == "mem/t/0.js" and "malformed" in caught.value.message
+
+
+def test_format_3_hashes_are_128_bits_and_a_shorter_one_is_refused() -> None:
+    files = build_files(PAGES)
+    manifest = json.loads(build.payload_of("manifest", files["manifest"]))
+    assert {len(row[3]) for row in manifest["shards"] + manifest["docs"]} == {32}
+    manifest["shards"][0][3] = manifest["shards"][0][3][:16]  # 64 bits: too weak to accept
+    files["manifest"] = build.manifest_bytes(manifest)
+    with pytest.raises(FormatError, match="SHA-256"):
+        query.Index(files.__getitem__, "mem").shard(0)

@@ -134,7 +134,7 @@ def test_a_query_loads_only_the_shards_of_its_terms() -> None:
         (f"p{i}.html", html(f"p{i}", "<p>" + " ".join(words[i * 30 : i * 30 + 30]) + "</p>"))
         for i in range(100)
     ]
-    index = index_of(pages, shard_bytes=2048)
+    index = index_of(pages, shard_bytes=1536)
     assert len(index.shards) > 30
     query.search([index], "w1234 ", limit=1)
     assert [n for n in index.loaded if n.startswith("t/")] == [n for n in index.loaded if n.startswith("t/")][

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from archiver.search import build, query
-from tests.search.helpers import build_files, html
+from archiver.search import query
+from tests.search.helpers import build_files, html, plain_files
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = shutil.which("node") or "node"
@@ -26,7 +26,7 @@ const out = input.queries.map((q) => {
   const looked = clauses.map((c) => c.terms.map((term, k) => {
     const prefix = c.prefix && k === c.terms.length - 1;
     const maps = s.shardsFor(m.shards, term, prefix).map((i) => new Map(files["t/" + i]));
-    return s.pick(maps, term, prefix);
+    return s.pick(maps, term, prefix, m.lengths ? s.unpack(m.lengths) : null);
   }));
   const wanted = new Set();
   clauses.forEach((c) => (c.prefix ? c.terms.slice(0, -1) : c.terms).forEach((t) => wanted.add(t)));
@@ -68,7 +68,7 @@ QUERIES = ["fox", "fox ", "quick brown", '"quick brown"', "guide", "alpha guide"
 
 def test_js_ranks_like_python() -> None:
     files = build_files(PAGES, shard_bytes=256, group_bytes=128)
-    decoded = {name: json.loads(build.payload_of(name, data)) for name, data in files.items()}
+    decoded = plain_files(files)
     index = query.Index(files.__getitem__, "mem")
     expected = []
     for q in QUERIES:

@@ -200,3 +200,19 @@ def test_index_of_an_archive_packed_without_one_goes_beside_it(mini: Path, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["mini", "with", name, f"{name}.search"])
     both = json.loads(run("search", str(without), str(with_index), "-q", "great", "--json").stdout)
     assert both["total"] >= 2 and len({r["score"] for r in both["results"][:2]}) == 1
+
+
+def test_a_zim_stores_the_compressed_index_files_as_they_are(site: Path, tmp_path: Path) -> None:
+    """Format 3's shards, fragment groups and text files are already compressed (§4.1): the ZIM
+    holds them in uncompressed clusters (their bytes verbatim in the file), so libzim spends no
+    zstd pass on them; the manifest and the search page, plain text, are compressed."""
+    assert run("index", str(site)).returncode == 0
+    _pack(site, tmp_path / "s.zim", "zim")
+    raw = (tmp_path / "s.zim").read_bytes()
+    folder = site / "_archiver" / "search"
+    packed = [f for f in folder.rglob("*.js") if f.parent != folder]
+    assert len(packed) >= 3
+    for f in packed:
+        assert f.read_bytes() in raw, f
+    assert (folder / "search.js").read_bytes() not in raw  # compressed: plain JavaScript
+    assert _zim_index(tmp_path / "s.zim")[PREFIX + "manifest.js"] == (folder / "manifest.js").read_bytes()

@@ -118,10 +118,14 @@ def test_a_missing_shard_is_said(browser: Browser, tree: Path, tmp_path: Path) -
 
 
 def test_a_changed_shard_is_said(browser: Browser, tree: Path, tmp_path: Path) -> None:
-    """A byte changed inside a term: the registered value no longer hashes to the manifest's SHA-256."""
+    """A byte changed inside the shard's payload (format 3: its base-64 text, the same size): the
+    registered value no longer hashes to the manifest's SHA-256."""
     copy = _damaged_copy(tree, tmp_path)
     shard = copy / "_archiver" / "search" / "t" / "0.js"
-    shard.write_bytes(shard.read_bytes().replace(b'"kit"', b'"kot"'))
+    data = bytearray(shard.read_bytes())
+    at = data.index(b',"') + 10  # inside the payload string
+    data[at] = ord("A") if data[at] != ord("A") else ord("B")
+    shard.write_bytes(bytes(data))
     page, _ = _open(browser, (copy / "_archiver" / "search" / "index.html").as_uri() + "?q=unpack")
     assert page.evaluate("!!(window.crypto && crypto.subtle)")  # file:// is a secure context here
     assert _done(page) == "damaged"
