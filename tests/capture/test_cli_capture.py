@@ -85,6 +85,7 @@ def test_flags_map_to_options() -> None:
         "asset_cap": 100,
         "resume": False,
         "refresh": True,
+        "rerender": False,
         "ignore_robots": True,
         "allow_private": True,
         "allow_hosts": ["intranet"],
