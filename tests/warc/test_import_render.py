@@ -95,6 +95,7 @@ def test_imported_page_looks_like_the_live_one(
     page.add_style_tag(content=STILL)
     other = live.new_page()
     other.goto(imported.server.url_for(page_path.replace("?", "%3F")), wait_until="load")
+    follow_refresh(other)  # as the page from disk did: else the refresh may land mid-screenshot
     settle_scrolled(other)
     other.add_style_tag(content=STILL)
     shoot = both(other, page, again=settle_scrolled, full_page=True)
