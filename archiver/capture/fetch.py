@@ -1,4 +1,4 @@
-"""The one network path of a capture: a polite, guarded httpx fetcher.
+"""The one network path of a capture: a polite, guarded fetcher.
 
 Every byte a capture reads from the web comes through :meth:`Fetcher.fetch`: the crawler's own page
 and asset requests, robots.txt, and every request the browser makes while rendering (the renderer
@@ -42,8 +42,9 @@ Address guard
     reserved, unspecified and shared addresses are refused, and an IPv4-mapped or NAT64 IPv6
     address is judged by the IPv4 address inside it. ``allow_private=True`` turns the guard off.
     The check runs inside the connection itself (an httpcore network backend, told the request's
-    scheme by the transport): the host is resolved once, the addresses are checked, and the socket
-    is opened to a checked address, never re-resolved, so DNS rebinding has no window; every
+    scheme by the HTTP/1.1 pool of :mod:`.http1` that opens every connection through it): the host
+    is resolved once, the addresses are checked, and the socket is opened to a checked address,
+    never re-resolved, so DNS rebinding has no window; every
     redirect hop opens its connection through the same check. A refusal's reason names the guard
     and the ``--allow-host`` value that would allow it. The resolver is injectable, so tests need
     no real DNS and no packet leaves loopback.
@@ -76,9 +77,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpcore
-import httpx
 
 from archiver import urls
+from archiver.capture import http1
 from archiver.capture import robots as robots_mod
 from archiver.capture.fetched import (
     USER_AGENT,
@@ -93,7 +94,6 @@ from archiver.capture.guard import (
     AddressGuard,
     AddressRefused,
     GuardedBackend,
-    GuardedTransport,
     HostRule,
     Resolver,
     address_is_public,
@@ -136,7 +136,7 @@ except ImportError:
     sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
 
 SPOOL_LIMIT = 1 << 20
-_HAND_OVER_TURNS = 8  # httpx and httpcore need about three turns from a free host to the wire
+_HAND_OVER_TURNS = 8  # turns of the event loop a waiting request gets to reach the wire
 _ERROR_BODY_LIMIT = 1 << 20
 _REDIRECT_BODY_LIMIT = 64 << 10  # what of a redirect's body a recording capture keeps
 
@@ -199,16 +199,9 @@ class Fetcher:
         self.tmp_dir = tmp_dir
         self.recorder = recorder  # every exchange recorded as WARC (archiver.warc.record)
         p = self.policy
-        limits = httpx.Limits(max_connections=max(p.concurrency, 1) * 2, max_keepalive_connections=32)
         self._backend = GuardedBackend(self.guard, backend)
-        transport = GuardedTransport(self._backend, limits)
-        self.client = httpx.AsyncClient(
-            transport=transport,
-            follow_redirects=False,
-            trust_env=False,
-            timeout=httpx.Timeout(p.read_timeout, connect=p.connect_timeout),
-            headers={"User-Agent": p.user_agent},
-        )
+        #: HTTP/1.1 connections, each opened through the address guard (:mod:`.http1`)
+        self.pool = http1.Pool(self._backend.open, p.connect_timeout, p.read_timeout)
         self._global = asyncio.Semaphore(max(p.concurrency, 1))
         self._hosts: dict[str, _Host] = {}
         self._active = 0  # calls of fetch() under way
@@ -223,7 +216,7 @@ class Fetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await self.pool.aclose()
 
     # ---- hosts, politeness, robots
 
@@ -443,14 +436,16 @@ class Fetcher:
                 return FetchResult(url, current, "refused", None, str(e))
             except _Skip as e:
                 return FetchResult(url, current, e.outcome, e.status, e.reason)
-            except (httpx.TimeoutException, TimeoutError) as e:
+            except http1.LocalProtocolError as e:
+                return FetchResult(url, current, "failed", None, f"cannot be requested: {e}")
+            except TimeoutError as e:
                 if attempt < retries:  # a slow moment of the server's or the network's, like a 503
                     await asyncio.sleep(self.policy.backoff * 2**attempt)
                     attempt += 1
                     continue
                 reason = f"timed out ({type(e).__name__}){_after(attempt)}"
                 return FetchResult(url, current, "unconfirmed", None, reason)
-            except (httpx.TransportError, OSError) as e:
+            except OSError as e:
                 if attempt < retries:
                     await asyncio.sleep(self.policy.backoff * 2**attempt)
                     attempt += 1
@@ -475,12 +470,13 @@ class Fetcher:
         self, url: str, current: str, referrer: str | None, cap: int | _Prefix | None, ask: dict[str, str]
     ) -> FetchResult:
         # every body is decoded here (archiver.codings): ask only for what can be
-        headers = {**ask, "Accept-Encoding": accept_encoding()}
+        headers = [("User-Agent", self.policy.user_agent), *ask.items()]
+        headers.append(("Accept-Encoding", accept_encoding()))
         if referrer:
-            headers["Referer"] = referrer
+            headers.append(("Referer", referrer))
         self.requests += 1
         async with asyncio.timeout(self.policy.total_timeout):
-            async with self.client.stream("GET", current, headers=headers) as response:
+            async with self.pool.stream(current, headers) as response:
                 exchange = self.recorder.begin(response) if self.recorder is not None else None
                 try:
                     result = await self._response(url, current, response, cap, exchange)
@@ -496,7 +492,7 @@ class Fetcher:
         self,
         url: str,
         current: str,
-        response: httpx.Response,
+        response: http1.Response,
         cap: int | _Prefix | None,
         exchange: Exchange | None,
     ) -> FetchResult:
@@ -518,7 +514,7 @@ class Fetcher:
             return result
         try:
             await self._read_body(response, result, limit, keep_prefix=prefix, exchange=exchange)
-        except (CodingError, httpx.DecodingError) as e:
+        except CodingError as e:
             raise _Skip(
                 "failed", f"the body does not decode as its Content-Encoding says: {e}", status
             ) from None
@@ -526,7 +522,7 @@ class Fetcher:
 
     async def _read_body(
         self,
-        response: httpx.Response,
+        response: http1.Response,
         result: FetchResult,
         limit: int | None,
         *,

@@ -5,12 +5,14 @@ guard" section of :mod:`archiver.capture.fetch`'s docstring).
 and by the addresses a name resolves to (:data:`Resolver`, :func:`address_is_public`, every spelling
 of an address made canonical by :func:`guard_host`). :class:`GuardedBackend`, an httpcore network
 backend, runs the check inside each connection and opens the socket to a checked address, never
-re-resolved; :class:`GuardedTransport` tells it the scheme of each request.
+re-resolved; :meth:`GuardedBackend.open` tells it the scheme of each connection (the fetcher's
+HTTP/1.1 pool, :mod:`.http1`, opens every connection through it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import ipaddress
@@ -21,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpcore
-import httpx
 
 from archiver import urls
 from archiver.errors import CaptureError, URLError
@@ -30,7 +31,6 @@ __all__ = [
     "AddressGuard",
     "AddressRefused",
     "GuardedBackend",
-    "GuardedTransport",
     "HostRule",
     "Resolver",
     "address_is_public",
@@ -303,8 +303,6 @@ class _Stream(httpcore.AsyncNetworkStream):
     async def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.AsyncNetworkStream:
-        if ssl_context is _TLS_ON_DEMAND:
-            ssl_context = _ssl_context()
         try:
             async with asyncio.timeout(timeout):
                 await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
@@ -419,40 +417,28 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     async def sleep(self, seconds: float) -> None:
         await self.inner.sleep(seconds)
 
+    async def open(self, scheme: str, host: str, port: int, timeout: float) -> httpcore.AsyncNetworkStream:
+        """A stream to ``host:port`` for a ``scheme`` request (the guard decides by that origin),
+        TLS done for ``https`` (:mod:`.http1`'s ``Pool.connect``)."""
+        token = _SCHEME.set(scheme)
+        try:
+            stream = await self.connect_tcp(host, port, timeout=timeout)
+        finally:
+            _SCHEME.reset(token)
+        if scheme != "https":
+            return stream
+        try:
+            return await stream.start_tls(_ssl_context(), server_hostname=host, timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+            raise
+
 
 @functools.lru_cache(maxsize=1)
 def _ssl_context() -> ssl.SSLContext:
-    # Loading the CA bundle takes tens of milliseconds: do it once per process.
+    # Loading the CA bundle takes tens of milliseconds: do it once per process, and only for https
+    # (httpx builds it as every earlier release did: certifi's bundle, no environment).
+    import httpx
+
     return httpx.create_ssl_context(trust_env=False)
-
-
-#: Handed to the pool in place of :func:`_ssl_context` when the connections are :class:`_Stream`
-#: objects, which swap in the real one at the first TLS handshake: a capture of a plain-http site
-#: never loads the CA bundle.
-_TLS_ON_DEMAND = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-class GuardedTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport with its connection pool built on :class:`GuardedBackend`.
-
-    httpx 0.28 has no public hook for the network backend, so the pool it builds is replaced by an
-    identical one that has ours (tests/capture/test_fetch.py fails if httpx stops using ``_pool``)."""
-
-    def __init__(self, backend: GuardedBackend, limits: httpx.Limits) -> None:
-        context = _TLS_ON_DEMAND if isinstance(backend.inner, _AsyncioBackend) else _ssl_context()
-        super().__init__(verify=context, trust_env=False, limits=limits)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=backend,
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        # the guard decides by origin: tell the backend which scheme the connection is for
-        token = _SCHEME.set(request.url.scheme)
-        try:
-            return await super().handle_async_request(request)
-        finally:
-            _SCHEME.reset(token)

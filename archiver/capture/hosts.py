@@ -10,6 +10,8 @@ still overlap one's rewriting with the next one's fetch)."""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Collection, Iterable
 from typing import TypeVar
 
@@ -17,18 +19,18 @@ __all__ = ["WINDOW", "key_host", "pick"]
 
 T = TypeVar("T")
 
+_HOST = re.compile(r"://([^/?#]*)")
+
 #: how many candidates past the ``n`` wanted are looked at for a free host (a bounded scan per claim)
 WINDOW = 128
 
 
+@functools.lru_cache(maxsize=8192)  # a claim scans the same frontier rows again and again
 def key_host(key: str) -> str:
     """The ``host[:port]`` of a dedup key (canonical already: the text between ``://`` and the path),
     as the fetcher's host locks name it (:func:`archiver.urls.host_of` of a canonical URL)."""
-    rest = key.partition("://")[2]
-    for i, ch in enumerate(rest):
-        if ch in "/?#":
-            return rest[:i]
-    return rest
+    m = _HOST.search(key)
+    return m.group(1) if m else ""
 
 
 def pick(candidates: Iterable[T], n: int, busy: Collection[str], key: Callable[[T], str]) -> list[T]:

@@ -357,12 +357,16 @@ class State:
         rows of hosts not in ``busy`` first (:func:`.hosts.pick`). One process owns this file, so a
         claim is the rows in flight (``exclude``) and needs no lease."""
         skip = set(exclude)
-        query = (
-            f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ?"
-            " ORDER BY priority, depth, seq"
-        )
-        candidates = (v for v in self.db.execute(query, (kind,)) if v[0] not in skip)
-        return [row_from(v) for v in hosts.pick(candidates, limit, busy, lambda v: str(v[0]))]
+        query = "SELECT key FROM urls WHERE state = 'pending' AND kind = ? ORDER BY priority, depth, seq"
+        candidates = (k for (k,) in self.db.execute(query, (kind,)) if k not in skip)
+        chosen = hosts.pick(candidates, limit, busy, str)  # keys only: the scan is the cost of a claim
+        if not chosen:
+            return []
+        marks = ",".join("?" * len(chosen))
+        found = {
+            v[0]: v for v in self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls WHERE key IN ({marks})", chosen)
+        }
+        return [row_from(found[k]) for k in chosen]
 
     def renew(self, keys: Iterable[str]) -> list[str]:
         """Renew the claims on ``keys``; returns those that were lost (none here: nobody else can

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _TMP = ".tmp-"
 #: The mark of a re-capture that has not finished (formats/history.md §6): its start time.
 PENDING = "pending.json"
@@ -302,12 +302,15 @@ def record(root: Path) -> Recorded:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
     files = added = 0
+    blobs = os.path.join(folder, "blobs", "sha256")
     for r in read_records(root):
         why = _safe_path(r.path)
         if why:
             raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
-        added += _store_blob(root, r)
         files += 1
+        if _HEX64.match(r.sha256) and os.path.isfile(os.path.join(blobs, r.sha256[:2], r.sha256)):
+            continue  # stored already (the common case of a re-capture: checked without pathlib)
+        added += _store_blob(root, r)
     vid = current.id
     body = _version_body(_manifest_bytes(root), vid)
     _write_atomic(folder / f"{vid}.jsonl", body)

@@ -129,7 +129,7 @@ def _head(fields: list[tuple[str, str]], length: int) -> bytes:
 
 
 class Heads(NamedTuple):
-    """What :func:`http_heads` reads off an httpx response once its head has arrived."""
+    """What :func:`http_heads` reads off a response once its head has arrived."""
 
     request: bytes  # the request line and headers as sent
     response: bytes  # the status line and headers as received
@@ -139,7 +139,8 @@ class Heads(NamedTuple):
 
 
 def http_heads(response: Any) -> Heads:
-    """The request as sent and the response head as received, from an httpx response: request line
+    """The request as sent and the response head as received, from a response (the fetcher's
+    :class:`archiver.capture.http1.Response`, or an httpx one: the same attributes): request line
     and headers; status line and headers in their received case and order, ``Transfer-Encoding:
     chunked`` written as ``X-Archiver-Transfer-Encoding`` (the stored body has no chunk framing);
     the server's IP address when known; Content-Type and Content-Encoding, read in the same pass."""
@@ -368,7 +369,7 @@ class Recorder:
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="warc-", suffix=".part", delete=False)
 
     def begin(self, response: Any) -> Exchange:
-        """An exchange for the httpx ``response`` whose head just arrived."""
+        """An exchange for the ``response`` whose head just arrived."""
         heads = http_heads(response)
         coding = heads.content_encoding
         ex = Exchange(self, str(response.request.url), heads.request, heads.response, heads.ip, coding)

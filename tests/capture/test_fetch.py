@@ -15,6 +15,7 @@ from pathlib import Path
 import httpcore
 import pytest
 
+from archiver.capture import http1
 from archiver.capture.fetch import (
     AddressGuard,
     AddressRefused,
@@ -378,16 +379,22 @@ def test_refusal_error_names_the_fix() -> None:
     assert "evil.test:" in str(e) and "--allow-private" in str(e)
 
 
-def test_transport_still_uses_our_pool() -> None:
-    """httpx 0.28 builds its pool in AsyncHTTPTransport.__init__ as ``_pool``; the guard relies on it."""
-
-    async def go() -> object:
-        async with Fetcher(FetchPolicy()) as f:
-            return f.client._transport._pool._network_backend  # type: ignore[attr-defined]
-
+def test_every_connection_goes_through_the_guarded_backend(server: FixtureServer) -> None:
+    """The fetcher's HTTP/1.1 pool opens its connections only through the guard's backend: its
+    writes are counted there, and a kept-alive connection carries the second request."""
     from archiver.capture.guard import GuardedBackend
 
-    assert isinstance(run(go()), GuardedBackend)
+    async def go() -> tuple[object, int, int]:
+        async with Fetcher(FetchPolicy(**FAST), guard=_guard()) as f:  # type: ignore[arg-type]
+            for path in ("", "about.html"):
+                assert (await f.fetch(server.url + path)).outcome == "ok"
+            kept = sum(len(c) for c in f.pool.idle.values())
+            return f._backend, f._backend.counter.writes, kept
+
+    backend, writes, kept = run(go())
+    assert isinstance(backend, GuardedBackend)
+    assert writes >= 3  # robots.txt and the two pages, each written through the guarded stream
+    assert kept == 1  # one connection, kept alive for all three
 
 
 # ---- the asyncio network stream under httpcore: plain HTTP is every test above; TLS here
@@ -446,14 +453,20 @@ def test_tls_through_the_guarded_asyncio_stream(tmp_path: Path) -> None:
         trusting = ssl.create_default_context(cadata=_TEST_CERT)
         backend = GuardedBackend(AddressGuard(frozenset({"localhost"}), resolver=_localhost))
         bodies, tls = [], []
-        async with httpcore.AsyncConnectionPool(ssl_context=trusting, network_backend=backend) as pool:
-            for _ in range(2):
-                response = await pool.request(
-                    "GET", f"https://localhost:{port}/x", headers={"Host": "localhost"}
-                )
-                bodies.append(response.content)
+        opened = []
+
+        async def connect(scheme: str, host: str, port: int, timeout: float) -> object:
+            stream = await backend.connect_tcp(host, port, timeout=timeout)
+            opened.append(stream)
+            return await stream.start_tls(trusting, server_hostname=host, timeout=timeout)
+
+        pool = http1.Pool(connect, 3.0, 5.0)
+        for _ in range(2):
+            async with pool.stream(f"https://localhost:{port}/x", []) as response:
+                bodies.append(b"".join([piece async for piece in response.aiter_raw()]))
                 tls.append(response.extensions["network_stream"].get_extra_info("ssl_object"))
-            assert len(pool.connections) == 1  # the second request reused the first connection
+        assert len(opened) == 1  # the second request reused the first connection
+        await pool.aclose()
         guard = AddressGuard(frozenset({"localhost"}), resolver=_localhost)
         untrusted = await _fetch(f"https://localhost:{port}/x", guard=guard, retries=0, obey_robots=False)
         server.close()
