@@ -2,7 +2,7 @@
    script. It reads ?q=, loads the index by injecting <script> elements (fetch is refused on file://),
    each file calling window.archiverSearch(name, value) once; loads only the manifest, the shards
    whose term range can hold the query's terms and the fragment groups of the results shown; checks
-   each file's SHA-256 with crypto.subtle where the page has it; says "the index is damaged" when a
+   each file's SHA-256 (its own, synchronous: no crypto.subtle needed); says "the index is damaged" when a
    file is missing, fails its check or never registers. Part 1 is pure (the tokenizer, the query
    parser, ranking, snippets: the rules of archiver/search/*.py, tested against the same vectors);
    node's tests load it with require(). Part 2 runs in the browser. No request leaves the folder. */
@@ -438,7 +438,45 @@
 
   function inflate(b64) { return Promise.resolve().then(function () { return inflateSync(b64); }); }
 
-  var pure = { inflate: inflate, inflateSync: inflateSync, unzlib: unzlib, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
+  // SHA-256 (FIPS 180-4) of bytes, as hex: synchronous, so checking a file against the manifest costs
+  // no task hop to crypto.subtle, and it checks where the page has no crypto.subtle (plain http).
+  var K256 = new Int32Array(64), H256 = new Int32Array(8);
+  (function () {
+    for (var n = 2, found = 0; found < 64; n++) {
+      var prime = true;
+      for (var d = 2; d * d <= n; d++) { if (n % d === 0) { prime = false; break; } }
+      if (!prime) { continue; }
+      if (found < 8) { H256[found] = (Math.sqrt(n) % 1) * 4294967296; }
+      K256[found++] = (Math.cbrt(n) % 1) * 4294967296;
+    }
+  })();
+  function sha256(bytes) {
+    var n = bytes.length, padded = new Uint8Array(((n + 8) >> 6) * 64 + 64), w = new Int32Array(64), h = H256.slice(), i, j;
+    padded.set(bytes);
+    padded[n] = 0x80;
+    var view = new DataView(padded.buffer);
+    view.setUint32(padded.length - 8, Math.floor(n / 536870912));
+    view.setUint32(padded.length - 4, (n << 3) >>> 0);
+    for (var at = 0; at < padded.length; at += 64) {
+      for (i = 0; i < 16; i++) { w[i] = view.getInt32(at + 4 * i); }
+      for (i = 16; i < 64; i++) {
+        var x = w[i - 15], y = w[i - 2];
+        w[i] = (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10)) + w[i - 7] + w[i - 16] | 0;
+      }
+      var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+      for (j = 0; j < 64; j++) {
+        var t1 = k + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + ((e & f) ^ (~e & g)) + K256[j] + w[j] | 0;
+        var t2 = (((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) ^ (a & c) ^ (b & c)) | 0;
+        k = g; g = f; f = e; e = d + t1 | 0; d = c; c = b; b = a; a = t1 + t2 | 0;
+      }
+      h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
+    }
+    var out = "";
+    for (i = 0; i < 8; i++) { out += ("0000000" + (h[i] >>> 0).toString(16)).slice(-8); }
+    return out;
+  }
+
+  var pure = { sha256: sha256, inflate: inflate, inflateSync: inflateSync, unzlib: unzlib, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
   if (typeof window === "undefined") { module.exports = pure; return; }
 
   // ---------------------------------------------------------------- part 2: the browser
@@ -475,17 +513,11 @@
 
   function Damaged(name, why) { this.name = name; this.why = why; }
 
-  function hex(buffer) {
-    return Array.from(new Uint8Array(buffer)).map(function (b) { return (b < 16 ? "0" : "") + b.toString(16); }).join("");
-  }
-
   function check(name, value, sha) {
-    var subtle = window.crypto && window.crypto.subtle;
-    if (!sha || !subtle) { return Promise.resolve(value); }
-    return subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(value))).then(function (d) {
-      if (sha.length < 32 || hex(d).slice(0, sha.length) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
-      return value;
-    });
+    if (sha && (sha.length < 32 || sha256(new TextEncoder().encode(JSON.stringify(value))).slice(0, sha.length) !== sha)) {
+      throw new Damaged(name, "its SHA-256 does not match the manifest's");
+    }
+    return value;
   }
 
   // A file's registered value by a <script> element (a tree, a server, a ZIM: the only way from file://).

@@ -8,6 +8,7 @@ scripts, so a member with code after its payload is damaged, not executed."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -188,6 +189,45 @@ def test_search_js_names_a_damaged_zlib_stream() -> None:
             assert answer.startswith("!"), stream
         else:  # a flip zlib itself does not notice leaves the same bytes
             assert base64.b64decode(answer) == expected
+
+
+def test_search_js_sha256_is_hashlib_s() -> None:
+    """search.js checks each file against the manifest with its own SHA-256 (synchronous, and there
+    where the page has no crypto.subtle): every length around the 64-byte blocks, and large ones."""
+    cases = [os.urandom(n) for n in [*range(200), 1000, 4096, 65_537, 300_000]]
+    script = (
+        "const s = require(process.argv[1]);"
+        "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "const hash = (c) => s.sha256(new Uint8Array(Buffer.from(c, 'base64')));"
+        "process.stdout.write(JSON.stringify(cases.map(hash)));"
+    )
+    done = subprocess.run(
+        [NODE, "-e", script, str(ROOT / "js" / "search.js")],
+        input=json.dumps([base64.b64encode(c).decode() for c in cases]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout) == [hashlib.sha256(c).hexdigest() for c in cases]
+
+
+def test_a_changed_file_is_named_without_crypto_subtle(browser: Browser, tree: Path, tmp_path: Path) -> None:
+    """A page with no crypto.subtle (plain http on a LAN name is no secure context) still checks each
+    file's SHA-256: a shard changed inside its payload is named as such, not merely undecodable."""
+    copy = Path(shutil.copytree(tree, tmp_path / "tree"))
+    shard = copy / "_archiver" / "search" / "t" / "0.js"
+    data = bytearray(shard.read_bytes())
+    at = data.index(b',"') + 10  # inside the payload's base 64
+    data[at] = ord("A") if data[at] != ord("A") else ord("B")
+    shard.write_bytes(bytes(data))
+    page = browser.new_page()
+    page.add_init_script("Object.defineProperty(Crypto.prototype, 'subtle', {get: () => undefined});")
+    page.goto((copy / SEARCH).as_uri() + "?q=unpack")
+    assert page.evaluate("window.crypto.subtle") is None
+    assert _done(page) == "damaged"
+    assert "t/0.js its SHA-256 does not match the manifest's" in page.locator("#status").inner_text()
+    page.close()
 
 
 def test_an_index_member_inside_the_loader_is_data_not_code(
