@@ -845,6 +845,10 @@ NS.url=async(path,type)=>{
 const m=archive&&await archive.lookup(path);
 return m?archive.url(m,type):null;
 };
+NS.bytes=async(path)=>{
+const m=archive&&await archive.lookup(path);
+return m?archive.bytes(m):null;
+};
 NS.setQuery=(query,push)=>{
 if(!current||!current.path)return;
 const u=routeURL(current.path,null,query);

@@ -2,7 +2,7 @@
    script. It reads ?q=, loads the index by injecting <script> elements (fetch is refused on file://),
    each file calling window.archiverSearch(name, value) once; loads only the manifest, the shards
    whose term range can hold the query's terms and the fragment groups of the results shown; checks
-   each file's SHA-256 with crypto.subtle where the page has it; says "the index is damaged" when a
+   each file's SHA-256 (its own, synchronous: no crypto.subtle needed); says "the index is damaged" when a
    file is missing, fails its check or never registers. Part 1 is pure (the tokenizer, the query
    parser, ranking, snippets: the rules of archiver/search/*.py, tested against the same vectors);
    node's tests load it with require(). Part 2 runs in the browser. No request leaves the folder. */
@@ -295,25 +295,199 @@
     return { text: text.slice(begin, end), marks: marks, before: begin > 0, after: end < text.length };
   }
 
-  // Format 3's payload of every file but the manifest: base 64 of zlib-compressed JSON (§4.1).
-  function inflate(b64) {
-    return Promise.resolve().then(function () {
-      if (typeof b64 !== "string") { throw new Error("is not a compressed payload"); }
-      var raw = atob(b64), bytes = new Uint8Array(raw.length);
-      for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
-      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"))).text();
-    }).then(function (text) { return JSON.parse(text); });
+  // Format 3's payload of every file but the manifest: base 64 of zlib-compressed JSON (§4.1),
+  // decoded here in one synchronous pass (RFC 1950/1951, Adler-32 checked). DecompressionStream was
+  // the first reader: each file then cost a Blob, a stream and several tasks, and the ten fragment
+  // groups and ten text files of a page of results queued behind one another (40-90 ms a batch in
+  // Chromium under load against well under 1 ms here for a 2-16 KiB file).
+  var MAX_INFLATED = 64 << 20;  // a stream expanding past it is damaged (a bomb): build.py's bound
+  var LBASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
+  var LEXTRA = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+  var DBASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
+  var DEXTRA = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+  var CLORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+  var fixedCodes = null;
+
+  // A canonical Huffman code (RFC 1951 §3.2.2): a lookup table indexed by the next `bits` (at most
+  // 9) input bits, each entry symbol << 4 | code length, 0 for a longer code (decoded bit by bit from
+  // count and symbols, as zlib's puff does) or no code at all (an incomplete code's holes).
+  var FAST = 9;
+  function huffman(lengths) {
+    var max = 0, count = new Int32Array(16), offs = new Int32Array(16), symbols = new Int32Array(lengths.length), i, len;
+    for (i = 0; i < lengths.length; i++) { count[lengths[i]]++; if (lengths[i] > max) { max = lengths[i]; } }
+    count[0] = 0;
+    for (len = 1, i = 1; len < 16; len++) { i = (i << 1) - count[len]; if (i < 0) { throw new Error("a Huffman code is over-subscribed"); } }
+    for (len = 1; len < 15; len++) { offs[len + 1] = offs[len] + count[len]; }
+    for (i = 0; i < lengths.length; i++) { if (lengths[i]) { symbols[offs[lengths[i]]++] = i; } }
+    var bits = Math.min(max, FAST), table = new Int32Array(1 << bits), code = 0, k = 0;
+    for (len = 1; len <= bits; len++) {
+      for (var c = 0; c < count[len]; c++, code++, k++) {
+        var rev = 0;
+        for (i = 0; i < len; i++) { rev = (rev << 1) | ((code >> i) & 1); }
+        for (i = rev; i < table.length; i += 1 << len) { table[i] = (symbols[k] << 4) | len; }
+      }
+      code <<= 1;
+    }
+    return { table: table, bits: bits, count: count, symbols: symbols };
   }
 
-  var pure = { inflate: inflate, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
+  function unzlib(src) {
+    var pos = 2, end = src.length, buf = 0, cnt = 0, out = new Uint8Array(Math.max(1024, src.length * 4)), op = 0;
+    function cut() { return new Error("the zlib stream is cut"); }
+    function bits(n) {
+      while (cnt < n) { if (pos >= end) { throw cut(); } buf |= src[pos++] << cnt; cnt += 8; }
+      var v = buf & ((1 << n) - 1);
+      buf >>>= n; cnt -= n;
+      return v;
+    }
+    function symbol(h) {
+      while (cnt < h.bits && pos < end) { buf |= src[pos++] << cnt; cnt += 8; }
+      var e = h.table[buf & ((1 << h.bits) - 1)], len = e & 15;
+      if (len && len <= cnt) { buf >>>= len; cnt -= len; return e >> 4; }
+      if (len) { throw cut(); }
+      for (var code = 0, first = 0, index = 0, l = 1; l < 16; l++) {  // a code longer than the table
+        code |= bits(1);
+        var count = h.count[l];
+        if (code - count < first) { return h.symbols[index + (code - first)]; }
+        index += count; first += count; first <<= 1; code <<= 1;
+      }
+      throw new Error("the zlib stream holds an invalid code");
+    }
+    function room(n) {
+      if (op + n <= out.length) { return; }
+      if (op + n > MAX_INFLATED) { throw new Error("expands past " + (MAX_INFLATED >> 20) + " MiB"); }
+      var bigger = new Uint8Array(Math.min(MAX_INFLATED, Math.max(out.length * 2, op + n)));
+      bigger.set(out.subarray(0, op));
+      out = bigger;
+    }
+    if (end < 6 || (src[0] & 15) !== 8 || (src[0] >> 4) > 7 || (src[1] & 32) || ((src[0] << 8) | src[1]) % 31) { throw new Error("is no zlib stream"); }
+    var last = 0;
+    while (!last) {
+      last = bits(1);
+      var type = bits(2), i, n;
+      if (type === 0) {
+        buf >>>= cnt & 7; cnt -= cnt & 7;
+        n = bits(16);
+        if ((bits(16) ^ 0xffff) !== n) { throw new Error("a stored block's length is damaged"); }
+        if (pos + n > end) { throw cut(); }
+        room(n); out.set(src.subarray(pos, pos + n), op); op += n; pos += n;
+        continue;
+      }
+      var lit, dist;
+      if (type === 1) {
+        if (!fixedCodes) {
+          var l = new Uint8Array(288);
+          for (i = 0; i < 288; i++) { l[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8; }
+          fixedCodes = [huffman(l), huffman(new Uint8Array(30).fill(5))];
+        }
+        lit = fixedCodes[0]; dist = fixedCodes[1];
+      } else if (type === 2) {
+        var nlit = bits(5) + 257, ndist = bits(5) + 1, nclen = bits(4) + 4, cl = new Uint8Array(19);
+        if (nlit > 286 || ndist > 30) { throw new Error("a block has too many codes"); }
+        for (i = 0; i < nclen; i++) { cl[CLORDER[i]] = bits(3); }
+        var clCode = huffman(cl), lengths = new Uint8Array(nlit + ndist);
+        for (i = 0; i < nlit + ndist;) {
+          var s = symbol(clCode);
+          if (s < 16) { lengths[i++] = s; continue; }
+          var fill = 0, times;
+          if (s === 16) { if (!i) { throw new Error("a code length repeats nothing"); } fill = lengths[i - 1]; times = 3 + bits(2); } else { times = s === 17 ? 3 + bits(3) : 11 + bits(7); }
+          if (i + times > nlit + ndist) { throw new Error("code lengths overflow"); }
+          while (times--) { lengths[i++] = fill; }
+        }
+        lit = huffman(lengths.subarray(0, nlit)); dist = huffman(lengths.subarray(nlit));
+      } else {
+        throw new Error("a block of the reserved type 3");
+      }
+      for (;;) {
+        var sym = symbol(lit);
+        if (sym < 256) { room(1); out[op++] = sym; continue; }
+        if (sym === 256) { break; }
+        sym -= 257;
+        if (sym >= 29) { throw new Error("the zlib stream holds an invalid length"); }
+        var len = LBASE[sym] + bits(LEXTRA[sym]), d = symbol(dist);
+        if (d >= 30) { throw new Error("the zlib stream holds an invalid distance"); }
+        d = DBASE[d] + bits(DEXTRA[d]);
+        if (d > op) { throw new Error("the zlib stream refers back too far"); }
+        room(len);
+        for (i = 0; i < len; i++, op++) { out[op] = out[op - d]; }
+      }
+    }
+    buf >>>= cnt & 7; cnt -= cnt & 7;
+    var check = bits(8) * 16777216 + bits(8) * 65536 + bits(8) * 256 + bits(8);  // big-endian
+    if (cnt || pos !== end) { throw new Error("the zlib stream is followed by other bytes"); }
+    var a = 1, b = 0;
+    for (var k = 0; k < op;) {
+      for (var stop = Math.min(op, k + 5552); k < stop; k++) { a += out[k]; b += a; }
+      a %= 65521; b %= 65521;
+    }
+    if (b * 65536 + a !== check) { throw new Error("the zlib stream fails its Adler-32 check"); }
+    return out.subarray(0, op);
+  }
+
+  function fromBase64(text) {
+    if (typeof Uint8Array.fromBase64 === "function") { return Uint8Array.fromBase64(text); }
+    var raw = atob(text), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
+    return bytes;
+  }
+
+  function inflateSync(b64) {
+    if (typeof b64 !== "string") { throw new Error("is not a compressed payload"); }
+    return JSON.parse(new TextDecoder().decode(unzlib(fromBase64(b64))));
+  }
+
+  function inflate(b64) { return Promise.resolve().then(function () { return inflateSync(b64); }); }
+
+  // SHA-256 (FIPS 180-4) of bytes, as hex: synchronous, so checking a file against the manifest costs
+  // no task hop to crypto.subtle, and it checks where the page has no crypto.subtle (plain http).
+  var K256 = new Int32Array(64), H256 = new Int32Array(8);
+  (function () {
+    for (var n = 2, found = 0; found < 64; n++) {
+      var prime = true;
+      for (var d = 2; d * d <= n; d++) { if (n % d === 0) { prime = false; break; } }
+      if (!prime) { continue; }
+      if (found < 8) { H256[found] = (Math.sqrt(n) % 1) * 4294967296; }
+      K256[found++] = (Math.cbrt(n) % 1) * 4294967296;
+    }
+  })();
+  function sha256(bytes) {
+    var n = bytes.length, padded = new Uint8Array(((n + 8) >> 6) * 64 + 64), w = new Int32Array(64), h = H256.slice(), i, j;
+    padded.set(bytes);
+    padded[n] = 0x80;
+    var view = new DataView(padded.buffer);
+    view.setUint32(padded.length - 8, Math.floor(n / 536870912));
+    view.setUint32(padded.length - 4, (n << 3) >>> 0);
+    for (var at = 0; at < padded.length; at += 64) {
+      for (i = 0; i < 16; i++) { w[i] = view.getInt32(at + 4 * i); }
+      for (i = 16; i < 64; i++) {
+        var x = w[i - 15], y = w[i - 2];
+        w[i] = (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10)) + w[i - 7] + w[i - 16] | 0;
+      }
+      var a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+      for (j = 0; j < 64; j++) {
+        var t1 = k + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + ((e & f) ^ (~e & g)) + K256[j] + w[j] | 0;
+        var t2 = (((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) ^ (a & c) ^ (b & c)) | 0;
+        k = g; g = f; f = e; e = d + t1 | 0; d = c; c = b; b = a; a = t1 + t2 | 0;
+      }
+      h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
+    }
+    var out = "";
+    for (i = 0; i < 8; i++) { out += ("0000000" + (h[i] >>> 0).toString(16)).slice(-8); }
+    return out;
+  }
+
+  var pure = { sha256: sha256, inflate: inflate, inflateSync: inflateSync, unzlib: unzlib, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
   if (typeof window === "undefined") { module.exports = pure; return; }
 
   // ---------------------------------------------------------------- part 2: the browser
   var TIMEOUT = 10000;
   var waiting = {};
   var loaded = {};
-  var stats = { files: [] };
+  var stats = { files: [], marks: [], timing: {} };
   window.archiverSearchStats = stats;
+  function mark(label) { stats.marks.push([label, Math.round(performance.now() * 10) / 10]); }
+  function timing(name, step, t0) { (stats.timing[name] = stats.timing[name] || {})[step] = Math.round((performance.now() - t0) * 10) / 10; }
+  mark("script");
 
   // Inside the gwtar loader (formats/search.md §8.2) the page's files are the archive's members:
   // each index file is read through the loader (a blob URL of its verified bytes, never a file://
@@ -321,29 +495,34 @@
   var host = window.gwtar && typeof window.gwtar.url === "function" && typeof window.gwtar.route === "function" ? window.gwtar : null;
   var folder = host ? (host.page || host.route().path || "_archiver/search/index.html").replace(/[^/]*$/, "") : "";
 
+  // The page loads the manifest itself, beside search.js (<script id="search-manifest" defer>, §7), so
+  // it is there without a round trip after this script starts; it is taken only from that element and
+  // only once. When the element is absent, fails or registers nothing, the manifest is loaded as any
+  // other file (which says why it cannot be).
+  var preload = document.getElementById("search-manifest"), early = {};
+  var preloaded = !preload ? null : new Promise(function (resolve) {
+    preload.addEventListener("load", resolve);
+    preload.addEventListener("error", resolve);
+    setTimeout(resolve, TIMEOUT);
+  });
+
   window.archiverSearch = function (name, value) {
     var w = waiting[name];
-    if (w) { delete waiting[name]; w.resolve(value); }
+    if (w) { delete waiting[name]; w.resolve(value); } else if (name === "manifest" && preloaded && !("manifest" in early)) { early.manifest = value; }
   };
 
   function Damaged(name, why) { this.name = name; this.why = why; }
 
-  function hex(buffer) {
-    return Array.from(new Uint8Array(buffer)).map(function (b) { return (b < 16 ? "0" : "") + b.toString(16); }).join("");
-  }
-
   function check(name, value, sha) {
-    var subtle = window.crypto && window.crypto.subtle;
-    if (!sha || !subtle) { return Promise.resolve(value); }
-    return subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(value))).then(function (d) {
-      if (sha.length < 32 || hex(d).slice(0, sha.length) !== sha) { throw new Damaged(name, "its SHA-256 does not match the manifest's"); }
-      return value;
-    });
+    if (sha && (sha.length < 32 || sha256(new TextEncoder().encode(JSON.stringify(value))).slice(0, sha.length) !== sha)) {
+      throw new Damaged(name, "its SHA-256 does not match the manifest's");
+    }
+    return value;
   }
 
-  function load(name, sha) {
-    if (loaded[name]) { return loaded[name]; }
-    loaded[name] = new Promise(function (resolve, reject) {
+  // A file's registered value by a <script> element (a tree, a server, a ZIM: the only way from file://).
+  function viaScript(name) {
+    return new Promise(function (resolve, reject) {
       var script = document.createElement("script");
       var timer = setTimeout(function () { delete waiting[name]; reject(new Damaged(name, "never registered")); }, TIMEOUT);
       waiting[name] = { resolve: function (v) { clearTimeout(timer); resolve(v); } };
@@ -353,7 +532,6 @@
         script.remove();
       };
       script.charset = "utf-8";
-      stats.files.push(name);
       if (!host) { script.src = name + ".js"; document.head.appendChild(script); return; }
       host.url(folder + name + ".js", "text/javascript").then(function (url) {
         if (!url) { throw new Damaged(name, "is not in the archive"); }
@@ -364,9 +542,40 @@
         delete waiting[name];
         reject(e instanceof Damaged ? e : new Damaged(name, "cannot be read from the archive (" + (e && e.message || e) + ")"));
       });
-    }).then(function (value) { return check(name, value, sha); }).then(function (value) {
+    });
+  }
+
+  // Inside a loader that gives a member's verified bytes (gwtar.bytes): the payload read out of the
+  // file's fixed wrapper (§4.1), as Python reads it; no blob URL, no element, nothing executed.
+  function viaBytes(name) {
+    var timer, late = new Promise(function (_, reject) { timer = setTimeout(function () { reject(new Damaged(name, "could not be read within " + TIMEOUT / 1000 + " s")); }, TIMEOUT); });
+    var read = host.bytes(folder + name + ".js").then(function (bytes) {
+      if (!bytes) { throw new Damaged(name, "is not in the archive"); }
+      var text = new TextDecoder().decode(bytes), head = "archiverSearch(" + JSON.stringify(name) + ",";
+      if (text.slice(0, head.length) !== head || text.slice(-3) !== ");\n") { throw new Damaged(name, "is not an index file of this name (its wrapper is wrong)"); }
+      try { return JSON.parse(text.slice(head.length, -3)); } catch (e) { throw new Damaged(name, "is not JSON (" + e.message + ")"); }
+    }, function (e) { throw new Damaged(name, "cannot be read from the archive (" + (e && e.message || e) + ")"); });
+    return Promise.race([read, late]).then(function (v) { clearTimeout(timer); return v; }, function (e) { clearTimeout(timer); throw e; });
+  }
+
+  function fetchFile(name) { return host && typeof host.bytes === "function" ? viaBytes(name) : viaScript(name); }
+
+  // A file's value, checked against the manifest's SHA-256 and (format 3) decompressed; each file once.
+  function load(name, sha) {
+    if (loaded[name]) { return loaded[name]; }
+    var t0 = performance.now();
+    stats.files.push(name);
+    var got = name !== "manifest" || !preloaded ? fetchFile(name) : preloaded.then(function () {
+      if ("manifest" in early) { return early.manifest; }
+      preloaded = null;
+      return fetchFile(name);
+    });
+    loaded[name] = got.then(function (value) { timing(name, "registered", t0); return check(name, value, sha); }).then(function (value) {
+      timing(name, "checked", t0);
       if (name === "manifest" || !index || index.version < 3) { return value; }
-      return inflate(value).catch(function (e) { throw new Damaged(name, "cannot be decompressed (" + (e && e.message || e) + ")"); });
+      try { value = inflateSync(value); } catch (e) { throw new Damaged(name, "cannot be decompressed (" + (e && e.message || e) + ")"); }
+      timing(name, "inflated", t0);
+      return value;
     });
     return loaded[name];
   }
@@ -446,7 +655,9 @@
       }));
     });
     return Promise.all(perClause).then(function (looked) {
+      mark("shards");
       var ranked = rank([index], clauses, [looked]);
+      mark("ranked");
       var page = ranked.slice(offset, offset + limit);
       var wanted = new Set(), prefix = "";
       clauses.forEach(function (c) { (c.prefix ? c.terms.slice(0, -1) : c.terms).forEach(function (t) { wanted.add(t); }); });
@@ -507,6 +718,7 @@
   }
 
   function start() {
+    mark("start");
     var form = document.getElementById("search-form"), input = document.getElementById("q");
     var status = document.getElementById("status"), list = document.getElementById("results"), more = document.getElementById("more");
     var query = addressQuery();
@@ -525,13 +737,15 @@
       if (!q.trim()) { status.textContent = ""; more.hidden = true; document.body.setAttribute("data-state", "idle"); return; }
       status.textContent = "Searching…";
       document.body.setAttribute("data-state", "busy");
-      (index ? Promise.resolve(index) : openIndex()).then(function () { return run(q, shown, PAGE); }).then(function (r) {
+      (index ? Promise.resolve(index) : openIndex()).then(function () { mark("manifest"); return run(q, shown, PAGE); }).then(function (r) {
         if (mine !== generation) { return; }
+        mark("snippets");
         render(list, r.results);
         shown += r.results.length;
         status.textContent = r.total ? r.total + (r.total === 1 ? " page" : " pages") + " found" : "Nothing found for " + q;
         more.hidden = shown >= r.total;
         document.body.setAttribute("data-state", "done");
+        mark("done");
       }).catch(function (e) { if (mine === generation) { fail(e); } });
     }
 

@@ -13,6 +13,15 @@ the gwtar, from the file being given to the picker) to the page saying it is don
 and the largest, and the bytes of index files the page read (the sizes of the responses it got; for
 the gwtar, of the members it read, when the loader reports them). One warm-up query first. Nothing
 leaves 127.0.0.1 and ``file://``.
+
+The wall clock above holds Playwright's own costs (opening the tab, giving the file to the picker,
+polling for the answer: 100-700 ms on a loaded machine). So each row also prints the page's own clock
+(``in page``: from the navigation's start, for the gwtar from the picker's ``change`` event, to the
+page's ``done`` mark) and where that time went, the median time of each mark search.js records in
+``archiverSearchStats.marks`` (formats/search.md §7.1): ``script`` (search.js runs), ``manifest``,
+``shards``, ``ranked``, ``snippets`` (fragment groups and text files read), ``done`` (rendered); for the
+gwtar they count from the picker's event too. A page without the marks (an older search.js) prints
+no such columns.
 """
 
 from __future__ import annotations
@@ -38,6 +47,17 @@ from archiver.capture.browser import launch  # noqa: E402
 
 QUERIES = "dictionary,socket,asyncio,tuple,decorator,unicode,subprocess,logging,iterator,exception"
 _DONE = "body[data-state=done], body[data-state=damaged]"
+# The page's marks (ms), from the navigation's start or from the picker's change event (gwtar).
+_MARKS = """() => {
+  const s = window.archiverSearchStats, zero = window.__benchPicked || 0;
+  if (!s || !s.marks) return null;
+  const out = {};
+  for (const [name, at] of s.marks) out[name] = at - zero;
+  return out;
+}"""
+_PICKED = """() => document.getElementById("gwtar-file").addEventListener("change", () => {
+  window.__benchPicked = performance.now();
+})"""
 
 
 def _index_file(url: str) -> bool:
@@ -63,6 +83,7 @@ def measure(browser: Browser, open_page: Callable[[Page, str], None], queries: l
     times: list[float] = []
     sizes: list[int] = []
     states: list[str] = []
+    phases: dict[str, list[float]] = {}
     for n, q in enumerate([queries[0], *queries]):
         page = browser.new_page()
         got: list[tuple[str, int]] = []
@@ -74,6 +95,7 @@ def measure(browser: Browser, open_page: Callable[[Page, str], None], queries: l
         frame = _done_frame(page, 60)
         elapsed = time.perf_counter() - started
         states.append(frame.get_attribute("body", "data-state") or "")
+        marks = frame.evaluate(_MARKS)
         on_disk = sum(  # file:// has no responses: the index files' sizes on disk
             os.path.getsize(urllib.parse.unquote(urllib.parse.urlsplit(u).path))
             for u in set(files)
@@ -81,6 +103,8 @@ def measure(browser: Browser, open_page: Callable[[Page, str], None], queries: l
         )
         if n:  # the first is the warm-up
             times.append(elapsed)
+            for name, at in (marks or {}).items():
+                phases.setdefault(name, []).append(at)
             sizes.append(sum(size for u, size in got if _index_file(u)) + on_disk)
         page.close()
     times.sort()
@@ -91,6 +115,7 @@ def measure(browser: Browser, open_page: Callable[[Page, str], None], queries: l
         "max_ms": round(times[-1] * 1000, 1),
         "bytes_p50": int(statistics.median(sizes)),
         "damaged": states.count("damaged"),
+        "in_page_ms": {name: round(statistics.median(at), 1) for name, at in phases.items()},
     }
 
 
@@ -123,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                 def gwtar_file(page: Page, q: str) -> None:
                     route = "#/_archiver/search/index.html?" + urllib.parse.urlencode({"q": q})
                     page.goto(gwtar.as_uri() + route)
+                    page.evaluate(_PICKED)
                     page.set_input_files("#gwtar-file", str(gwtar))
 
                 rows["gwtar file://"] = measure(browser, gwtar_file, queries)
@@ -166,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  {name:15} p50 {row['p50_ms']:7.1f} ms  p95 {row['p95_ms']:7.1f} ms"
             f"  max {row['max_ms']:7.1f} ms  bytes read (p50) {row['bytes_p50']}  damaged {row['damaged']}"
         )
+        if row["in_page_ms"]:
+            marks = "  ".join(f"{k} {v:.0f}" for k, v in row["in_page_ms"].items())
+            print(f"  {'':15} in page (p50 of each mark, ms): {marks}")
     if args.json:
         print(json.dumps(rows, indent=1))
     return 0

@@ -31,6 +31,7 @@ li p { margin: .2rem 0; } mark { background: #ffe36e; } #status.damaged { color:
 a:focus, input:focus, button:focus { outline: 3px solid #1a73e8; }
 </style>
 <script src="search.js" defer></script>
+<script id="search-manifest" src="manifest.js" defer></script>
 </head>
 <body data-state="idle">
 <main>

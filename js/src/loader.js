@@ -982,12 +982,17 @@ NS.go = (path, frag, query) => { location.hash = routeHash(path, frag, query); }
 // For a page shown by the loader (the search page, formats/gwtar.md section 7.2): the route of the
 // address, the address of a route (a link that opens a member here), a blob URL of a member's
 // verified bytes (null when the archive has no such member; rejects when its SHA-256 does not match),
+// the same bytes themselves (no blob, no element to load it: the search page reads its index files so),
 // and the query of the page shown rewritten in place (pushed when `push`): no render, no reload.
 NS.route = () => parseRoute(location.hash);
 NS.href = (path, query, frag) => routeURL(path, frag, query);
 NS.url = async (path, type) => {
   const m = archive && await archive.lookup(path);
   return m ? archive.url(m, type) : null;
+};
+NS.bytes = async (path) => {
+  const m = archive && await archive.lookup(path);
+  return m ? archive.bytes(m) : null;
 };
 NS.setQuery = (query, push) => {
   if (!current || !current.path) return;
