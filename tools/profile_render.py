@@ -4,7 +4,11 @@
 Playwright's ``Page.goto``, ``wait_for_load_state``, ``evaluate`` and ``content`` and the renderer's
 route handler, which fetches and answers each request of the browser):
 
-    python tools/profile_render.py [--pages 30] [--tabs 3] [--settle 1.5]
+    python tools/profile_render.py [--pages 30] [--tabs 3] [--settle 1.5] [--site DIR]
+
+``--site DIR`` (for example ``/usr/share/doc/python3/html``): nginx serves that folder instead and
+``--pages`` of its pages are taken as ``tools/bench_capture.py --site`` takes them (spread evenly over
+its sorted ``.html`` files).
 
 Printed: pages, wall time, pages/s, then each phase's wall time summed over the tabs (so the phases
 add up to about ``tabs`` × wall), its calls, and its share per page. ``goto`` includes the route
@@ -30,11 +34,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_capture  # noqa: E402
-from playwright.async_api._generated import Page  # noqa: E402
+from playwright.async_api._generated import BrowserContext, Page, Route  # noqa: E402
 
 import archiver.capture.render as render  # noqa: E402
 from archiver.capture import capture  # noqa: E402
-from archiver.fixture import FixtureConfig, FixtureServer  # noqa: E402
+from archiver.capture import crawl as page_stage  # noqa: E402
+from archiver.capture.fetch import Fetcher  # noqa: E402
+from archiver.capture.responses import Responses  # noqa: E402
+from archiver.capture.stage import Stage  # noqa: E402
 
 SECONDS: collections.defaultdict[str, float] = collections.defaultdict(float)
 CALLS: collections.Counter[str] = collections.Counter()
@@ -75,20 +82,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=30)
     ap.add_argument("--tabs", type=int, default=3)
     ap.add_argument("--settle", type=float, default=1.5)
+    ap.add_argument(
+        "--site", type=Path, help="a folder of HTML served by nginx instead of the generated site"
+    )
     args = ap.parse_args(argv)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     _timed(Page, "goto", "goto (until load)")
-    _timed(Page, "wait_for_load_state", "settle (Playwright networkidle: 500 ms quiet)")
+    _timed(render.Renderer, "_settle", "settle (quiet network, frames, short timers)")
+    _timed(BrowserContext, "new_page", "new_page")
+    _timed(Page, "close", "page close")
     _timed(Page, "evaluate", "scroll steps and back to the top")
     _timed(Page, "content", "serialise (page.content)")
     _timed(render.Renderer, "render", "render() in all")
+    _timed(page_stage, "page", "page stage in all (fetch, render, rewrite, write)")
+    _timed(Stage, "finish", "page stage: state transaction (finish)")
+    _timed(Stage, "write", "page stage: write")
+    _timed(Responses, "answer", "answer (a browser request: tree, cache or fetch)")
+    _timed(Fetcher, "fetch", "fetch through the network (politeness included)")
+    _timed(Route, "fulfill", "route.fulfill")
     _timed_route()
     work = Path(tempfile.mkdtemp(prefix="profile-render-"))
     try:
-        site = work / "site"
-        bench_capture.make_site(site, max(args.pages, 6))
-        with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
-            urls = [server.url] + [f"{server.url}p/{i}.html" for i in range(1, args.pages)]
+        with bench_capture._serving(work, max(args.pages, 6), args.site) as (base, paths):
+            urls = [base + p for p in bench_capture.spread(paths, args.pages)]
             started = time.perf_counter()
             options = {"render": True, "depth": 0, "delay": 0, "progress": False, "search_index": False}
             report = capture(urls, work / "out", tabs=args.tabs, settle=args.settle, **options)

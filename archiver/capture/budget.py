@@ -91,8 +91,14 @@ class PageBudget:
         if key not in self.charged:
             return
         self.charged.discard(key)
-        self.pages_charged -= 1
         c = self.context
+        row = c.state.row(key)
+        if row is not None and row.state == "merged" and row.final_url:
+            heir = c.state.row(row.final_url)
+            if heir is not None and heir.state == "pending":  # it handed its path on: same page
+                self.charged.add(heir.key)
+                return
+        self.pages_charged -= 1
         waiting = list(c.state.skipped_for(BUDGET_REASON, "page"))
         if not waiting:
             return

@@ -12,7 +12,9 @@ the referrer as a string (``""`` for none). Seeds are ``(0, "")``; every other k
 smallest candidate over its discoveries, ``(depth(source) + step, referrer)`` where ``referrer`` is
 ``source`` itself, or the source's referrer when ``inherit``. That is a shortest path from the seeds
 with the weights 0 and 1, found once at the end of the crawl (Dijkstra), so it does not depend on the
-order in which the workers met the discoveries.
+order in which the workers met the discoveries. A referrer is named by the smallest key of its
+document's file (``names``: of several URLs sharing one tree path, which one was fetched depends on
+timing, tree.md §3.3), so the label does not depend on it either.
 
 ``bounds`` are labels already known to be reachable (a row's stored depth and referrer, which ``add``
 kept as the smallest of the discoveries it met): they stand for discoveries not recorded as edges (a
@@ -37,17 +39,23 @@ ROOT: Label = (0, "")
 
 
 def shortest(
-    seeds: Iterable[str], edges: Iterable[Edge], bounds: Mapping[str, Label] | None = None
+    seeds: Iterable[str],
+    edges: Iterable[Edge],
+    bounds: Mapping[str, Label] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> dict[str, Label]:
     """Every key's label (see the module docstring): the seeds at :data:`ROOT`, each key of
     ``bounds`` at most its bound, every key an edge reaches from those at its shortest. Keys that
-    are neither seeds, bounded nor reachable are left out. Raises ``ValueError`` on a negative step."""
+    are neither seeds, bounded nor reachable are left out. ``names``: the name a source takes as a
+    referrer when it is not its own key (the smallest alias of its file, tree.md §8), in the edges'
+    labels and the bounds' alike. Raises ``ValueError`` on a negative step."""
+    names = names or {}
     out: dict[str, list[tuple[str, int, bool]]] = {}
     for source, key, step, inherit in edges:
         if step < 0:
             raise ValueError(f"a discovery of {key!r} by {source!r} has a negative step ({step})")
         out.setdefault(source, []).append((key, step, bool(inherit)))
-    best: dict[str, Label] = dict(bounds or {})
+    best: dict[str, Label] = {k: (d, names.get(r, r)) for k, (d, r) in (bounds or {}).items()}
     for seed in seeds:
         best[seed] = ROOT
     heap = [(depth, referrer, key) for key, (depth, referrer) in best.items()]
@@ -57,7 +65,7 @@ def shortest(
         if best[source] != (depth, referrer):
             continue  # improved since it was queued: its better label is queued too
         for key, step, inherit in out.get(source, ()):
-            candidate = (depth + step, referrer if inherit else source)
+            candidate = (depth + step, referrer if inherit else names.get(source, source))
             have = best.get(key)
             if have is None or candidate < have:
                 best[key] = candidate

@@ -17,17 +17,31 @@ without routing it (``<link rel=preconnect>``, ``dns-prefetch``, anything Playwr
 intercept) connects nowhere: every connection a render causes is one the fetcher opened, through its
 address guard, for that origin (tests/capture/test_guard_origin.py counts them).
 
-A render is: ``goto`` until ``load`` → a bounded settle (network idle, at most ``settle`` seconds) →
-a bounded scroll to the bottom, one viewport at a time (at most ``scroll_steps`` steps), each step
-waiting until the page has processed it (two animation frames and a task, at most ``frame_wait``
-seconds), so lazy content loads whatever the machine's load → if the scroll made the page request
-anything, another bounded settle → the DOM serialised with its doctype (``page.content()``).
+A render is (formats/tree.md §9.6): ``goto`` until ``load`` → a bounded settle (:meth:`Renderer._settle`,
+at most ``settle`` seconds): the renderer counts the page's requests in flight itself (every one
+passes through its route handler, and the page's ``request``/``requestfinished``/``requestfailed``
+events cover what the browser still does with an answer after it is fulfilled), and the page is
+settled when none is in flight, none started or ended for ``quiet`` seconds (50 ms), the page has
+drawn two animation frames and run a task since, and it has no pending one-shot timer of at most
+:data:`TIMER_LIMIT_MS` (1 s: a script fetching or building something a moment after ``load``; a
+pending one is waited for, then the page is looked at again) → the scroll (:data:`_SCROLL_JS`, by the
+page's measured height): a page that reacts to scrolling (a scroll/wheel listener on the window or
+document, an ``onscroll`` handler, an IntersectionObserver observing anything) one viewport at a
+time to the bottom, at most ``scroll_steps`` steps, each waited for (two frames and a task, at most
+``frame_wait`` seconds); any other page only to each viewport holding a ``loading=lazy`` image or
+frame not yet near the viewport (none: no scroll), then back to the top → if the scroll made the page
+request anything, another bounded settle → the DOM serialised with its doctype (``page.content()``).
+The timers and scroll reactions are known from a script installed before the page's own
+(:data:`_INIT_JS`; it changes nothing in the DOM). A tab is kept for the next page once its page is
+serialised, its ``sessionStorage`` emptied first (what a new tab would have); a tab whose render
+failed is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,36 +67,162 @@ class Reply:
 #: ``source`` is what :meth:`Renderer.render` was given for the page making the request.
 Answer = Callable[[str, str, "str | None", "str | None"], Awaitable["Reply | None"]]
 
-#: One scroll step: scroll a viewport down, then wait until the page has processed the scroll: two
-#: animation frames (the first runs before the frame that shows the new position is drawn, the
-#: second after it, when IntersectionObserver callbacks and scroll handlers have been queued) and one
-#: task (so those callbacks have run), bounded by ``ms`` milliseconds for a page whose frames never
-#: come; no wait when the step scrolled nothing (a page that fits the viewport). Then where the
-#: bottom of the viewport is, how tall the document is, and whether the step scrolled.
-_SCROLL_JS = """(ms) => new Promise((resolve) => {
-  const el = document.scrollingElement || document.documentElement;
-  const from = window.scrollY;
-  window.scrollBy(0, window.innerHeight);
-  const moved = window.scrollY !== from;
+#: Timers the settle waits for: a one-shot ``setTimeout`` of at most this many milliseconds that has
+#: not fired yet keeps the page unsettled (a script that fetches or builds something a moment after
+#: ``load``); longer ones (a carousel, a session timeout) and intervals do not.
+TIMER_LIMIT_MS = 1000
+
+#: A page counts as settled when no request has been in flight, and none started or ended, for this
+#: long (then two animation frames and a task, see :data:`_IDLE_JS`) and no short timer is pending.
+QUIET = 0.05
+
+#: Installed before any script of every document (``add_init_script``): what the page has scheduled
+#: and what reacts to scrolling, kept under a symbol no page names (``Symbol.for("archiver.render")``;
+#: nothing in the DOM changes). Wrapped: ``setTimeout``/``clearTimeout``/``clearInterval`` (the
+#: pending one-shot timers of at most :data:`TIMER_LIMIT_MS` and when each is due),
+#: ``IntersectionObserver.prototype.observe`` and ``addEventListener`` of ``scroll``/``wheel`` on the
+#: window or the document (counted: such a page is scrolled step by step, see :data:`_SCROLL_JS`).
+_INIT_JS = (
+    """(() => {
+  const key = Symbol.for("archiver.render");
+  if (window[key]) return;
+  const st = window.setTimeout, ct = window.clearTimeout, ci = window.clearInterval;
+  const pending = new Map();
+  const state = { setTimeout: st, observed: 0, listeners: 0 };
+  state.nextDue = () => {
+    const now = performance.now();
+    let next = -1;
+    for (const [id, due] of pending) {
+      if (due < now - 100) { pending.delete(id); continue; }  // cleared some other way, or long late
+      const left = Math.max(due - now, 0);
+      if (next < 0 || left < next) next = left;
+    }
+    return next;
+  };
+  state.reacts = () => state.observed > 0 || state.listeners > 0 || !!window.onscroll
+    || !!document.onscroll || !!(document.body && document.body.onscroll);
+  state.lazy = () => [...document.querySelectorAll('img[loading="lazy" i], iframe[loading="lazy" i]')]
+    .map((e) => e.getBoundingClientRect().top + window.scrollY).sort((a, b) => a - b);
+  state.scrollable = () => state.reacts() || state.lazy().some((top) => top >= window.innerHeight);
+  Object.defineProperty(window, key, { value: state });
+  window.setTimeout = function setTimeout(fn, ms, ...rest) {
+    const delay = Number(ms) || 0;
+    if (typeof fn !== "function" || !(delay <= LIMIT)) return st(fn, ms, ...rest);
+    const id = st(function () { pending.delete(id); return fn.apply(this, arguments); }, ms, ...rest);
+    pending.set(id, performance.now() + delay);
+    return id;
+  };
+  window.clearTimeout = function clearTimeout(id) { pending.delete(id); return ct(id); };
+  window.clearInterval = function clearInterval(id) { pending.delete(id); return ci(id); };
+  const IO = window.IntersectionObserver;
+  if (IO) {
+    const observe = IO.prototype.observe;
+    IO.prototype.observe = function observe_(target) {
+      state.observed += 1;
+      return observe.call(this, target);
+    };
+  }
+  const add = EventTarget.prototype.addEventListener;
+  EventTarget.prototype.addEventListener = function addEventListener(type, ...rest) {
+    const target = this === window || this === document;
+    if (target && (type === "scroll" || type === "wheel")) state.listeners += 1;
+    return add.call(this, type, ...rest);
+  };
+})()"""
+).replace("LIMIT", str(TIMER_LIMIT_MS))
+
+#: Wait until the page has processed what it was doing: two animation frames (the first runs before
+#: the next frame is drawn, the second after it, when IntersectionObserver callbacks and scroll
+#: handlers have been queued) and one task (so those have run), at most ``ms`` milliseconds for a
+#: page whose frames never come; then the milliseconds until its next pending short timer is due
+#: (-1: none) and whether the scroll (:data:`_SCROLL_JS`) has anything to do on the page.
+_IDLE_JS = """(ms) => new Promise((resolve) => {
+  const s = window[Symbol.for("archiver.render")];
+  const st = s ? s.setTimeout : setTimeout;
   let done = false;
   const finish = () => {
-    if (done) return;
-    done = true;
-    resolve([window.scrollY + window.innerHeight, el ? el.scrollHeight : 0, moved]);
+    if (!done) { done = true; resolve(s ? [s.nextDue(), s.scrollable()] : [-1, true]); }
   };
-  if (!moved) { finish(); return; }  // nothing scrolled (the page fits): nothing to wait for
-  setTimeout(finish, ms);
-  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(finish, 0)));
+  st(finish, ms);
+  requestAnimationFrame(() => requestAnimationFrame(() => st(finish, 0)));
 })"""
 
-#: Back to the top, waited for the same way (a page may react to the top being visible again).
-_TOP_JS = """(ms) => new Promise((resolve) => {
-  window.scrollTo(0, 0);
-  let done = false;
-  const finish = () => { if (!done) { done = true; resolve(null); } };
-  setTimeout(finish, ms);
-  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(finish, 0)));
-})"""
+#: The scroll, in the page. A page that reacts to scrolling itself (a ``scroll``/``wheel`` listener
+#: on the window or document, an ``onscroll`` handler, an IntersectionObserver observing anything) is
+#: scrolled one viewport at a time to the bottom of its *measured* height (which may grow as it
+#: scrolls), at most ``steps`` steps, each waited for (two frames and a task, at most ``ms``). Any
+#: other page can only load something by scrolling through its lazy elements (``loading=lazy``
+#: images and frames): it jumps to each viewport that holds one not yet near the viewport (at most
+#: ``steps`` jumps), each waited for the same way, and is not scrolled at all when it has none. Then
+#: back to the top, waited for too. Returns whether it scrolled.
+_SCROLL_JS = """async ([steps, ms]) => {
+  const s = window[Symbol.for("archiver.render")];
+  const st = s ? s.setTimeout : setTimeout;
+  const el = document.scrollingElement || document.documentElement;
+  const frames = () => new Promise((resolve) => {
+    let done = false;
+    const finish = () => { if (!done) { done = true; resolve(); } };
+    st(finish, ms);
+    requestAnimationFrame(() => requestAnimationFrame(() => st(finish, 0)));
+  });
+  const reacts = !s || s.reacts();
+  let scrolled = false;
+  if (reacts) {
+    for (let i = 0; i < steps; i++) {
+      const from = window.scrollY;
+      window.scrollBy(0, window.innerHeight);
+      if (window.scrollY === from) break;
+      scrolled = true;
+      await frames();
+      if (window.scrollY + window.innerHeight >= (el ? el.scrollHeight : 0)) break;
+    }
+  } else {
+    const tops = s.lazy();
+    let covered = window.innerHeight;  // what the viewport at the top has brought near already
+    for (const top of tops) {
+      if (steps-- <= 0) break;
+      if (top < covered) continue;
+      window.scrollTo(0, top);
+      scrolled = scrolled || window.scrollY > 0;
+      covered = window.scrollY + window.innerHeight;
+      await frames();
+    }
+  }
+  if (scrolled) { window.scrollTo(0, 0); await frames(); }
+  return scrolled;
+}"""
+
+
+#: Before a tab is reused: its ``sessionStorage`` emptied (a new tab has none); true when done.
+_LEAVE_JS = """() => { try { sessionStorage.clear(); } catch (e) { /* an opaque origin */ } return true; }"""
+
+
+class _Traffic:
+    """The requests of one page in flight (from ``request`` to ``requestfinished``/``requestfailed``,
+    and each route handler from its start to its fulfil or abort) and when that last changed."""
+
+    def __init__(self) -> None:
+        self.requests: set[Any] = set()
+        self.routes = 0
+        self.started = 0
+        self.changed = time.monotonic()
+        self.event = asyncio.Event()
+
+    def busy(self) -> bool:
+        return bool(self.requests) or self.routes > 0
+
+    def touch(self) -> None:
+        self.changed = time.monotonic()
+        self.event.set()
+
+    def begin(self, request: Any) -> None:
+        self.requests.add(request)
+        self.started += 1
+        self.touch()
+
+    def end(self, request: Any) -> None:
+        self.requests.discard(request)
+        self.touch()
 
 
 class Renderer:
@@ -97,8 +237,8 @@ class Renderer:
         timeout: float = 30.0,
         settle: float = 1.5,
         scroll_steps: int = 20,
-        scroll_pause: float = 0.1,
         frame_wait: float = 2.0,
+        quiet: float = QUIET,
         viewport: tuple[int, int] = (1280, 800),
     ) -> None:
         self.answer = answer
@@ -106,16 +246,18 @@ class Renderer:
         self.timeout = timeout
         self.settle = settle
         self.scroll_steps = scroll_steps
-        self.scroll_pause = scroll_pause
         self.frame_wait = frame_wait
+        self.quiet = quiet
         self.viewport = viewport
-        self._tabs = asyncio.Semaphore(max(tabs, 1))
+        self.tabs = max(tabs, 1)
+        self._tabs = asyncio.Semaphore(self.tabs)
+        self._idle_tabs: list[Any] = []
         self._pw: Any = None
         self._browser: Any = None
         self._context: Any = None
         self._loaded: set[Any] = set()
         self._background: set[asyncio.Future[None]] = set()
-        self._requests: dict[Any, int] = {}
+        self._traffic: dict[Any, _Traffic] = {}
         self._sources: dict[Any, str | None] = {}
 
     async def __aenter__(self) -> Renderer:
@@ -144,6 +286,7 @@ class Renderer:
             viewport={"width": width, "height": height},
             accept_downloads=False,
         )
+        await self._context.add_init_script(_INIT_JS)
         await self._context.route("**/*", self._route)
         with contextlib.suppress(AttributeError):  # Playwright < 1.48 has no WebSocket routing
             await self._context.route_web_socket("**/*", self._websocket)
@@ -177,6 +320,7 @@ class Renderer:
 
     async def _route(self, route: Any) -> None:
         request = route.request
+        traffic: _Traffic | None = None
         try:
             if request.method not in ("GET", "HEAD"):
                 await route.abort("blockedbyclient")
@@ -189,8 +333,11 @@ class Renderer:
             if top and page in self._loaded:
                 await route.fulfill(status=204, body=b"")
                 return
-            if page is not None:
-                self._requests[page] = self._requests.get(page, 0) + 1
+            traffic = self._traffic.get(page)
+            if traffic is not None:
+                traffic.routes += 1
+                traffic.started += 1
+                traffic.touch()
             referrer = request.headers.get("referer")
             reply = await self.answer(request.url, request.resource_type, referrer, self._sources.get(page))
             if reply is None:
@@ -203,10 +350,60 @@ class Renderer:
         except Exception:
             with contextlib.suppress(Exception):
                 await route.abort("failed")
+        finally:
+            if traffic is not None:
+                traffic.routes -= 1
+                traffic.touch()
 
-    async def _idle(self, page: Any) -> None:
-        with contextlib.suppress(Exception):
-            await page.wait_for_load_state("networkidle", timeout=self.settle * 1000)
+    async def _settle(self, page: Any) -> bool | None:
+        """Wait, at most ``settle`` seconds, until the page is settled: no request in flight, none
+        started or ended for ``quiet`` seconds, the page's frames and tasks processed
+        (:data:`_IDLE_JS`) and no short timer pending (:data:`_INIT_JS`); a pending timer is waited
+        for and the page looked at again after it has fired. Returns whether the settled page has
+        anything to scroll to (None: not known, the bound ran out first)."""
+        traffic = self._traffic[page]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settle
+        wait_ms = int(self.frame_wait * 1000)
+        while (left := deadline - loop.time()) > 0:
+            if traffic.busy():
+                traffic.event.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(traffic.event.wait(), left)
+                continue
+            stamp = traffic.changed
+            # the page's frames are waited for while the quiet window runs, not after it
+            quiet = max(self.quiet - (time.monotonic() - stamp), 0)
+            try:
+                (due, scrollable), _ = await asyncio.wait_for(
+                    asyncio.gather(page.evaluate(_IDLE_JS, wait_ms), asyncio.sleep(quiet)), left
+                )
+            except Exception:
+                return None  # the bound is up, or the page cannot be asked (it is going away)
+            if traffic.busy() or traffic.changed != stamp:
+                continue
+            if not isinstance(due, (int, float)) or due < 0:
+                return bool(scrollable)
+            await asyncio.sleep(min(due / 1000 + self.quiet, max(deadline - loop.time(), 0)))
+        return None
+
+    async def _take_tab(self) -> Any:
+        """A tab for the next page: one a finished render left (kept for reuse, as a browser's user
+        keeps a tab), or a new one whose requests are counted in its page's :class:`_Traffic`."""
+        while self._idle_tabs:
+            page = self._idle_tabs.pop()
+            if not page.is_closed():
+                return page
+        page = await self._context.new_page()
+        page.on("request", lambda request: self._count(page, request, True))
+        page.on("requestfinished", lambda request: self._count(page, request, False))
+        page.on("requestfailed", lambda request: self._count(page, request, False))
+        return page
+
+    def _count(self, page: Any, request: Any, begins: bool) -> None:
+        traffic = self._traffic.get(page)
+        if traffic is not None:
+            (traffic.begin if begins else traffic.end)(request)
 
     async def render(self, url: str, source: str | None = None) -> str:
         """The rendered DOM of ``url`` with its doctype; ``source`` goes to ``answer`` with every
@@ -214,44 +411,44 @@ class Renderer:
         if self._context is None:
             raise CaptureError("the renderer is not started", subject=url)
         async with self._tabs:
-            page = await self._context.new_page()
+            page = await self._take_tab()
+            traffic = self._traffic[page] = _Traffic()
             self._sources[page] = source
+            reuse = False
             try:
                 try:
                     await page.goto(url, wait_until="load", timeout=self.timeout * 1000)
                 except Exception as e:
                     raise CaptureError(f"render failed: {str(e).splitlines()[0]}", subject=url) from None
                 self._loaded.add(page)
-                await self._idle(page)
-                before = self._requests.get(page, 0)
+                scrollable = await self._settle(page)
+                before = traffic.started
                 scrolled = False
-                wait_ms = int(self.frame_wait * 1000)
-                for _ in range(self.scroll_steps):
-                    try:
-                        # waits for the page to have processed the step (_SCROLL_JS), even the last
-                        reached, height, moved = await page.evaluate(_SCROLL_JS, wait_ms)
-                    except Exception:
-                        break
-                    scrolled = scrolled or bool(moved)
-                    if reached >= height or not moved:
-                        break
-                    await asyncio.sleep(self.scroll_pause)
-                if scrolled:
+                if scrollable is not False:  # no round trip for a page with nothing to scroll to
                     with contextlib.suppress(Exception):
-                        await page.evaluate(_TOP_JS, wait_ms)
-                    if self._requests.get(page, 0) != before:
-                        await self._idle(page)  # the scroll loaded more: let it settle
+                        steps = [self.scroll_steps, int(self.frame_wait * 1000)]
+                        scrolled = await page.evaluate(_SCROLL_JS, steps)
+                if scrolled and traffic.started != before:
+                    await self._settle(page)  # the scroll loaded more: let it settle
                 if str(page.url).startswith("chrome-error:"):
                     # the page moved on before it loaded, to a URL that was refused or failed:
                     # what the tab shows is Chromium's error page, not the page
                     raise CaptureError("render failed: the page moved on to a URL not fetched", subject=url)
-                try:
-                    return str(await page.content())
-                except Exception as e:
-                    raise CaptureError(f"cannot read the rendered page: {e}", subject=url) from None
+                # asked together, answered in order: the DOM first, then the tab emptied of what it
+                # would carry to the next page of the same origin beyond the context's shared storage
+                content, leave = await asyncio.gather(
+                    page.content(), page.evaluate(_LEAVE_JS), return_exceptions=True
+                )
+                if isinstance(content, BaseException):
+                    raise CaptureError(f"cannot read the rendered page: {content}", subject=url) from None
+                reuse = leave is True
+                return str(content)
             finally:
                 self._loaded.discard(page)
-                self._requests.pop(page, None)
+                self._traffic.pop(page, None)
                 self._sources.pop(page, None)
-                with contextlib.suppress(Exception):
-                    await page.close()
+                if reuse and len(self._idle_tabs) < self.tabs:
+                    self._idle_tabs.append(page)
+                else:
+                    with contextlib.suppress(Exception):
+                        await page.close()

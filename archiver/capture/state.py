@@ -53,7 +53,7 @@ from pathlib import Path
 
 import msgspec
 
-from archiver.capture import depths, hosts
+from archiver.capture import aliases, depths, hosts
 from archiver.tree import Record
 
 __all__ = [
@@ -168,6 +168,9 @@ class State:
 
     renew_every = 60.0  # nothing to renew: one process owns the file
     counts_pages = False  # the crawler keeps max_pages
+    #: an owner that fails hands its tree path to an alias (:mod:`.aliases`); a shared crawl's
+    #: local mirror leaves that to the shared state, which knows every alias
+    hands_over = True
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -233,6 +236,9 @@ class State:
             return False  # nothing to improve: the statements below would change nothing
         self._seq += 1
         outcome = new.state if new.state in ("skipped", "merged") else None
+        final_url = new.final_url
+        if new.state == "merged" and final_url:  # its owner may have handed the path on since
+            final_url = aliases.owner_at_end(self.db, final_url)
         cur = self.db.execute(
             "INSERT OR IGNORE INTO urls (key, kind, state, depth, referrer, priority, seq, stylesheet, path,"
             " final_url, outcome, reason, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -246,7 +252,7 @@ class State:
                 self._seq,
                 int(new.stylesheet),
                 new.path,
-                new.final_url,
+                final_url,
                 outcome,
                 new.reason or None,
                 time.time(),
@@ -315,7 +321,8 @@ class State:
                 for k, d, r in self.db.execute("SELECT key, depth, referrer FROM urls")
             }
             seeds = [str(u) for (u,) in self.db.execute("SELECT url FROM seeds")]
-            labels = depths.shortest(seeds, self.found(), stored)
+            names = aliases.referrer_names(self.db)
+            labels = depths.shortest(seeds, self.found(), stored, names)
             changed = [(d, r or None, k) for k, (d, r) in labels.items() if stored.get(k, (d, r)) != (d, r)]
             self.db.executemany("UPDATE urls SET depth = ?, referrer = ? WHERE key = ?", changed)
             if max_depth is None:
@@ -505,6 +512,11 @@ class State:
                 self.db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", blob)
             if links is not None:
                 self.set_links(*links)
+            if state in aliases.HANDED_STATES and self.hands_over:
+                heir = aliases.hand_over(self.db, key)
+                if heir is not None:
+                    self._settled.pop(heir, None)
+                    self._settled.pop(key, None)
             self._found(new)
             return [item.key for item in new if self._add(item)]
 
@@ -530,6 +542,8 @@ class State:
         """Set a row's state without counting an attempt (merged aliases, skips decided up front)."""
         self._settled.pop(key, None)
         with self.transaction():
+            if state == "merged" and final_url:
+                final_url = aliases.owner_at_end(self.db, final_url)
             self.db.execute(
                 "UPDATE urls SET state = ?, outcome = ?, reason = ?, final_url = ?, updated = ?"
                 " WHERE key = ?",

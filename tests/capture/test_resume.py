@@ -48,6 +48,9 @@ def _manifest(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     records = [json.loads(line) for line in lines[1:]]
     for r in records:
         r.pop("fetched", None)
+        # of URLs sharing one file the one met first is fetched and listed first, which depends on
+        # timing (tree.md §11): the same URLs must be listed; the referrer names none by timing (§8)
+        r["urls"] = sorted(r["urls"])
     return header, records
 
 

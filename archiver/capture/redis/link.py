@@ -93,6 +93,7 @@ class RedisLink:
         self.counts_pages = config["options"].get("max_pages") is not None
         self._register(config, path)
         self.local = State(path)
+        self.local.hands_over = False  # the FINISH script hands a failed owner's path on, crawl-wide
 
     # ---- talking to Redis
 

@@ -85,6 +85,58 @@ local function val(v)
   return v
 end
 
+-- an alias names the key at the end of its owner's chain (an owner may have handed its path on)
+local function owner_at_end(key)
+  local seen = {[key] = true}
+  while true do
+    local r = redis.call('HMGET', P .. 'u:' .. key, 'state', 'final_url')
+    if r[1] ~= 'merged' or not r[2] or seen[r[2]] then return key end
+    key = r[2]
+    seen[key] = true
+  end
+end
+
+-- tree.md 3.3, crawl-state.md 6.2: ``key`` owns its path and just ended failed, unconfirmed or
+-- refused: the smallest alias merged into it that was never tried itself (outcome 'merged') goes
+-- back to the frontier (no attempt counted) and owns the path; the other aliases name it, and
+-- ``key`` is merged into it, keeping its failure's outcome and reason
+local function hand_over(key)
+  local u = P .. 'u:' .. key
+  local mine = redis.call('HMGET', u, 'path', 'kind', 'state')
+  local path = mine[1]
+  if not path or redis.call('HGET', P .. 'paths', path) ~= key then return end
+  local members = redis.call('SMEMBERS', P .. 'al:' .. key)
+  table.sort(members)
+  local heir = nil
+  for _, m in ipairs(members) do
+    local r = redis.call('HMGET', P .. 'u:' .. m, 'state', 'outcome', 'final_url')
+    if r[1] == 'merged' and r[2] == 'merged' and r[3] == key then
+      heir = m
+      break
+    end
+  end
+  if not heir then return end
+  local h = P .. 'u:' .. heir
+  local r = redis.call('HMGET', h, 'kind', 'priority', 'depth', 'seq')
+  redis.call('HSET', h, 'state', 'pending', 'path', path)
+  redis.call('HDEL', h, 'outcome', 'reason', 'final_url')
+  count('merged', r[1], -1)
+  count('pending', r[1], 1)
+  redis.call('ZADD', P .. 'q:' .. r[1], score(tonumber(r[2]), tonumber(r[3]), tonumber(r[4])), heir)
+  for _, m in ipairs(members) do
+    if m ~= heir and redis.call('HGET', P .. 'u:' .. m, 'final_url') == key then
+      redis.call('HSET', P .. 'u:' .. m, 'final_url', heir)
+      redis.call('SADD', P .. 'al:' .. heir, m)
+    end
+  end
+  redis.call('DEL', P .. 'al:' .. key)
+  redis.call('HSET', u, 'state', 'merged', 'final_url', heir)
+  count(mine[3], mine[2], -1)
+  count('merged', mine[2], 1)
+  redis.call('SADD', P .. 'al:' .. heir, key)
+  redis.call('HSET', P .. 'paths', path, heir)
+end
+
 -- the references one item names: {key, kind, depth, referrer, priority, stylesheet, path, state,
 -- final_url, reason}; appends the keys that were new or revived to ``out``
 local function add_item(it, out)
@@ -93,6 +145,7 @@ local function add_item(it, out)
   local st, fin, reason = it[8], val(it[9]), it[10]
   local u = P .. 'u:' .. key
   if not redis.call('ZSCORE', P .. 'seen', key) then
+    if st == 'merged' and fin then fin = owner_at_end(fin) end
     local seq = redis.call('INCR', P .. 'seq')
     redis.call('ZADD', P .. 'seen', seq, key)
     if st == 'pending' and path then
@@ -351,6 +404,7 @@ redis.call('HINCRBY', P .. 'wc:' .. worker, st, 1)
 if ARGV[6] == 'redirected' and ARGV[9] ~= '' then
   redis.call('SADD', P .. 'rd:' .. ARGV[9], key)
 end
+if st == 'failed' or st == 'unconfirmed' or st == 'refused' then hand_over(key) end
 local out = {1}
 add_items(ARGV[10], out)
 return out

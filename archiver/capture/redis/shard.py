@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from archiver.capture.aliases import HANDED_STATES
 from archiver.capture.redis.conn import Down, shown
 from archiver.capture.state import NewURL, Row, State
 from archiver.errors import FormatError
@@ -83,7 +84,12 @@ class Shard:
         local = [r for r in self._local.rows() if r.state != "pending"]
         stored = {r.key for r in local if r.state == "done"}
         stored.update(u for record in self._local.records() for u in record.urls)  # redirect targets too
-        extra = list(aliases(self._state, sorted(stored), {r.key for r in local}))
+        # a key this shard failed may have handed its path to an alias the crawl then stored
+        # (crawl-state.md §6.2): the crawl's merged row stands for it
+        known = {r.key for r in local if r.state not in HANDED_STATES}
+        extra = list(aliases(self._state, sorted(stored), known))
+        replaced = {r.key for r in extra}
+        local = [r for r in local if r.key not in replaced]
         final = {r.key: r.final_url for r in [*local, *extra] if r.state == "merged" and r.final_url}
 
         def end(key: str) -> str:
@@ -161,7 +167,8 @@ def settle(state: RedisLink) -> None:
             for r in merged
         )
         state.local.db.executemany(  # the end of each chain, also for the rows it had already
-            "UPDATE urls SET final_url = ? WHERE key = ? AND state = 'merged'",
+            "UPDATE urls SET final_url = ?, state = 'merged' WHERE key = ?"
+            " AND state IN ('merged', 'failed', 'unconfirmed', 'refused')",
             [(r.final_url, r.key) for r in merged],
         )
     crawl_wide_discovery(state)

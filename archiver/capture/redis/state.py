@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from archiver import urls
+from archiver.capture import aliases
 from archiver.capture.redis.budget import keep_skipped, stores_page
 from archiver.capture.redis.config import CONFIG_VERSION, check_same, crawl_config
 from archiver.capture.redis.conn import (
@@ -226,8 +227,12 @@ class RedisState(RedisLink):
             self.local.add(
                 NewURL(r.key, r.kind, r.depth, r.referrer, r.priority, r.stylesheet, r.path) for r in rows
             )
-            for r in rows:
-                self._know_path(r)
+            with self.local.transaction():
+                for r in rows:
+                    # an alias this shard merged, given the path since (formats/crawl-state.md §6.2)
+                    if aliases.adopt(self.local.db, r.key, r.path):
+                        self.local._settled.pop(r.key, None)
+                    self._know_path(r)
         return rows
 
     def renew(self, keys: Iterable[str]) -> list[str]:
