@@ -14,6 +14,7 @@ import heapq
 import json
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -539,8 +540,22 @@ def _proximity(spans: list[tuple[list[int], int]]) -> float:
         cur, _ = spans[i]
         if not prev or not cur:
             return 1.0
-        gap = min(abs(c - (p + width)) for p in prev[:MAX_EXPANSIONS] for c in cur[:MAX_EXPANSIONS])
+        gap = _nearest([p + width for p in prev[:MAX_EXPANSIONS]], cur[:MAX_EXPANSIONS])
         best = gap if best is math.inf else max(best, gap)
     if best == 0:
         return PHRASE
     return NEAR if best <= NEAR_WINDOW else 1.0
+
+
+def _nearest(ends: list[int], starts: list[int]) -> int:
+    """min |s - e| over every pair (what the page's script computes pair by pair), by bisection."""
+    ends = sorted(ends)
+    best = -1
+    for c in starts:
+        i = bisect_left(ends, c)
+        for j in (i - 1, i):
+            if 0 <= j < len(ends):
+                d = abs(c - ends[j])
+                if best < 0 or d < best:
+                    best = d
+    return best

@@ -33,6 +33,9 @@ CACHE_BYTES = 32 << 20
 #: Bytes (estimated) of decoded shards and term data kept between queries, all mounts together,
 #: in each server process (formats/serve.md §8, Memory).
 ENGINE_BYTES = 512 << 20
+#: Text chunks (about 2 KiB each) and fragment rows an open index keeps between queries.
+KEPT_CHUNKS = 256
+KEPT_FRAGMENTS = 4096
 
 Read = Callable[[str], bytes]
 
@@ -183,6 +186,11 @@ class Searcher:
                 self._indexes.clear()  # a damaged file is read again, and said again, next time
                 self.engine.clear()
             self._trim()
+            for index in indexes:  # the text chunks and fragments shown stay few (no page's whole text)
+                if len(index._chunks) > KEPT_CHUNKS:
+                    index._chunks.clear()
+                if len(index._fragments) > KEPT_FRAGMENTS:
+                    index._fragments.clear()
             if found is not None:
                 doc["total"] = found.total
                 doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
