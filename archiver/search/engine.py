@@ -66,6 +66,7 @@ _HEAD = re.compile(f"({_NUMBER})({_NUMBER})({_NUMBER})({_NUMBER})")
 _SKIP = [re.compile(f"(?:{_NUMBER}){{{n}}}") for n in range(MAX_POSITIONS + 1)]
 _CONTINUATION = str.maketrans("", "", "WXYZabcdefghijklmnopqrstuvwxyz-_")
 _ENTRY = 96  # bytes a cache entry costs besides its arrays (estimate)
+_TERM = 400  # bytes a term costs besides its postings: its str, a dict entry, four arrays, two ints
 
 
 _ONE = {c: unpack_numbers(c)[0] for c in "0123456789ABCDEFGHIJKLMNOPQRSTUV"}
@@ -199,7 +200,7 @@ def term_data(
     td.order = array("i", sorted(range(len(docs)), key=imps.__getitem__, reverse=True))
     td.mask, td.titles = _mask(docs), _mask(titles)
     text_bytes = len(td.raw) if isinstance(td.raw, str) else 8 * len(td.raw)
-    td.size = _ENTRY + text_bytes + 20 * len(docs) + (len(docs) and docs[-1] // 4)
+    td.size = _TERM + text_bytes + 20 * len(docs) + (len(docs) and docs[-1] // 4)
     return td
 
 
@@ -334,7 +335,7 @@ class Engine:
                 terms[str(r[0])] = value
         except (ValueError, TypeError, IndexError, KeyError) as e:
             raise FormatError(f"its postings are malformed ({e})", subject=where) from None
-        self._put(("s", key, i), terms, _ENTRY + 2 * size)
+        self._put(("s", key, i), terms, _ENTRY + size + _TERM * len(terms))
         return terms
 
     def _shards_for(self, index: Index, key: Hashable, term: str, prefix: bool) -> list[int]:
