@@ -52,7 +52,8 @@ WARC = {
 }  # fmt: skip
 
 SEARCH = {
-    "__future__", "array", "base64", "codecs", "collections", "collections.abc", "dataclasses", "functools",
+    "__future__", "array", "base64", "bisect", "codecs", "collections", "collections.abc", "dataclasses",
+    "functools",
     "hashlib", "heapq", "itertools", "json", "math", "operator", "re", "regex", "typing", "unicodedata",
     "zlib", "selectolax.lexbor", "archiver.errors",
     "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
@@ -91,6 +92,7 @@ PURE: dict[str, set[str]] = {
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
     "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
     "search/query.py": SEARCH, "search/snippet.py": SEARCH,
+    "search/engine.py": SEARCH | {"weakref", "archiver.search.query"},
     "versions/dates.py": HISTORY, "versions/volatile.py": HISTORY, "versions/diff.py": HISTORY,
     "warc/replay_rules.py": WARC | {
         "collections.abc", "archiver", "archiver.errors", "archiver.media", "archiver.codings",

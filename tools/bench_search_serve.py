@@ -12,11 +12,17 @@ time and the index sizes, and writes ``DIR/queries.txt``: one-word and two-word 
 the vocabulary by the same distribution, and two-character Chinese and Japanese words.
 
 Then (given trees, gwtar or ZIM files, or ``--corpus DIR`` for every tree and archive in DIR):
-``archiver serve --workers W`` mounts them all; one client asks each query once in turn (the time to
-the first results page without load: p50, p95), then wrk (``-t2 -c<connections>``) asks
-``/~/api/search?q=…&limit=10`` on the bare host, cycling through the queries, for ``--duration``
-seconds: requests/s, p50, p95, p99 (wrk's own latency histogram), non-2xx answers and socket errors.
-The load average is printed first. No timing is asserted anywhere; nothing leaves 127.0.0.1.
+``archiver serve --workers W`` mounts them all. **Cold**: every query once from 2×W clients at once,
+each client the whole list in its own order, so each server process decodes what each query needs
+once (formats/search.md §6.5: the first time a process meets a word): p50, p95, max of those first
+answers. **Warm**: one client asks each query once in turn (p50, p95), then wrk (``-t2
+-c<connections>``) asks ``/~/api/search?q=…&limit=10`` on the bare host, cycling through the
+queries, for ``--duration`` seconds: requests/s, p50, p95, p99 (wrk's own latency histogram),
+non-2xx answers and socket errors. Then the server processes' resident memory (VmRSS, VmHWM).
+``--compare N``: the first N queries' results (mount, path, score, in order) from the API against
+:func:`archiver.search.query.search` run in this process over the same archives (the ranking
+before the serve engine); mismatches are printed. The load average is printed first. No timing is
+asserted anywhere; nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +203,84 @@ def make_corpus(folder: Path, archives: int, pages: int, seed: int) -> None:
     )
 
 
+def memory(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (MB) of the server process ``pid`` and its forked workers, summed."""
+    pids = [pid]
+    with suppress(OSError):
+        pids += [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    out = {"processes": len(pids), "rss_mb": 0.0, "hwm_mb": 0.0}
+    for p in pids:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key = "rss_mb" if line.startswith("VmRSS") else "hwm_mb"
+                out[key] += int(line.split()[1]) / 1024
+    return out
+
+
+def cold(port: int, qs: Sequence[str], clients: int) -> dict[str, Any]:
+    """Every query once from ``clients`` clients at once, each in its own order."""
+    times: list[float] = []
+    resets: list[str] = []
+
+    def run(seed: int) -> None:
+        order = list(qs)
+        random.Random(seed).shuffle(order)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        for q in order:
+            started = time.perf_counter()
+            try:
+                conn.request("GET", api_path(q), headers={"Host": f"localhost:{port}"})
+                conn.getresponse().read()
+            except (ConnectionError, http.client.HTTPException):
+                # the server closes a kept-alive connection its process was too busy to read in time
+                resets.append(q)
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                continue
+            times.append(time.perf_counter() - started)
+        conn.close()
+
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        list(pool.map(run, range(clients)))
+    times.sort()
+    return {
+        "answers": len(times),
+        "seconds": time.monotonic() - started,
+        "p50_ms": statistics.median(times) * 1000,
+        "p95_ms": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] * 1000,
+        "max_ms": times[-1] * 1000,
+        "resets": len(resets),
+    }
+
+
+def compare(port: int, paths: Sequence[Path], qs: Sequence[str]) -> dict[str, Any]:
+    """The API's results against the query core's over the same archives (trees only)."""
+    from archiver.search import query, store
+
+    trees = [p for p in paths if p.is_dir()]
+    indexes = [store.open_index(t, f"{t.name}/_archiver/search") for t in trees]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    bad = []
+    for q in qs:
+        conn.request("GET", api_path(q), headers={"Host": f"localhost:{port}"})
+        doc = json.loads(conn.getresponse().read())
+        got = [(r["mount"], r["path"], r["score"], r["snippet"]) for r in doc["results"]]
+        found = query.search(indexes, q, limit=10)
+        want = [(trees[r.archive].name, r.path, r.score, r.snippet.text) for r in found.results]
+        if got != want or doc["total"] != found.total:
+            bad.append(q)
+            print(f"  differs: {q!r}", flush=True)
+    conn.close()
+    return {"queries": len(qs), "differ": len(bad)}
+
+
 @contextmanager
-def serving(paths: Sequence[Path], workers: int) -> Iterator[int]:
+def serving(paths: Sequence[Path], workers: int) -> Iterator[tuple[int, int]]:
     port = free_port()
     cmd = [
         sys.executable,
@@ -225,7 +307,7 @@ def serving(paths: Sequence[Path], workers: int) -> Iterator[int]:
                     why = proc.stderr.read().decode() if proc.stderr else ""
                     raise SystemExit(f"bench_search_serve: archiver serve did not start: {why}") from None
                 time.sleep(0.1)
-        yield port
+        yield port, proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -320,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--queries", type=Path, help="one query a line (default: the corpus's queries.txt)")
+    ap.add_argument("--compare", type=int, default=0, metavar="N", help="check the first N queries' results")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
@@ -336,14 +419,29 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"mounts": len(paths), "load": os.getloadavg()}
     with (
         tempfile.TemporaryDirectory(prefix="bench-search-serve-") as scratch,
-        serving(paths, args.workers) as port,
+        serving(paths, args.workers) as (port, pid),
     ):
-        one_client(port, qs[:5])  # opens every mount once
+        if args.compare:
+            report["compare"] = compare(port, paths, qs[: args.compare])
+            print(f"compared {report['compare']['queries']} queries: {report['compare']['differ']} differ")
+        report["cold"] = cold(port, qs, 2 * args.workers)
+        k = report["cold"]
+        print(
+            f"cold: {k['answers']} answers in {k['seconds']:.1f} s, p50 {k['p50_ms']:.1f} ms, "
+            f"p95 {k['p95_ms']:.1f} ms, max {k['max_ms']:.1f} ms, {k['resets']} connections reset; "
+            f"{memory(pid)}",
+            flush=True,
+        )
         report["one_client"] = one_client(port, qs[:200])
         report["wrk"] = load(port, qs, args.duration, args.connections, Path(scratch))
+        report["memory"] = memory(pid)
     c, w = report["one_client"], report["wrk"]
     print(
-        f"{len(paths)} mounts, {len(qs)} queries; one client: p50 {c['p50_ms']:.1f} ms, "
+        f"memory of the {report['memory']['processes']} server processes: RSS "
+        f"{report['memory']['rss_mb']:.0f} MB, peak {report['memory']['hwm_mb']:.0f} MB"
+    )
+    print(
+        f"{len(paths)} mounts, {len(qs)} queries; warm, one client: p50 {c['p50_ms']:.1f} ms, "
         f"p95 {c['p95_ms']:.1f} ms ({c['with_results']}/{c['queries']} with results)\n"
         f"wrk -c{args.connections}, {args.workers} workers: {w['rps']:.1f} req/s, p50 {w['p50_ms']:.1f} ms, "
         f"p95 {w['p95_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms, non-2xx {w['non_2xx']} {w['socket_errors']}"

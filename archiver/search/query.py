@@ -14,6 +14,7 @@ import heapq
 import json
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -360,11 +361,17 @@ def _idf(n: int, df: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
+def impact(title: int, headings: int, body: int, length: int, avgdl: float) -> float:
+    """A posting's score without its idf (§6.3): the idf times this is :func:`_term_score`, the same
+    floating-point operations in the same order (so a cached impact ranks exactly as a fresh one)."""
+    tf = body + 2 * headings
+    text = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl)) if tf else 0.0
+    head = HEADING * headings / (headings + 0.5)
+    return (TITLE if title else 0.0) + head + text
+
+
 def _term_score(p: Posting, idf: float, avgdl: float) -> float:
-    tf = p.body + 2 * p.headings
-    body = tf * (K1 + 1) / (tf + K1 * (1 - B + B * p.length / avgdl)) if tf else 0.0
-    head = HEADING * p.headings / (p.headings + 0.5)
-    return idf * ((TITLE if p.title else 0.0) + head + body)
+    return idf * impact(p.title, p.headings, p.body, p.length, avgdl)
 
 
 def _starts(clause_postings: list[dict[str, Posting]], complete: bool) -> list[int] | None:
@@ -377,6 +384,81 @@ def _starts(clause_postings: list[dict[str, Posting]], complete: bool) -> list[i
     if not starts and not complete:
         return None
     return sorted(starts)
+
+
+Here = list[list[dict[str, Posting]]]  # per clause, per term of it: the matched term → its posting
+
+
+def rank_doc(
+    clauses: Sequence[Clause],
+    here: Here,
+    n: int,
+    df: dict[str, int],
+    any_df: dict[str, int],
+    avgdl: float,
+    query_terms: Sequence[str],
+) -> tuple[int, float] | None:
+    """(tier, score) of one document whose postings for the query are ``here`` (§6.3); None when a
+    clause of several terms is not found as a phrase. ``df``, ``any_df``, ``n``: the whole collection's."""
+    score, spans = 0.0, []
+    title_hits = 0
+    for c, per_term in zip(clauses, here, strict=True):
+        complete = all(p.complete for alts in per_term for p in alts.values())
+        starts = (
+            _starts(per_term, complete)
+            if len(per_term) > 1
+            else sorted({q for p in per_term[0].values() for q in p.positions})
+        )
+        if starts is not None and not starts and len(per_term) > 1:
+            return None
+        spans.append((starts or [], len(per_term)))
+        for k, alts in enumerate(per_term):
+            best = 0.0
+            for t, p in alts.items():
+                exact = t == c.terms[k]
+                # A term the prefix stands for weighs as rare as the prefix is, not as its own rarity.
+                s = _term_score(p, _idf(n, df[t] if exact else any_df[c.terms[k]]), avgdl)
+                best = max(best, s if exact else s * PREFIX)
+                if exact and p.title:
+                    title_hits = max(title_hits, p.title_length)
+            score += best
+    if len(spans) > 1:
+        score *= _proximity(spans)
+    every = [alts for per_term in here for alts in per_term]
+    return int(title_hits == len(query_terms) and _title_is(every, query_terms)), score
+
+
+def cut_at(clauses: Sequence[Clause], here: Here, df: dict[str, int], any_df: dict[str, int]) -> int:
+    """Where the snippet of a document whose postings are ``here`` is cut (§6.4)."""
+    every = [alts for per_term in here for alts in per_term]
+    rarity = {t: df[t] for alts in every for t in alts}
+    for c in clauses:
+        if c.prefix:
+            for alts in every:
+                for t in alts:
+                    if t != c.terms[-1] and t.startswith(c.terms[-1]):
+                        rarity[t] = any_df[c.terms[-1]]
+    return _where_to_cut(every, rarity)
+
+
+def page_results(
+    indexes: Sequence[Index],
+    clauses: Sequence[Clause],
+    page: Sequence[tuple[int, float, int, int, int]],
+    results: Results,
+) -> Results:
+    """Fill ``results`` with the page's (tier, score, archive, document, cut position): each one's
+    fragment and the text chunk its snippet is cut from (§6.2, §6.4)."""
+    wanted = frozenset(t for c in clauses for t in (c.terms[:-1] if c.prefix else c.terms))
+    prefix = clauses[-1].terms[-1] if clauses[-1].prefix else ""
+    for _tier, score, a, doc, at in page:
+        path, title, _headings, starts = indexes[a].fragment(doc)
+        k = max((i for i, s in enumerate(starts) if s <= at), default=0)
+        cut = snippet(indexes[a].chunk(doc, k), wanted, prefix)
+        if k > 0 or k < len(starts) - 1:
+            cut = Snippet(cut.text, cut.marks, cut.before or k > 0, cut.after or k < len(starts) - 1)
+        results.results.append(Result(a, doc, round(score, 6), str(path), str(title), cut))
+    return results
 
 
 def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int = 0) -> Results:
@@ -405,7 +487,8 @@ def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int
         looked.append(per_clause)
     n = sum(i.documents for i in indexes)
     query_terms = [t for c in clauses for t in c.terms]
-    ranked: list[tuple[int, float, int, int, int]] = []
+    ranked: list[tuple[int, float, int, int]] = []
+    heres: dict[tuple[int, int], Here] = {}
     for a, (index, per_clause) in enumerate(zip(indexes, looked, strict=True)):
         candidates: set[int] | None = None
         for per_term in per_clause:
@@ -413,56 +496,16 @@ def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int
                 docs = set().union(*(p.keys() for p in found.values())) if found else set()
                 candidates = docs if candidates is None else candidates & docs
         for doc in sorted(candidates or ()):
-            score, spans, ok = 0.0, [], True
-            title_hits = 0
-            for c, per_term in zip(clauses, per_clause, strict=True):
-                here = [{t: p[doc] for t, p in found.items() if doc in p} for found in per_term]
-                complete = all(p.complete for alts in here for p in alts.values())
-                starts = (
-                    _starts(here, complete)
-                    if len(here) > 1
-                    else sorted({q for p in here[0].values() for q in p.positions})
-                )
-                if starts is not None and not starts and len(here) > 1:
-                    ok = False
-                    break
-                spans.append((starts or [], len(here)))
-                for k, alts in enumerate(here):
-                    best = 0.0
-                    for t, p in alts.items():
-                        exact = t == c.terms[k]
-                        # A term the prefix stands for weighs as rare as the prefix is, not as its own rarity.
-                        s = _term_score(p, _idf(n, df[t] if exact else any_df[c.terms[k]]), index.avgdl)
-                        best = max(best, s if exact else s * PREFIX)
-                        if exact and p.title:
-                            title_hits = max(title_hits, p.title_length)
-                    score += best
-            if not ok:
+            here = [[{t: p[doc] for t, p in found.items() if doc in p} for found in pc] for pc in per_clause]
+            ranked_doc = rank_doc(clauses, here, n, df, any_df, index.avgdl, query_terms)
+            if ranked_doc is None:
                 continue
-            if len(spans) > 1:
-                score *= _proximity(spans)
-            every = here_all(per_clause, doc)
-            tier = int(title_hits == len(query_terms) and _title_is(every, query_terms))
-            rarity = {t: df[t] for alts in every for t in alts}
-            for c in clauses:
-                if c.prefix:
-                    for alts in every:
-                        for t in alts:
-                            if t != c.terms[-1] and t.startswith(c.terms[-1]):
-                                rarity[t] = any_df[c.terms[-1]]
-            ranked.append((tier, score, a, doc, _where_to_cut(every, rarity)))
+            ranked.append((ranked_doc[0], ranked_doc[1], a, doc))
+            heres[(a, doc)] = here
     results.total = len(ranked)
     page = heapq.nsmallest(offset + limit, ranked, key=lambda r: (-r[0], -r[1], r[2], r[3]))[offset:]
-    wanted = frozenset(t for c in clauses for t in (c.terms[:-1] if c.prefix else c.terms))
-    prefix = clauses[-1].terms[-1] if clauses[-1].prefix else ""
-    for _tier, score, a, doc, at in page:
-        path, title, _headings, starts = indexes[a].fragment(doc)
-        k = max((i for i, s in enumerate(starts) if s <= at), default=0)
-        cut = snippet(indexes[a].chunk(doc, k), wanted, prefix)
-        if k > 0 or k < len(starts) - 1:
-            cut = Snippet(cut.text, cut.marks, cut.before or k > 0, cut.after or k < len(starts) - 1)
-        results.results.append(Result(a, doc, round(score, 6), str(path), str(title), cut))
-    return results
+    cuts = [(t, s, a, d, cut_at(clauses, heres[(a, d)], df, any_df)) for t, s, a, d in page]
+    return page_results(indexes, clauses, cuts, results)
 
 
 def _where_to_cut(every: list[dict[str, Posting]], rarity: dict[str, int]) -> int:
@@ -480,13 +523,7 @@ def _where_to_cut(every: list[dict[str, Posting]], rarity: dict[str, int]) -> in
     return -1
 
 
-def here_all(per_clause: list[list[dict[str, dict[int, Posting]]]], doc: int) -> list[dict[str, Posting]]:
-    return [
-        {t: p[doc] for t, p in found.items() if doc in p} for per_term in per_clause for found in per_term
-    ]
-
-
-def _title_is(here: list[dict[str, Posting]], query_terms: list[str]) -> bool:
+def _title_is(here: list[dict[str, Posting]], query_terms: Sequence[str]) -> bool:
     """The title is exactly the query's terms, in order: term k of the query at position k."""
     for k, (term, alts) in enumerate(zip(query_terms, here, strict=True)):
         p = alts.get(term)
@@ -503,8 +540,22 @@ def _proximity(spans: list[tuple[list[int], int]]) -> float:
         cur, _ = spans[i]
         if not prev or not cur:
             return 1.0
-        gap = min(abs(c - (p + width)) for p in prev[:MAX_EXPANSIONS] for c in cur[:MAX_EXPANSIONS])
+        gap = _nearest([p + width for p in prev[:MAX_EXPANSIONS]], cur[:MAX_EXPANSIONS])
         best = gap if best is math.inf else max(best, gap)
     if best == 0:
         return PHRASE
     return NEAR if best <= NEAR_WINDOW else 1.0
+
+
+def _nearest(ends: list[int], starts: list[int]) -> int:
+    """min |s - e| over every pair (what the page's script computes pair by pair), by bisection."""
+    ends = sorted(ends)
+    best = -1
+    for c in starts:
+        i = bisect_left(ends, c)
+        for j in (i - 1, i):
+            if 0 <= j < len(ends):
+                d = abs(c - ends[j])
+                if best < 0 or d < best:
+                    best = d
+    return best

@@ -3,10 +3,12 @@ as character ranges (formats/search.md §6.4). Pure: no network, no filesystem, 
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from archiver.search.tokens import tokens
+from archiver.search.tokens import MAX_TERM, tokens
 
 __all__ = ["Snippet", "snippet"]
 
@@ -26,14 +28,43 @@ class Snippet:
     after: bool = False
 
 
-def snippet(text: str, terms: frozenset[str], prefix: str = "", width: int = WIDTH) -> Snippet:
-    """The window of ``width`` characters of ``text`` holding the most distinct matched terms
-    (``terms``, or a term starting with ``prefix``); its start when nothing matches."""
-    hits = [
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
+    return [
         (t.start, t.end, t.term)
         for t in tokens(text)
         if t.term in terms or (prefix and t.term.startswith(prefix))
     ]
+
+
+def _ascii_hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
+    """:func:`_hits` of an ASCII text: its words are its runs of letters and digits, lower case
+    is their whole folding (formats/search.md §3), and lowering keeps every offset; one regex
+    finds the words that match (a word is a whole run: no letter or digit on either side)."""
+    out = []
+    for m in _matcher(terms, prefix).finditer(text.lower()):
+        word = m.group()
+        if len(word) <= MAX_TERM:
+            out.append((m.start(), m.end(), word))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(terms: frozenset[str], prefix: str) -> re.Pattern[str]:
+    words = sorted((re.escape(t) for t in terms if t and _ASCII_WORD.fullmatch(t)), key=len, reverse=True)
+    if prefix and _ASCII_WORD.fullmatch(prefix):
+        words.insert(0, re.escape(prefix) + "[a-z0-9]*")
+    if not words:
+        return re.compile(r"(?!)")
+    return re.compile(r"(?<![a-z0-9])(?:" + "|".join(words) + r")(?![a-z0-9])")
+
+
+def snippet(text: str, terms: frozenset[str], prefix: str = "", width: int = WIDTH) -> Snippet:
+    """The window of ``width`` characters of ``text`` holding the most distinct matched terms
+    (``terms``, or a term starting with ``prefix``); its start when nothing matches."""
+    hits = _ascii_hits(text, terms, prefix) if text.isascii() else _hits(text, terms, prefix)
     if not hits:
         cut = text[:width]
         return Snippet(cut, [], False, len(text) > width)

@@ -1,11 +1,13 @@
 """Search across every mount (formats/serve.md §8): ``/~/api/search?q=&limit=&offset=`` (JSON) and
 ``/~/search?q=`` (the index page's search box), on the bare host only. Each mount's own index
 (formats/search.md §4, §8: a tree's ``_archiver/search/``, a gwtar's members, a ZIM's entries) is
-opened on the first query that needs it and kept, with the files later queries read, in a cache
-bounded by the bytes of index files it holds (:data:`CACHE_BYTES`; the least recently used index
-goes first); a tree's index is opened again when its manifest changes on disk. A mount without an
-index is skipped and named in ``skipped``. Results are ranked together (formats/search.md §6.3) and
-link to the page on its mount's own origin."""
+opened on the first query that needs it (its manifest decoded once) and kept while the manifests
+kept stay under :data:`CACHE_BYTES` (the least recently used index goes first); a tree's index is
+opened again when its manifest changes on disk. What queries decode from the indexes (shards,
+each term's documents and impacts) is kept by :class:`archiver.search.engine.Engine` under
+:data:`ENGINE_BYTES`, and the ranking is the engine's (formats/search.md §6.5: the core's ranking,
+top-k by a global bound). A mount without an index is skipped and named in ``skipped``. Results are
+ranked together (formats/search.md §6.3) and link to the page on its mount's own origin."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 
 from archiver.errors import FormatError
 from archiver.search import archive, query, store
+from archiver.search.engine import Engine
 from archiver.serve.mounts import Mount
 from archiver.serve.paths import _href
 
@@ -25,8 +28,14 @@ __all__ = ["MAX_LIMIT", "Searcher", "results_page"]
 
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000
-#: Bytes of index files (as stored) the open indexes may hold between queries, all mounts together.
+#: Bytes of manifests (as stored) the open indexes may hold between queries, all mounts together.
 CACHE_BYTES = 32 << 20
+#: Bytes (estimated) of decoded shards and term data kept between queries, all mounts together,
+#: in each server process (formats/serve.md §8, Memory).
+ENGINE_BYTES = 512 << 20
+#: Text chunks (about 2 KiB each) and fragment rows an open index keeps between queries.
+KEPT_CHUNKS = 256
+KEPT_FRAGMENTS = 4096
 
 Read = Callable[[str], bytes]
 
@@ -53,16 +62,24 @@ class Searcher:
         self.mounts = [m for m in mounts if m.kind in ("tree", "gwtar", "zim")]
         self._readers: dict[str, tuple[Read, Callable[[str], bool]] | None] = {}
         self._opened: list[Any] = []
-        # mount name → (its index, the bytes of index files it has read, the stamp it was opened at)
-        self._indexes: OrderedDict[str, tuple[query.Index, list[int], tuple[int, ...]]] = OrderedDict()
+        # mount name → (its index, [its manifest's bytes], the stamp it was opened at, its engine key)
+        self._indexes: OrderedDict[str, tuple[query.Index, list[int], tuple[int, ...], int]] = OrderedDict()
+        self.engine = Engine(ENGINE_BYTES)
+        self._manifests: dict[str, str] = {}  # a tree mount's manifest path (a stat a query)
+        self._serial = 0
 
     def _stamp(self, m: Mount) -> tuple[int, ...]:
         """What says a tree's index changed on disk (its manifest's identity); archives named on the
         command line are assumed not to change while served (formats/serve.md §4)."""
         if m.kind != "tree":
             return ()
+        where = self._manifests.get(m.name)
+        if where is None:
+            where = self._manifests[m.name] = os.path.join(
+                os.path.realpath(m.path), store.INDEX_DIR, "manifest.js"
+            )
         try:
-            st = os.stat(os.path.join(os.path.realpath(m.path), store.INDEX_DIR, "manifest.js"))
+            st = os.stat(where)
         except OSError:
             return (-1,)
         return (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -78,24 +95,32 @@ class Searcher:
 
         def counted(path: str, read: Read = read, sizes: list[int] = sizes) -> bytes:
             data = read(path)
-            sizes.append(len(data))
+            if not sizes:  # the manifest, read first and kept decoded
+                sizes.append(len(data))
             return data
 
         index = archive.archive_index(counted, f"{m.name}/{store.INDEX_DIR}")
-        self._indexes[m.name] = (index, sizes, stamp)
+        if known is not None:
+            self.engine.forget(known[3])  # a tree indexed again: what was decoded from it goes
+        self._serial += 1
+        self._indexes[m.name] = (index, sizes, stamp, self._serial)
         self._indexes.move_to_end(m.name)
         return index
 
+    def _key(self, m: Mount) -> int:
+        return self._indexes[m.name][3]
+
     def cached(self) -> tuple[int, int]:
         """(indexes kept, bytes of index files they hold)."""
-        return len(self._indexes), sum(sum(sizes) for _, sizes, _ in self._indexes.values())
+        return len(self._indexes), sum(sum(x[1]) for x in self._indexes.values()) + self.engine.bytes
 
     def _trim(self) -> None:
         """Drop the least recently used indexes until the cache holds at most CACHE_BYTES of files
         (the last one used stays, whatever its size)."""
-        total = sum(sum(sizes) for _, sizes, _ in self._indexes.values())
+        total = sum(sum(x[1]) for x in self._indexes.values())
         while total > CACHE_BYTES and len(self._indexes) > 1:
-            _, (_, sizes, _) = self._indexes.popitem(last=False)
+            _, (_, sizes, _, key) = self._indexes.popitem(last=False)
+            self.engine.forget(key)
             total -= sum(sizes)
 
     def _reader(self, m: Mount) -> tuple[Read, Callable[[str], bool]] | None:
@@ -153,12 +178,19 @@ class Searcher:
         doc: dict[str, Any] = {"query": text, "total": 0, "offset": offset, "limit": limit, "results": []}
         if text.strip() and indexes:
             try:
-                found = query.search(indexes, text, limit=limit, offset=offset)
+                keys = [self._key(m) for m in used]
+                found = self.engine.search(indexes, keys, text, limit=limit, offset=offset)
             except FormatError as e:
                 doc["error"] = f"damaged index: {e.subject}: {e.message}"
                 found = None
                 self._indexes.clear()  # a damaged file is read again, and said again, next time
+                self.engine.clear()
             self._trim()
+            for index in indexes:  # the text chunks and fragments shown stay few (no page's whole text)
+                if len(index._chunks) > KEPT_CHUNKS:
+                    index._chunks.clear()
+                if len(index._fragments) > KEPT_FRAGMENTS:
+                    index._fragments.clear()
             if found is not None:
                 doc["total"] = found.total
                 doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
@@ -171,6 +203,7 @@ class Searcher:
         self._opened.clear()
         self._readers.clear()
         self._indexes.clear()
+        self.engine.clear()
 
 
 def _has(read: Read, path: str) -> bool:

@@ -1,0 +1,619 @@
+"""Search over many indexes kept open (formats/search.md §6.5): what ``archiver serve`` runs for
+every query across its mounts. Pure: no network, no filesystem, no clock.
+
+It ranks exactly as :func:`archiver.search.query.search` does over the same indexes (the same
+documents in the same order, the same scores and snippets: the per-document ranking is the shared
+:func:`~archiver.search.query.rank_doc`), but keeps what a query decoded for the next ones, in one
+cache bounded by an estimate of its bytes (least recently used first out):
+
+- per index, its term shards as ``term → postings string`` (decoded once, not unpacked);
+- per index and term, a :class:`TermData`: its documents, each one's score without the idf (its
+  *impact*: the term's score is the idf times it), the documents in impact order, bitmasks of the
+  documents holding it and of those holding it in their title, and where each document's posting
+  starts in the postings string, so the positions of one document are decoded only when that
+  document is ranked exactly;
+- per index and query word (a term, or a prefix and the terms it stands for), the terms it found.
+
+A query then ranks with a global bound (threshold algorithm): each word's documents come best
+first from every index at once (its terms' impact orders merged, scaled by their idf); a document
+met there is ranked exactly (positions, phrase, proximity) only when its bound can enter the page;
+the loop stops when no document not yet met can (the sum of each word's next value, times the
+largest proximity factor, is below the k-th score). Titles that are exactly the query are found
+first from the title bitmasks. The total is the count of the bitmasks' intersection. A query with a
+phrase (a quoted phrase, a CJK word's bigrams) ranks every candidate exactly, as the core does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import weakref
+from array import array
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from itertools import pairwise
+from typing import Any
+
+from archiver.errors import FormatError
+from archiver.search.build import MAX_POSITIONS, order_key, unpack_numbers
+from archiver.search.query import (
+    HEADING,
+    K1,
+    MAX_EXPANSIONS,
+    NEAR,
+    PHRASE,
+    PREFIX,
+    TITLE,
+    B,
+    Clause,
+    Here,
+    Index,
+    Posting,
+    Results,
+    _idf,
+    cut_at,
+    impact,
+    page_results,
+    parse,
+    rank_doc,
+)
+
+__all__ = ["Engine", "TermData", "term_data"]
+
+_NUMBER = r"[W-Za-z_\-]*[0-9A-V]"  # one number of a postings string (§4.3): continuation digits, a last one
+_HEAD = re.compile(f"({_NUMBER})({_NUMBER})({_NUMBER})({_NUMBER})")
+_SKIP = [re.compile(f"(?:{_NUMBER}){{{n}}}") for n in range(MAX_POSITIONS + 1)]
+_CONTINUATION = str.maketrans("", "", "WXYZabcdefghijklmnopqrstuvwxyz-_")
+_ENTRY = 96  # bytes a cache entry costs besides its arrays (estimate)
+_TERM = 400  # bytes a term costs besides its postings: its str, a dict entry, four arrays, two ints
+
+
+_ONE = {c: unpack_numbers(c)[0] for c in "0123456789ABCDEFGHIJKLMNOPQRSTUV"}
+
+
+def _number(text: str) -> int:
+    got = _ONE.get(text)
+    return got if got is not None else unpack_numbers(text)[0]
+
+
+_TERMINAL = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUV")
+
+
+def _valid(value: str) -> bool:
+    """Whether ``value`` is a postings string (§4.3): postings digits only, ending with a number's
+    last digit (C-speed string tests, not a regex over megabytes of shards)."""
+    if not value:
+        return True
+    return value.isascii() and value.replace("-", "0").replace("_", "0").isalnum() and value[-1] in _TERMINAL
+
+
+def _bits(mask: int) -> list[int]:
+    """The numbers of the bits set in ``mask``, in order."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _count(raw: str | list[int]) -> int:
+    """How many numbers a postings value holds (the core ranks prefix completions by it)."""
+    return len(raw.translate(_CONTINUATION)) if isinstance(raw, str) else len(raw)
+
+
+def _mask(docs: Sequence[int]) -> int:
+    if not docs:
+        return 0
+    bits = bytearray(docs[-1] // 8 + 1)
+    for d in docs:
+        bits[d >> 3] |= 1 << (d & 7)
+    return int.from_bytes(bits, "little")
+
+
+class TermData:
+    """One term's postings in one index, decoded once (see the module's docstring)."""
+
+    __slots__ = ("__weakref__", "docs", "impact", "lengths", "mask", "offs", "order", "raw", "size", "titles")
+
+    def __init__(self, raw: str | list[int], lengths: list[int] | None) -> None:
+        self.raw = raw
+        self.lengths = lengths  # the manifest's (format 3); None: each posting carries them
+        self.docs = array("i")
+        self.impact = array("d")
+        self.offs = array("i")
+        self.order = array("i")
+        self.mask = self.titles = 0
+        self.size = 0
+
+    def find(self, doc: int) -> int:
+        """The index of ``doc`` in :attr:`docs` (-1: the term is not in it)."""
+        if not (self.mask >> doc) & 1:
+            return -1
+        return bisect_left(self.docs, doc)
+
+    def posting(self, i: int) -> Posting:
+        raw, doc = self.raw, self.docs[i]
+        if isinstance(raw, str):
+            flat = unpack_numbers(raw[self.offs[i] : self.offs[i + 1]])
+        else:
+            flat = raw[self.offs[i] : self.offs[i + 1]]
+        if self.lengths is not None:  # format 3: doc delta, t, h, b, positions
+            length, title_length, at = self.lengths[2 * doc], self.lengths[2 * doc + 1], 4
+        else:  # formats 1-2: doc delta, t, h, b, length, title length, n, positions
+            length, title_length, at = flat[4], flat[5], 7
+        positions, p = [], 0
+        for d in flat[at:]:
+            p += d
+            positions.append(p)
+        return Posting(flat[1], flat[2], flat[3], length, title_length, tuple(positions))
+
+
+def term_data(
+    raw: str | list[int], version: int, lengths: list[int], avgdl: float, documents: int
+) -> TermData:
+    """Decode one term's postings value (ValueError when it is malformed: the messages of the core's
+    decoders, which keep the last posting of a document named twice). A format 1-2 posting naming a
+    document past ``documents`` is malformed here (the core ranks it, then fails to show it): the
+    bitmasks must stay within the index's documents."""
+    td = TermData(raw, lengths if version >= 3 else None)
+    docs, imps, offs = td.docs, td.impact, td.offs
+    titles: list[int] = []
+    doc = 0
+    if version >= 3:
+        if not isinstance(raw, str):
+            raw = td.raw = [int(x) for x in raw]
+            text = None
+        else:
+            text = raw
+        if text is not None:
+            _walk(text, td, titles, lengths, avgdl)
+        else:
+            flat = td.raw
+            assert isinstance(flat, list)
+            i = 0
+            while i < len(flat):
+                if i + 4 > len(flat):
+                    raise ValueError("a posting is cut")
+                doc += flat[i]
+                t, h, b = flat[i + 1 : i + 4]
+                n = min(MAX_POSITIONS, t + h + b)
+                if i + 4 + n > len(flat) or not 0 <= 2 * doc + 1 < len(lengths):
+                    raise ValueError("a posting is cut or names no document")
+                _add(docs, imps, offs, titles, doc, i, impact(t, h, b, lengths[2 * doc], avgdl), t)
+                i += 4 + n
+            offs.append(i)
+    else:
+        flat = unpack_numbers(raw) if isinstance(raw, str) else [int(x) for x in raw]
+        td.raw = flat
+        i = 0
+        while i + 7 <= len(flat):  # as the core's format 1-2 decoder reads them
+            doc += flat[i]
+            if not 0 <= doc < documents:
+                raise ValueError("a posting names no document")
+            t, h, b, length = flat[i + 1 : i + 5]
+            n = flat[i + 6]
+            _add(docs, imps, offs, titles, doc, i, impact(t, h, b, length, avgdl), t)
+            i += 7 + n
+        offs.append(min(i, len(flat)))
+    td.order = array("i", sorted(range(len(docs)), key=imps.__getitem__, reverse=True))
+    td.mask, td.titles = _mask(docs), _mask(titles)
+    text_bytes = len(td.raw) if isinstance(td.raw, str) else 8 * len(td.raw)
+    td.size = _TERM + text_bytes + 20 * len(docs) + (len(docs) and docs[-1] // 4)
+    return td
+
+
+def _walk(text: str, td: TermData, titles: list[int], lengths: list[int], avgdl: float) -> None:
+    """Format 3's postings string (§4.3), one regex match for a posting's four counts and one to
+    step over its positions: the hot loop of a cold query (what :func:`impact` computes, inline:
+    the same operations in the same order)."""
+    docs, imps, offs = td.docs, td.impact, td.offs
+    pos, end, doc, ndocs = 0, len(text), 0, len(lengths) // 2
+    head, skip, one, number = _HEAD.match, [s.match for s in _SKIP], _ONE.get, _number
+    heading = [HEADING * h / (h + 0.5) for h in range(64)]
+    k1_1, k1, b_, title = K1 + 1, K1, B, TITLE
+    while pos < end:
+        m = head(text, pos)
+        if m is None:
+            raise ValueError("a posting is cut")
+        g0, g1, g2, g3 = m.groups()
+        d, t, h, b = one(g0), one(g1), one(g2), one(g3)
+        if d is None or t is None or h is None or b is None:
+            d, t, h, b = number(g0), number(g1), number(g2), number(g3)
+        doc += d
+        n = t + h + b
+        tail = skip[n if n < MAX_POSITIONS else MAX_POSITIONS](text, m.end())
+        if tail is None or doc >= ndocs:
+            raise ValueError("a posting is cut or names no document")
+        tf = b + 2 * h
+        text_part = tf * k1_1 / (tf + k1 * (1 - b_ + b_ * lengths[2 * doc] / avgdl)) if tf else 0.0
+        imp = (title if t else 0.0) + (heading[h] if h < 64 else HEADING * h / (h + 0.5)) + text_part
+        if d == 0 and docs and docs[-1] == doc:
+            _add(docs, imps, offs, titles, doc, pos, imp, t)
+        else:
+            docs.append(doc)
+            imps.append(imp)
+            offs.append(pos)
+            if t:
+                titles.append(doc)
+        pos = tail.end()
+    offs.append(end)
+
+
+def _add(
+    docs: array, imps: array, offs: array, titles: list[int], doc: int, at: int, imp: float, t: int
+) -> None:
+    if docs and docs[-1] == doc:  # named twice: the last posting counts, as in the core's dict
+        docs.pop(), imps.pop(), offs.pop()
+        if titles and titles[-1] == doc:
+            titles.pop()
+    docs.append(doc)
+    imps.append(imp)
+    offs.append(at)
+    if t:
+        titles.append(doc)
+
+
+class _Word:
+    """One query word (a term, or a prefix) in one index: the terms it found, in the core's order."""
+
+    __slots__ = ("df", "found", "size", "union")
+
+    def __init__(self, found: list[tuple[str, TermData]]) -> None:
+        self.found = found
+        self.df = {t: len(td.docs) for t, td in found}
+        self.union = 0
+        for _, td in found:
+            self.union |= td.mask
+        self.size = _ENTRY * (1 + len(found)) + sum(td.size for _, td in found)
+
+
+class Engine:
+    """The cache and the ranking; ``key`` names an opened index (a new key when it is opened again)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.bytes = 0
+        self._lru: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+        self._terms: weakref.WeakValueDictionary[tuple[Any, ...], TermData] = weakref.WeakValueDictionary()
+        self._keys: dict[Hashable, tuple[list[bytes], list[bytes], bool]] = {}
+        self._titled: dict[tuple[Hashable, int], int] = {}
+
+    # --- the cache -----------------------------------------------------------------------------
+
+    def _get(self, key: tuple[Any, ...]) -> Any:
+        hit = self._lru.get(key)
+        if hit is None:
+            return None
+        self._lru.move_to_end(key)
+        return hit[0]
+
+    def _put(self, key: tuple[Any, ...], value: Any, size: int) -> None:
+        old = self._lru.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        self._lru[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.budget and len(self._lru) > 1:
+            _, (_, gone) = self._lru.popitem(last=False)
+            self.bytes -= gone
+
+    def forget(self, key: Hashable) -> None:
+        """Drop everything kept for the index ``key``."""
+        for k in [k for k in self._lru if k[1] == key]:
+            self.bytes -= self._lru.pop(k)[1]
+        self._keys.pop(key, None)
+        for k in [k for k in self._titled if k[0] == key]:
+            del self._titled[k]
+
+    def clear(self) -> None:
+        self._lru.clear()
+        self._keys.clear()
+        self._titled.clear()
+        self.bytes = 0
+
+    # --- reading an index ----------------------------------------------------------------------
+
+    def _shard(self, index: Index, key: Hashable, i: int) -> dict[str, Any]:
+        cached = self._get(("s", key, i))
+        if cached is not None:
+            return cached
+        _first, _last, size, sha = index.shards[i]
+        where = index._where(f"t/{i}")
+        rows = index._read(f"t/{i}", (size, sha))
+        try:
+            terms: dict[str, Any] = {}
+            for r in rows:
+                value = r[1]
+                if isinstance(value, str):
+                    if not _valid(value):
+                        unpack_numbers(value)  # raises with the core's message
+                        raise ValueError("is no postings string")
+                elif not isinstance(value, list):
+                    raise TypeError("postings are neither a string nor a list")
+                terms[str(r[0])] = value
+        except (ValueError, TypeError, IndexError, KeyError) as e:
+            raise FormatError(f"its postings are malformed ({e})", subject=where) from None
+        self._put(("s", key, i), terms, _ENTRY + size + _TERM * len(terms))
+        return terms
+
+    def _shards_for(self, index: Index, key: Hashable, term: str, prefix: bool) -> list[int]:
+        """:meth:`Index.shards_for`, by bisection when the shards' last terms are in order."""
+        keys = self._keys.get(key)
+        if keys is None:
+            firsts = [order_key(s[0]) for s in index.shards]
+            lasts = [order_key(s[1]) for s in index.shards]
+            keys = self._keys[key] = (firsts, lasts, all(a <= b for a, b in pairwise(lasts)))
+        firsts, lasts, ordered = keys
+        if not ordered:
+            return index.shards_for(term, prefix)
+        want = order_key(term)
+        out = []
+        for i in range(bisect_left(lasts, want), len(lasts)):
+            if not (firsts[i] <= want or (prefix and index.shards[i][0].startswith(term))):
+                break
+            out.append(i)
+        return out
+
+    def _word(self, index: Index, key: Hashable, term: str, prefix: bool) -> _Word:
+        cached = self._get(("w", key, term, prefix))
+        if cached is not None:
+            return cached
+        found: dict[str, tuple[int, Any]] = {}
+        for i in self._shards_for(index, key, term, prefix):
+            for t, raw in self._shard(index, key, i).items():
+                if t == term or (prefix and t.startswith(term)):
+                    found[t] = (i, raw)
+        if prefix and len(found) > MAX_EXPANSIONS:
+            keep = sorted(found, key=lambda t: (t != term, -_count(found[t][1]), order_key(t)))
+            found = {t: found[t] for t in keep[:MAX_EXPANSIONS]}
+        out = []
+        for t, (i, raw) in found.items():
+            td = self._terms.get((key, t, i))
+            if td is None:
+                try:
+                    td = term_data(
+                        raw, index.version, getattr(index, "lengths", []), index.avgdl, index.documents
+                    )
+                except ValueError as e:
+                    where = index._where(f"t/{i}")
+                    raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
+                self._terms[(key, t, i)] = td
+            out.append((t, td))
+        word = _Word(out)
+        self._put(("w", key, term, prefix), word, word.size)
+        return word
+
+    def _titled_as(self, index: Index, key: Hashable, n: int) -> int:
+        """The bitmask of the documents whose title is ``n`` terms long (format 3's lengths; formats
+        1-2 carry them in the postings: every document, -1)."""
+        got = self._titled.get((key, n))
+        if got is None:
+            lengths = getattr(index, "lengths", None) if index.version >= 3 else None
+            if lengths is None:
+                got = -1
+            else:
+                got = _mask([d for d in range(len(lengths) // 2) if lengths[2 * d + 1] == n])
+            if len(self._titled) > 4096:
+                self._titled.clear()
+            self._titled[(key, n)] = got
+        return got
+
+    # --- ranking -------------------------------------------------------------------------------
+
+    def search(
+        self,
+        indexes: Sequence[Index],
+        keys: Sequence[Hashable],
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> Results:
+        """As :func:`archiver.search.query.search` over ``indexes`` (``keys``: one a index)."""
+        clauses = parse(query)
+        results = Results(0, offset, limit)
+        if not clauses or not indexes:
+            return results
+        slots = [
+            (c.terms[k], c.prefix and k == len(c.terms) - 1) for c in clauses for k in range(len(c.terms))
+        ]
+        words = [[self._word(ix, key, t, p) for t, p in slots] for ix, key in zip(indexes, keys, strict=True)]
+        df: dict[str, int] = {}
+        any_df: dict[str, int] = {}
+        for per_index in words:
+            for (term, prefix), w in zip(slots, per_index, strict=True):
+                for t, count in w.df.items():
+                    df[t] = df.get(t, 0) + count
+                if prefix:
+                    any_df[term] = any_df.get(term, 0) + w.union.bit_count()
+        n = sum(ix.documents for ix in indexes)
+        query_terms = [t for t, _ in slots]
+        cands = []
+        for per_index in words:
+            cand = -1
+            for w in per_index:
+                cand &= w.union
+            cands.append(max(cand, 0))
+        ctx = _Query(clauses, slots, words, n, df, any_df, query_terms, indexes)
+        k = offset + limit
+        if any(len(c.terms) > 1 for c in clauses):
+            ranked = ctx.every(cands)
+            results.total = len(ranked)
+            page = heapq.nsmallest(k, ranked)[offset:]
+        else:
+            results.total = sum(c.bit_count() for c in cands)
+            titled = [self._titled_as(ix, key, len(slots)) for ix, key in zip(indexes, keys, strict=True)]
+            page = ctx.top(cands, titled, k)[offset:]
+        out = []
+        for _tier, score, a, doc in page:
+            here = ctx.here(a, doc)
+            out.append((-_tier, -score, a, doc, cut_at(clauses, here, df, any_df)))
+        return page_results(indexes, clauses, out, results)
+
+
+class _Query:
+    """One query's ranking over the words it found (keys ``(-tier, -score, archive, document)``)."""
+
+    def __init__(
+        self,
+        clauses: list[Clause],
+        slots: list[tuple[str, bool]],
+        words: list[list[_Word]],
+        n: int,
+        df: dict[str, int],
+        any_df: dict[str, int],
+        query_terms: list[str],
+        indexes: Sequence[Index],
+    ) -> None:
+        self.clauses, self.slots, self.words, self.n = clauses, slots, words, n
+        self.df, self.any_df, self.query_terms, self.indexes = df, any_df, query_terms, indexes
+        self._weights: dict[tuple[int, str], tuple[float, bool]] = {}
+
+    def weight(self, s: int, t: str) -> tuple[float, bool]:
+        """The idf a term found for slot ``s`` is scaled by, and whether it is the slot's own term
+        (else a completion of its prefix, which also counts PREFIX): as :func:`rank_doc` scores."""
+        got = self._weights.get((s, t))
+        if got is None:
+            term = self.slots[s][0]
+            exact = t == term
+            got = self._weights[(s, t)] = (_idf(self.n, self.df[t] if exact else self.any_df[term]), exact)
+        return got
+
+    def here(self, a: int, doc: int) -> Here:
+        out: Here = []
+        s = 0
+        for c in self.clauses:
+            per_term = []
+            for _ in c.terms:
+                alts = {}
+                for t, td in self.words[a][s].found:
+                    i = td.find(doc)
+                    if i >= 0:
+                        alts[t] = td.posting(i)
+                per_term.append(alts)
+                s += 1
+            out.append(per_term)
+        return out
+
+    def exact(self, a: int, doc: int) -> tuple[int, float, int, int] | None:
+        ranked = rank_doc(
+            self.clauses,
+            self.here(a, doc),
+            self.n,
+            self.df,
+            self.any_df,
+            self.indexes[a].avgdl,
+            self.query_terms,
+        )
+        return None if ranked is None else (-ranked[0], -ranked[1], a, doc)
+
+    def every(self, cands: list[int]) -> list[tuple[int, float, int, int]]:
+        """Every candidate ranked exactly (a query with a phrase: whether it matches needs positions)."""
+        out = []
+        for a, cand in enumerate(cands):
+            if not cand:
+                continue
+            for doc in _bits(cand):
+                key = self.exact(a, doc)
+                if key is not None:
+                    out.append(key)
+        return out
+
+    def top(self, cands: list[int], titled: list[int], k: int) -> list[tuple[int, float, int, int]]:
+        """The ``k`` best candidates (no clause is a phrase): the threshold algorithm over each slot's
+        documents best first, every index at once."""
+        nslots = len(self.slots)
+        factor = max(PHRASE, NEAR, 1.0) if len(self.clauses) > 1 else 1.0
+        best: list[tuple[int, float, int, int]] = []  # a max-heap of the k best keys, negated
+        seen: set[tuple[int, int]] = set()
+
+        def keep(key: tuple[int, float, int, int]) -> None:
+            neg = (-key[0], -key[1], -key[2], -key[3])
+            if len(best) < k:
+                heapq.heappush(best, neg)
+            elif neg > best[0]:
+                heapq.heapreplace(best, neg)
+
+        # Documents whose title may be exactly the query: ranked exactly first (tier 1 goes first).
+        for a, cand in enumerate(cands):
+            maybe = cand & titled[a]
+            if not maybe:
+                continue
+            for w, (term, _) in zip(self.words[a], self.slots, strict=True):
+                exact = next((td for t, td in w.found if t == term), None)
+                maybe &= exact.titles if exact is not None else 0
+            for d in _bits(maybe):
+                seen.add((a, d))
+                key = self.exact(a, d)
+                if key is not None:
+                    keep(key)
+        # Each slot's stream: every (index, term) list in impact order, scaled by its weight.
+        # (A term whose idf is negative, which a term named twice in the query can give, scores 0
+        # as in rank_doc: values are never below 0, so each list stays in descending order.)
+        lists: list[tuple[TermData, float, bool, int]] = []
+        streams: list[list[tuple[float, int, int, int, int]]] = []
+        for s in range(nslots):
+            heap = []
+            for a, per_index in enumerate(self.words):
+                if not cands[a]:
+                    continue
+                for t, td in per_index[s].found:
+                    if not td.docs:
+                        continue
+                    w, exact = self.weight(s, t)
+                    o = td.order[0]
+                    v = max(0.0, w * td.impact[o] if exact else w * td.impact[o] * PREFIX)
+                    heap.append((-v, a, td.docs[o], len(lists), 0))
+                    lists.append((td, w, exact, a))
+            heapq.heapify(heap)
+            streams.append(heap)
+        single = nslots == 1
+        turn = 0
+        while all(streams):
+            if len(best) >= k:
+                worst = best[0]
+                if worst[0] == 1:
+                    break
+                bound = 0.0
+                for heap in streams:
+                    bound += -heap[0][0]
+                if worst[1] > bound * factor:
+                    break
+            heap = streams[turn % nslots]
+            turn += 1
+            negv, a, doc, li, j = heapq.heappop(heap)
+            td, w, exact, _a = lists[li]
+            if j + 1 < len(td.order):
+                o = td.order[j + 1]
+                v = max(0.0, w * td.impact[o] if exact else w * td.impact[o] * PREFIX)
+                heapq.heappush(heap, (-v, a, td.docs[o], li, j + 1))
+            if (a, doc) in seen:
+                continue
+            seen.add((a, doc))
+            if not (cands[a] >> doc) & 1:
+                continue
+            if single:
+                keep((0, negv, a, doc))  # one word: its best term's score (≥ 0) is the document's
+                continue
+            if len(best) >= k:
+                bound = 0.0
+                for s in range(nslots):
+                    bound += self._best(s, a, doc)
+                if (0, bound * factor, -a, -doc) < best[0]:
+                    continue
+            key = self.exact(a, doc)
+            if key is not None:
+                keep(key)
+        return sorted((-t, -s, -a, -d) for t, s, a, d in best)
+
+    def _best(self, s: int, a: int, doc: int) -> float:
+        out = 0.0
+        for t, td in self.words[a][s].found:
+            i = td.find(doc)
+            if i >= 0:
+                w, exact = self.weight(s, t)
+                v = w * td.impact[i] if exact else w * td.impact[i] * PREFIX
+                out = max(out, v)
+        return out

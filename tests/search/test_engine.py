@@ -1,0 +1,139 @@
+"""The serve engine ranks exactly as the query core (formats/search.md §6.5): over several indexes
+at once, the same total, the same documents in the same order, the same scores and snippets, for
+one-word, prefix, several-word, quoted, CJK and title-exact queries, deep pages (offset), indexes of
+formats 1, 2 and 3, and the same answers again from its cache, under a budget that evicts. The
+mistake it guards against: a cache or a top-k bound that drops, reorders or rescores a document."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archiver.search import engine, query
+from archiver.search import snippet as snippet_module
+from tests.search.helpers import build_files, html
+
+WORDS = ["ba", "baba", "bar", "barn", "bake", "be", "ko", "kona", "zu", "zulu", "lima", "li", "mar"]
+CJK = "東京都の天気中华人民共和国"
+
+
+def _page(rng: random.Random, i: int) -> tuple[str, str]:
+    if i % 7 == 3:
+        run = "".join(rng.choice(CJK) for _ in range(rng.randint(3, 12)))
+        return f"p/{i}.html", html(run[:4], f"<p>{run}</p><p>{' '.join(rng.choices(WORDS, k=5))}</p>")
+    title = " ".join(rng.choices(WORDS, k=rng.choice([1, 2, 2, 3, 5])))
+    weights = [1 / (r + 1) for r in range(len(WORDS))]
+    body = "".join(
+        f"<h2>{' '.join(rng.choices(WORDS, weights, k=2))}</h2>"
+        f"<p>{' '.join(rng.choices(WORDS, weights, k=rng.randint(3, 60)))}</p>"
+        for _ in range(rng.randint(1, 3))
+    )
+    return f"p/{i}.html", html(title, body)
+
+
+def _indexes(seed: int, count: int, version: int = 3) -> list[query.Index]:
+    rng = random.Random(seed)
+    out = []
+    for a in range(count):
+        pages = [_page(rng, i) for i in range(rng.randint(1, 40))]
+        files = build_files(pages, shard_bytes=rng.choice([64, 256, 4096]), group_bytes=128, version=version)
+
+        def load(name: str, files: dict[str, bytes] = files) -> bytes:
+            if name not in files:
+                raise OSError("no such file")
+            return files[name]
+
+        out.append(query.Index(load, f"i{a}"))
+    return out
+
+
+QUERIES = ["ba", "ba ", "b", "bar", "baba ba", "ba baba", "ba ba", "kona zu", '"ba baba"', "zu lima ko",
+           "東京", "天気 ba", "人民共和", "中", "bake be", "nothing", "li ma", "mar ba ",
+           "ko ko ko"]  # fmt: skip
+
+
+def _shape(found: query.Results) -> tuple[int, list[tuple[object, ...]]]:
+    return found.total, [
+        (
+            r.archive,
+            r.doc,
+            r.path,
+            r.score,
+            r.snippet.text,
+            r.snippet.marks,
+            r.snippet.before,
+            r.snippet.after,
+        )
+        for r in found.results
+    ]
+
+
+def _same(
+    indexes: list[query.Index], eng: engine.Engine, keys: list[str], q: str, limit: int, offset: int
+) -> None:
+    want = _shape(query.search(indexes, q, limit=limit, offset=offset))
+    got = _shape(eng.search(indexes, keys, q, limit=limit, offset=offset))
+    assert got == want, (q, limit, offset)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_the_engine_ranks_as_the_core_over_several_indexes(version: int) -> None:
+    indexes = _indexes(7 + version, 5, version)
+    keys = [f"k{i}" for i in range(len(indexes))]
+    eng = engine.Engine(64 << 20)
+    for q in QUERIES:
+        for limit, offset in [(10, 0), (3, 0), (3, 3), (100, 0), (5, 20)]:
+            _same(indexes, eng, keys, q, limit, offset)
+    assert any(query.search(indexes, q).total > 10 for q in QUERIES)  # pages deep enough to cut
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    count=st.integers(1, 6),
+    words=st.lists(st.sampled_from([*WORDS, "東京", "天", '"ba', "ba_ko"]), min_size=1, max_size=3),
+    space=st.booleans(),
+    limit=st.integers(1, 12),
+    offset=st.integers(0, 15),
+    budget=st.sampled_from([1, 4096, 64 << 20]),
+)
+def test_the_engine_ranks_as_the_core_for_any_query(
+    seed: int, count: int, words: list[str], space: bool, limit: int, offset: int, budget: int
+) -> None:
+    indexes = _indexes(seed, count)
+    keys = [f"k{i}" for i in range(count)]
+    eng = engine.Engine(budget)  # 1 byte: every query decodes again; the answers stay the same
+    q = " ".join(words) + (" " if space else "")
+    for _ in range(2):  # and again, from the cache
+        _same(indexes, eng, keys, q, limit, offset)
+
+
+def test_a_title_that_is_exactly_the_query_comes_first_from_every_index() -> None:
+    many = [(f"p/{i}.html", html("other", "<p>" + "barn " * 30 + "</p>")) for i in range(30)]
+    exact = [("p/x.html", html("barn", "<p>barn</p>"))]
+    indexes = []
+    for pages in (many, exact, many):
+        files = build_files(pages)
+        indexes.append(query.Index(files.__getitem__, "mem"))
+    eng = engine.Engine(1 << 20)
+    got = eng.search(indexes, ["a", "b", "c"], "barn", limit=3)
+    assert (got.results[0].archive, got.results[0].path) == (1, "p/x.html")
+    assert _shape(got) == _shape(query.search(indexes, "barn", limit=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(st.characters(max_codepoint=127), max_size=300)
+    | st.lists(st.sampled_from([*WORDS, " ", ".", "_", "Ba", "BA9", "x" * 70, "\n"])).map("".join),
+    terms=st.frozensets(st.sampled_from([*WORDS, "ba9", "a", "x" * 70])),
+    prefix=st.sampled_from(["", "b", "ba", "x", "9"]),
+)
+def test_the_snippets_ascii_path_finds_what_the_tokenizer_finds(
+    text: str, terms: frozenset[str], prefix: str
+) -> None:
+    """The snippet's fast path for ASCII text (serve cuts ten snippets an answer) finds the same
+    matches, at the same offsets, as the tokenizer's path."""
+    assert snippet_module._ascii_hits(text, terms, prefix) == snippet_module._hits(text, terms, prefix)
