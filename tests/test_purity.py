@@ -87,7 +87,7 @@ PURE: dict[str, set[str]] = {
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
     "capture/depths.py": {"__future__", "collections.abc", "heapq"},
-    "capture/hosts.py": {"__future__", "collections.abc", "typing"},
+    "capture/hosts.py": {"__future__", "collections.abc", "functools", "re", "typing"},
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
     "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
