@@ -331,7 +331,6 @@ class Connection:
         self.origin = origin
         self.timeout = timeout
         self.buffer = b""
-        self.used = 0
         self.idle_since = time.monotonic()
         self.closed = False
 
@@ -398,18 +397,24 @@ class Connection:
                 raise RemoteProtocolError("the connection closed in the middle of a chunked body")
             self.buffer += data
 
+    async def _exactly(self, size: int, short: str) -> AsyncIterator[bytes]:
+        """The next ``size`` bytes in pieces; a connection that ends first raises ``short``
+        (``{}`` there: the bytes still missing)."""
+        left = size
+        while left > 0:
+            if not self.buffer:
+                data = await self.read_some()
+                if not data:
+                    raise RemoteProtocolError(short.format(left))
+                self.buffer = data
+            piece, self.buffer = self.buffer[:left], self.buffer[left:]
+            left -= len(piece)
+            yield piece
+
     async def body(self, kind: str, length: int) -> AsyncIterator[bytes]:
         """The raw body (content coding still on) in pieces, by its framing."""
         if kind == "length":
-            left = length
-            while left > 0:
-                if not self.buffer:
-                    data = await self.read_some()
-                    if not data:
-                        raise RemoteProtocolError(f"the body ended {left} bytes before its Content-Length")
-                    self.buffer = data
-                piece, self.buffer = self.buffer[:left], self.buffer[left:]
-                left -= len(piece)
+            async for piece in self._exactly(length, "the body ended {} bytes before its Content-Length"):
                 yield piece
         elif kind == "chunked":
             while True:
@@ -421,15 +426,7 @@ class Connection:
                         if trailers > MAX_HEAD:
                             raise RemoteProtocolError(f"trailers over {MAX_HEAD} bytes")
                     return
-                left = size
-                while left > 0:
-                    if not self.buffer:
-                        data = await self.read_some()
-                        if not data:
-                            raise RemoteProtocolError("the connection closed in the middle of a chunk")
-                        self.buffer = data
-                    piece, self.buffer = self.buffer[:left], self.buffer[left:]
-                    left -= len(piece)
+                async for piece in self._exactly(size, "the connection closed in the middle of a chunk"):
                     yield piece
                 if (await self._read_line()) not in (b"\r\n", b"\n"):
                     raise RemoteProtocolError("a chunk longer than its size")
@@ -501,14 +498,12 @@ class Pool:
     connect_timeout: float
     read_timeout: float
     idle: dict[tuple[str, str, int], list[Connection]] = field(default_factory=dict)
-    count: int = 0
 
     async def _take(self, origin: tuple[str, str, int]) -> Connection | None:
         kept = self.idle.get(origin)
         now = time.monotonic()
         while kept:
             conn = kept.pop()
-            self.count -= 1
             stream = conn.stream
             stale = now - conn.idle_since > KEEP_IDLE or bool(conn.buffer)
             if not stale:
@@ -532,13 +527,12 @@ class Pool:
             await conn.aclose()
             return
         conn.idle_since = time.monotonic()
-        if self.count >= MAX_IDLE:  # drop the oldest idle connection of all
-            oldest = min((c for cs in self.idle.values() for c in cs), key=lambda c: c.idle_since)
+        kept = [c for cs in self.idle.values() for c in cs]
+        if len(kept) >= MAX_IDLE:  # drop the oldest idle connection of all
+            oldest = min(kept, key=lambda c: c.idle_since)
             self.idle[oldest.origin].remove(oldest)
-            self.count -= 1
             await oldest.aclose()
         self.idle.setdefault(conn.origin, []).append(conn)
-        self.count += 1
 
     @contextlib.asynccontextmanager
     async def stream(self, url: str, headers: list[tuple[str, str]]) -> AsyncIterator[Response]:
@@ -570,7 +564,6 @@ class Pool:
                 conn = await self._open(origin)
                 await conn.write(head_bytes)
                 head = await conn.read_head()
-            conn.used += 1
         except BaseException:
             await conn.aclose()
             raise
@@ -588,4 +581,3 @@ class Pool:
             for conn in kept:
                 await conn.aclose()
         self.idle.clear()
-        self.count = 0

@@ -72,7 +72,12 @@ def store_dir(root: Path) -> Path:
 def blob_path(root: Path, sha256: str) -> Path:
     if not _HEX64.match(sha256):
         raise FormatError(f"{sha256!r} is not a SHA-256", subject=str(store_dir(root)))
-    return store_dir(root) / "blobs" / "sha256" / sha256[:2] / sha256
+    return store_dir(root) / _blob_name(sha256)
+
+
+def _blob_name(sha256: str) -> str:
+    """A blob's place in the store (formats/history.md §2), as text: one layout for every caller."""
+    return f"blobs/sha256/{sha256[:2]}/{sha256}"
 
 
 def _current_id(root: Path) -> str | None:
@@ -302,13 +307,12 @@ def record(root: Path) -> Recorded:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
     files = added = 0
-    blobs = os.path.join(folder, "blobs", "sha256")
     for r in read_records(root):
         why = _safe_path(r.path)
         if why:
             raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
         files += 1
-        if _HEX64.match(r.sha256) and os.path.isfile(os.path.join(blobs, r.sha256[:2], r.sha256)):
+        if _HEX64.match(r.sha256) and os.path.isfile(os.path.join(folder, _blob_name(r.sha256))):
             continue  # stored already (the common case of a re-capture: checked without pathlib)
         added += _store_blob(root, r)
     vid = current.id
