@@ -161,3 +161,43 @@ def test_bad_input_with_url_shapes(tail: str) -> None:
             assert "\n" not in str(e)
         else:
             assert result.startswith(("http://", "https://")) and urls.canonicalize(result) == result
+
+
+def _whole_parse_host(text: str) -> str | tuple[str, str]:
+    """host_of as it was before its origin cache: the whole URL parsed (or the error it gives)."""
+    from archiver.urls.canonical import _canonical
+
+    try:
+        return _canonical(text, None).netloc
+    except URLError as e:
+        return ("error", str(e))
+
+
+def _host_of(text: str) -> str | tuple[str, str]:
+    try:
+        return urls.host_of(text)
+    except URLError as e:
+        return ("error", str(e))
+
+
+_url_noise = st.text(alphabet=st.sampled_from(list("aB/\\?#@:%.\t\n \x00\x7f\u00e9[]1")), max_size=20)
+
+
+@given(
+    st.one_of(
+        url_strings(),
+        st.builds(
+            lambda s, h, p, t: f"{s}://{h}{p}{t}",
+            st.sampled_from(["http", "HTTPS", "ftp", "h"]),
+            hosts | _url_noise,
+            ports,
+            _url_noise,
+        ),
+        st.text(max_size=40),
+    )
+)
+def test_host_of_reads_the_origin_as_the_whole_parse_does(text: str) -> None:
+    """host_of reads a plain URL's ``scheme://authority`` alone (cached by it): the same host, or the
+    same error, as parsing the whole URL, for any text (paths with controls, backslashes, spaces,
+    userinfo, ports, odd schemes)."""
+    assert _host_of(text) == _whole_parse_host(text)

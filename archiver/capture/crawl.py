@@ -50,6 +50,7 @@ from archiver.capture.progress import Progress
 from archiver.capture.relink import final_records, public, relink
 from archiver.capture.report import CaptureReport, Item, write_report
 from archiver.capture.responses import Responses
+from archiver.capture.revalidate import sweep
 from archiver.capture.stage import Stage
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.transport import Transport
@@ -282,6 +283,8 @@ class Crawler:
                     progress.start()
                 renewing = asyncio.ensure_future(self._renew())
                 try:
+                    if self.options.revalidate:
+                        await sweep(self.stage, self.options.concurrency, self._task)
                     await self._loop()
                 finally:
                     renewing.cancel()

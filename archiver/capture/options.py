@@ -40,6 +40,9 @@ class CaptureOptions:
     #: Ask every page again unconditionally and render it (by default a page whose conditional
     #: request is answered 304 keeps its previous file: formats/history.md §6.1).
     rerender: bool = False
+    #: A re-capture (``--new-version``): before the crawl loop, every URL with previous bytes is asked
+    #: conditionally in one pass, its 304s recorded in batches (:mod:`.revalidate`, history.md §6.3).
+    revalidate: bool = False
     ignore_robots: bool = False
     allow_private: bool = False
     allow_hosts: list[str] = field(default_factory=list)

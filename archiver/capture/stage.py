@@ -34,11 +34,13 @@ from archiver.tree import Record
 if TYPE_CHECKING:
     from archiver.capture.fetch import FetchResult
 
-__all__ = ["Links", "Stage"]
+__all__ = ["Kept", "Links", "Stage"]
 
 #: what a stored document links to: its tree path, and each key it names → written as a local link
 #: (True) or absolute (False); the state keeps it for the relinking at the end (tree.md §8)
 Links = tuple[str, dict[str, bool]]
+#: a URL whose conditional request was answered 304: its row, its previous record, the answer
+Kept = tuple[Row, Record, "FetchResult"]
 
 
 class Stage:
@@ -74,6 +76,27 @@ class Stage:
         if manifest is not None:
             for line in [*(extra or []), *([record] if record else [])]:
                 manifest.add(public(line))
+
+    def finish_kept(self, kept: list[Kept]) -> None:
+        """Finish URLs answered 304 (their previous bytes stand: :meth:`kept`) in one transaction,
+        then their manifest lines: what :meth:`finish` does for each, with one commit for all."""
+        c = self.context
+        records = []
+        with c.state.transaction():
+            for row, previous, result in kept:
+                record = self.kept(previous, row, result)
+                c.state.finish(row.key, state="done", outcome="ok", status=result.status,
+                               final_url=result.final_url, record=record,
+                               blob=(record.sha256, record.path))  # fmt: skip
+                records.append(record)
+        for record in records:
+            if record.kind == "page":
+                c.pages_done += 1
+            else:
+                self.budget.release(record.urls[0])
+                c.assets_done += 1
+            if c.manifest is not None:
+                c.manifest.add(public(record))
 
     def previous(self, row: Row) -> Record | None:
         """The record ``row``'s key left at its path in an earlier run, when a conditional request

@@ -66,7 +66,7 @@ def _new_version(args: argparse.Namespace) -> int:
     pending = recapture.begin(out)
     options = capture_options(args)
     wants_index = options["search_index"] is True or (options["search_index"] is None and not args.no_render)
-    options.update(refresh=not pending.resumed, search_index=False)
+    options.update(refresh=not pending.resumed, search_index=False, revalidate=True)
     code = capture_main(
         args.urls,
         out,

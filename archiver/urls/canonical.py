@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from archiver.errors import URLError
 from archiver.urls.host import _parse_authority
 from archiver.urls.percent import _PATH_SAFE, _QUERY_SAFE, _escape
 from archiver.urls.syntax import _CONTROL, _SCHEME, _SPLIT, _fail, _strip
@@ -225,6 +226,29 @@ def _canonical_path(path: str) -> str:
     return "/" + "/".join(out)
 
 
+#: ``scheme://authority`` at the start of a plain URL: what alone decides its host (:func:`host_of`)
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\\\s]*")
+
+
 def host_of(url: str) -> str:
-    """The canonical ``host[:port]`` of an absolute URL (IPv6 keeps its brackets)."""
-    return _canonical(url, None).netloc
+    """The canonical ``host[:port]`` of an absolute URL (IPv6 keeps its brackets). A plain URL (no
+    control character, within the length bound, its authority ended by ``/ ? #`` or its end) is
+    read by its ``scheme://authority`` alone, cached: the fetcher asks this for every request of a
+    few hosts. Any other goes through the whole parse, which says what is wrong with it."""
+    m = _ORIGIN.match(url)
+    if (
+        m is None
+        or len(url) > MAX_URL_LENGTH
+        or (m.end() < len(url) and url[m.end()] not in "/?#")
+        or _CONTROL.search(url) is not None
+    ):
+        return _canonical(url, None).netloc
+    try:
+        return _origin_host(m.group())
+    except URLError:  # said of the whole URL, as a reader of the error expects
+        return _canonical(url, None).netloc
+
+
+@lru_cache(maxsize=1024)
+def _origin_host(origin: str) -> str:
+    return _canonical(origin, None).netloc

@@ -154,6 +154,36 @@ def test_a_re_capture_equals_a_fresh_capture_of_the_new_state(tmp_path: Path) ->
     assert _comparable(out) == _comparable(fresh)
 
 
+def test_a_re_capture_asks_each_url_once_and_stores_a_change_from_that_answer(tmp_path: Path) -> None:
+    """The first pass asks every known URL conditionally (formats/history.md §6.3); a changed page's
+    answer goes to its own stage, which stores it without asking again; a page first linked by the
+    changed home is fetched once, unconditionally."""
+    site = _site(tmp_path / "live", pages=6)
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        time.sleep(1.1)
+        (site / "p0.html").write_text(_page("P0", "<p>page 0, changed</p>"))
+        (site / "s.css").write_text("body { color: #456 }")
+        (site / "p6.html").write_text(_page("P6", "<p>new</p>"))
+        links = " ".join(f'<a href="/p{i}.html">{i}</a>' for i in range(7))
+        (site / "index.html").write_text(_page("Home", f"<p>{links}</p>"))
+        n = len(server.requests)
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+        asked = [r for r in server.requests[n:] if r.path != "/robots.txt"]
+    paths = [r.path for r in asked]
+    assert sorted(paths) == sorted(set(paths)) and len(paths) == 9  # home, p0–p6, the stylesheet
+    new = next(r for r in asked if r.path == "/p6.html")
+    assert "if-none-match" not in new.headers and "if-modified-since" not in new.headers
+    assert {r.path for r in asked if r.status == 200} == {"/", "/p0.html", "/p6.html", "/s.css"}
+    records = _records(out)
+    assert {p for p, r in records.items() if r.revalidated} == {f"p{i}.html" for i in range(1, 6)}
+    css = next(r for r in records.values() if r.urls[0].endswith("/s.css"))
+    assert "changed" in (out / "p0.html").read_text() and "#456" in (out / css.path).read_text()
+    assert _cli("verify", str(out)).returncode == 0
+
+
 # ---- on a hostile server
 
 
