@@ -194,6 +194,9 @@ class State:
         # a reference improving none of the three would change nothing, so it costs no statement
         # (every page names the same menu, stylesheet and images again). Cleared on a rollback.
         self._settled: dict[str, tuple[int, str, bool]] = {}
+        #: every host a row of this file names (a superset after a rollback), read on the first
+        #: claim: a claim stops scanning when no free host is left (:func:`.hosts.pick`)
+        self._hosts: set[str] | None = None
 
     def close(self) -> None:
         self.db.close()
@@ -259,6 +262,8 @@ class State:
             ),
         )
         if cur.rowcount:
+            if self._hosts is not None:
+                self._hosts.add(hosts.key_host(new.key))
             if not (new.state == "skipped" and new.reason in _LIMIT_REASONS):
                 self._settled[new.key] = (new.depth, new.referrer or "", new.stylesheet)
             return True
@@ -366,7 +371,10 @@ class State:
         skip = set(exclude)
         query = "SELECT key FROM urls WHERE state = 'pending' AND kind = ? ORDER BY priority, depth, seq"
         candidates = (k for (k,) in self.db.execute(query, (kind,)) if k not in skip)
-        chosen = hosts.pick(candidates, limit, busy, str)  # keys only: the scan is the cost of a claim
+        if self._hosts is None:
+            self._hosts = {hosts.key_host(k) for (k,) in self.db.execute("SELECT key FROM urls")}
+        # keys only, and no further than a free host can be: the scan is the cost of a claim
+        chosen = hosts.pick(candidates, limit, busy, str, known=self._hosts)
         if not chosen:
             return []
         marks = ",".join("?" * len(chosen))

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from archiver.capture import capture, hosts
 from archiver.capture.redis.state import RedisState
@@ -179,6 +181,17 @@ def test_a_claim_of_either_state_takes_a_free_host_first(maker: Maker) -> None:
     assert then == [_A + "1", _A + "2"]
 
 
+def test_a_claim_of_either_state_sees_every_host_of_a_frontier_filled_host_by_host(maker: Maker) -> None:
+    """A site's pages enter the frontier host by host (each host's index links its 40 pages): a
+    claim of 6 slots over 8 such hosts takes 6 hosts, not the 3 or 4 whose rows the first 134
+    candidates hold (with them, three workers of two slots kept 85 % of their slots busy)."""
+    one = maker()
+    keys = [f"http://h{h}.localhost/p{i}" for h in range(8) for i in range(40)]
+    one.add([NewURL(k, "page", 1, None) for k in keys])
+    got = [r.key for r in one.claim("page", 6)]
+    assert len({hosts.key_host(k) for k in got}) == 6
+
+
 def test_a_redis_claim_leaves_a_host_another_worker_holds(redis: RedisServer, tmp_path: Path) -> None:
     """Crawl-wide: a host whose lock another worker holds (a request under way) is busy too."""
     one = _redis_maker(redis, tmp_path)()
@@ -188,3 +201,27 @@ def test_a_redis_claim_leaves_a_host_another_worker_holds(redis: RedisServer, tm
     assert got == [_A + "1", _C + "1"]  # c is free; then the earliest of the rest, in queue order
     # with rows in flight, only a free host's: none here (a's and b's would wait on their locks)
     assert one.claim("page", 2, exclude=got, busy={"a.localhost", "c.localhost"}) == []
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abcde"), st.integers(0, 9)), max_size=300),
+    st.integers(0, 8),
+    st.sets(st.sampled_from("abcdef")),
+)
+def test_a_claim_that_knows_every_host_stops_early_with_the_same_choice(
+    rows: list[tuple[str, int]], n: int, busy: set[str]
+) -> None:
+    """Given every host the frontier names, the scan ends once no free host is left (a one-host
+    crawl read up to n + 128 rows per claim for nothing): the choice is the one the whole scan makes."""
+    keys = [f"http://{h}/{i}" for h, i in rows]
+    known = {hosts.key_host(k) for k in keys}
+    read: list[str] = []
+
+    def counted() -> Iterator[str]:
+        for k in keys:
+            read.append(k)
+            yield k
+
+    assert hosts.pick(counted(), n, busy, str, known=known) == hosts.pick(keys, n, busy, str)
+    if n and known and known <= busy and len(keys) > n:
+        assert len(read) <= n  # every host busy: the first n rows, no further

@@ -283,11 +283,17 @@ if n > 0 then
   local busy = {}
   local idle = ARGV[8] == '1'
   for i = 9, #ARGV do busy[ARGV[i]] = true end
-  local free, rest = {}, {}
-  local range = redis.call('ZRANGE', queue, 0, n + 127)
+  local free, rest, locked = {}, {}, {}
+  local last_new = 1
+  local range = redis.call('ZRANGE', queue, 0, n + 1023)
   for i, key in ipairs(range) do
+    if i - last_new > n + 128 then break end  -- n + 128 rows in a row of hosts already seen
     local host = string.match(key, '^[^:/?#]+://([^/?#]*)') or ''
-    if busy[host] or redis.call('EXISTS', P .. 'host:' .. host .. ':lock') == 1 then
+    if locked[host] == nil then  -- a host new to this claim: its lock looked up once
+      last_new = i
+      locked[host] = redis.call('EXISTS', P .. 'host:' .. host .. ':lock') == 1
+    end
+    if busy[host] or locked[host] then
       if #rest < n then rest[#rest + 1] = i end
     else
       busy[host] = true
