@@ -13,7 +13,7 @@ from typing import Literal
 
 from archiver.urls.canonical import host_of
 from archiver.urls.dedup import DEFAULT_HYGIENE, NO_HYGIENE, Hygiene, _dedup
-from archiver.urls.domains import _psl
+from archiver.urls.domains import has_public_suffix
 from archiver.urls.percent import _decode_segment
 
 __all__ = [
@@ -107,7 +107,7 @@ def _host_like(name: str) -> bool:
         return True
     except ValueError:
         pass
-    return "." in name and _psl().publicsuffix(name.lower(), accept_unknown=False) is not None
+    return "." in name and has_public_suffix(name)
 
 
 def local_path(
