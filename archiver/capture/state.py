@@ -346,22 +346,6 @@ class State:
         for values in self.db.execute(query, (kind, reason)).fetchall():
             yield row_from(values)
 
-    def pending(self, kind: str, limit: int, exclude: Iterable[str] = ()) -> list[Row]:
-        """Up to ``limit`` pending rows of ``kind`` in frontier order (priority, depth, discovery),
-        leaving out the keys in ``exclude`` (those in flight)."""
-        skip = set(exclude)
-        out: list[Row] = []
-        query = (
-            f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ?"
-            " ORDER BY priority, depth, seq"
-        )
-        for values in self.db.execute(query, (kind,)):
-            if values[0] not in skip:
-                out.append(row_from(values))
-                if len(out) >= limit:
-                    break
-        return out
-
     def claim(
         self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
     ) -> list[Row]:

@@ -28,6 +28,7 @@ NOT_FLAGS = {
     "backoff": "retry schedule, not a user setting",
     "max_retry_after": "retry schedule, not a user setting",
     "transport": "--from-warc FILE... (the records of those files answer, formats/warc.md 8)",
+    "revalidate": "--new-version sets it (the first pass of formats/history.md 6.3)",
 }
 
 
