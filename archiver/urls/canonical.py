@@ -194,7 +194,10 @@ def _canonical(ref: str, base: str | None, original: str | None = None) -> _URL:
                 target_path, target_query = path, query
             else:
                 target_path, target_query = b.path[: b.path.rfind("/") + 1] + path, query
-    host, port = _parse_authority(target_auth, target_scheme, shown)
+    try:
+        host, port = _authority(target_auth, target_scheme)
+    except URLError:  # said again of the whole reference
+        host, port = _parse_authority(target_auth, target_scheme, shown)
     canon_path = _canonical_path(target_path)
     canon_query = _escape(target_query, _QUERY_SAFE) if target_query else None
     route = None
@@ -204,6 +207,13 @@ def _canonical(ref: str, base: str | None, original: str | None = None) -> _URL:
     if len(str(url)) > MAX_URL_LENGTH:
         raise _fail(shown, f"URL longer than {MAX_URL_LENGTH} characters once resolved")
     return url
+
+
+@lru_cache(maxsize=1024)
+def _authority(authority: str, scheme: str) -> tuple[str, str]:
+    """The host and port of ``authority``, cached: a page names a few hosts hundreds of times, and
+    each reading decodes, IDNA-maps and checks the host again."""
+    return _parse_authority(authority, scheme, authority)
 
 
 def _canonical_path(path: str) -> str:
