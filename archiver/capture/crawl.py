@@ -283,8 +283,10 @@ class Crawler:
                     progress.start()
                 renewing = asyncio.ensure_future(self._renew())
                 try:
-                    if self.options.revalidate:
-                        await sweep(self.stage, self.options.concurrency, self._task)
+                    if self.options.revalidate and isinstance(self.state, State):  # one process
+                        await sweep(
+                            self.stage, self.state.pending_after, self.options.concurrency, self._task
+                        )
                     await self._loop()
                 finally:
                     renewing.cancel()

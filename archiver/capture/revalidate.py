@@ -24,7 +24,7 @@ from archiver.tree import Record
 
 __all__ = ["BATCH", "Swept", "sweep"]
 
-#: rows claimed, and kept rows finished in one transaction, at a time
+#: rows read from the frontier, and kept rows finished in one transaction, at a time
 BATCH = 256
 _HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
@@ -36,16 +36,21 @@ class Swept:
     left: int = 0  # not asked conditionally here: left to the crawl loop
 
 
-async def sweep(stage: Stage, slots: int, run: Callable[[Row], Awaitable[None]]) -> Swept:
-    """The first pass over the pending rows of ``stage``'s run (see the module docstring)."""
+#: the state's pending rows of a kind in frontier order after a position (priority, depth, seq)
+Pending = Callable[[str, "tuple[int, int, int] | None", int], list[Row]]
+
+
+async def sweep(stage: Stage, pending: Pending, slots: int, run: Callable[[Row], Awaitable[None]]) -> Swept:
+    """The first pass over the pending rows of ``stage``'s run (see the module docstring), read from
+    the frontier a page at a time by ``pending``: each row once, whatever became of those before."""
     c = stage.context
     out = Swept()
-    seen: set[str] = set()  # claimed once: never again in this pass, whatever became of it
     for kind in ("page", "asset"):
-        while rows := c.state.claim(kind, BATCH, exclude=seen):
+        after = None
+        while rows := pending(kind, after, BATCH):
+            after = (rows[-1].priority, rows[-1].depth, rows[-1].seq)
             asked = []
             for row in rows:
-                seen.add(row.key)
                 rerender = kind == "page" and c.options.rerender
                 previous = None if rerender else stage.previous(row)
                 if previous is None:

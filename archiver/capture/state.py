@@ -346,6 +346,14 @@ class State:
         for values in self.db.execute(query, (kind, reason)).fetchall():
             yield row_from(values)
 
+    def pending_after(self, kind: str, after: tuple[int, int, int] | None, limit: int) -> list[Row]:
+        """Up to ``limit`` pending rows of ``kind`` in frontier order after the position ``after``
+        (priority, depth, seq): a page of the frontier read by its index."""
+        where = " AND (priority, depth, seq) > (?, ?, ?)" if after is not None else ""
+        query = f"SELECT {ROW_COLUMNS} FROM urls WHERE state = 'pending' AND kind = ?{where}"
+        args = (kind, *(after or ()), limit)
+        return [row_from(v) for v in self.db.execute(query + " ORDER BY priority, depth, seq LIMIT ?", args)]
+
     def claim(
         self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
     ) -> list[Row]:
