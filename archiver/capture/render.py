@@ -53,7 +53,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import mimetypes
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -63,6 +62,7 @@ from typing import Any
 
 from archiver.capture.browser import NO_NETWORK_ARGS, launch_async
 from archiver.errors import CaptureError
+from archiver.media import media_type_for
 
 __all__ = ["Answer", "Renderer", "Reply"]
 
@@ -428,7 +428,7 @@ class Renderer:
             body = reply.path.read_bytes() if reply.path is not None else (reply.body or b"")
             out = {k.lower(): str(v) for k, v in reply.headers.items()}
             if reply.path is not None and "content-type" not in out:
-                out["content-type"] = mimetypes.guess_type(reply.path.name)[0] or "application/octet-stream"
+                out["content-type"] = media_type_for(reply.path.name)
             origin = headers.get("origin")
             if origin is not None:
                 _cors(out, url, origin)
