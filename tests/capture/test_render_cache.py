@@ -128,3 +128,15 @@ def test_a_tab_moving_between_sites_keeps_routing_every_request() -> None:
         assert f"page {n}" in html and "shared-ran" in html, url
         assert site.asked[url] == 1
     assert site.asked[f"{OTHER}s.js"] == 1
+
+
+def test_a_pop_up_is_closed_unanswered_and_the_page_still_renders() -> None:
+    """A page opening a window on load: the pop-up is a tab no session routes (closed at once; what it
+    asks for fails in the browser, which resolves no name), so nothing is fetched for it, and the page
+    itself renders. A guard: the code before passes too (its pop-up was closed before asking)."""
+    site = Site()
+    site.tail = "<script>window.open('/p9.html?popup', '_blank')</script>"
+    base = "http://127.0.0.1:9/"
+    (html,) = _render(site, [f"{base}p0.html"])
+    assert "page 0" in html and "shared-ran" in html
+    assert site.asked[f"{base}p9.html?popup"] == 0, dict(site.asked)
