@@ -2,7 +2,7 @@
 ``tools/bench_capture.py`` served on 127.0.0.1, ``--pages`` of its pages captured with rendering and
 ``--tabs`` tabs, with the phases of each page's render timed from outside the code (wrappers around
 Playwright's ``Page.goto``, ``wait_for_load_state``, ``evaluate`` and ``content`` and the renderer's
-route handler, which fetches and answers each request of the browser):
+request handler, which fetches and answers each request of the browser):
 
     python tools/profile_render.py [--pages 30] [--tabs 3] [--settle 1.5] [--site DIR]
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_capture  # noqa: E402
-from playwright.async_api._generated import BrowserContext, Page, Route  # noqa: E402
+from playwright.async_api._generated import BrowserContext, Page  # noqa: E402
 
 import archiver.capture.render as render  # noqa: E402
 from archiver.capture import capture  # noqa: E402
@@ -62,19 +62,18 @@ def _timed(cls: Any, name: str, label: str) -> None:
 
 
 def _timed_route() -> None:
-    # Playwright passes (route, request) to a handler that takes two parameters: keep the one-argument form
-    original = render.Renderer._route
-    label = "route handler (fetch + fulfill), all requests"
+    original = render.Renderer._paused
+    label = "request handler (answer + fulfil), all requests"
 
-    async def wrapper(self: Any, route: Any) -> None:
+    async def wrapper(self: Any, *args: Any) -> None:
         started = time.perf_counter()
         try:
-            await original(self, route)
+            await original(self, *args)
         finally:
             SECONDS[label] += time.perf_counter() - started
             CALLS[label] += 1
 
-    render.Renderer._route = wrapper  # type: ignore[method-assign]
+    render.Renderer._paused = wrapper  # type: ignore[method-assign]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     _timed(Stage, "write", "page stage: write")
     _timed(Responses, "answer", "answer (a browser request: tree, cache or fetch)")
     _timed(Fetcher, "fetch", "fetch through the network (politeness included)")
-    _timed(Route, "fulfill", "route.fulfill")
+    _timed(render._Tab, "fulfill", "Fetch.fulfillRequest (CDP)")
     _timed_route()
     work = Path(tempfile.mkdtemp(prefix="profile-render-"))
     try:

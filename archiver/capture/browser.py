@@ -48,9 +48,14 @@ CHROMIUM_ARGS = (
 #: Flags for a browser whose every request is routed through archiver's fetcher: Chromium resolves no
 #: host name and no IP literal itself (``MAP * ~NOTFOUND`` maps all of them to "not found"), so a
 #: request that escapes routing fails instead of reaching the network; WebRTC may not open its own
-#: UDP sockets.
+#: UDP sockets. Site isolation is off (``--disable-site-isolation-trials``): a frame of another site
+#: then stays in its tab's process and target, whose CDP session routes its requests (in a process of
+#: its own it would be a target of its own, which the tab's session does not route: its requests would
+#: fail). The browser holds nothing of the user's to isolate: every byte it sees is what archiver
+#: fetched for it.
 NO_NETWORK_ARGS = (
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--disable-site-isolation-trials",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )

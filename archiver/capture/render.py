@@ -2,15 +2,26 @@
 
 The browser is launched with :data:`archiver.capture.browser.NO_NETWORK_ARGS`: it resolves no host
 name, so it cannot reach anything by itself. Every request it makes (documents, frames, styles,
-images, fonts, scripts, XHR/fetch) is intercepted with ``context.route`` and answered by the
-caller's ``answer`` function, which fetches through :class:`archiver.capture.fetch.Fetcher` (every
-politeness and safety rule applies) and keeps what it fetched, so nothing is fetched twice. Requests
-other than GET/HEAD and anything ``answer`` declines are aborted; WebSockets are closed before they
-connect; service workers are blocked (they would bypass routing); pop-ups are closed; once a page
-has loaded, further top-level navigations (a script or meta refresh moving on) are refused with
-"204 No Content", so the browser stays on the page it was rendering (an aborted navigation would
-show Chromium's error page in its place). A page that moves on before it has loaded, to a URL
-``answer`` declines, fails to render (the caller keeps the page as fetched).
+images, fonts, scripts, XHR/fetch, a dedicated worker's) is paused by CDP's Fetch domain on a
+session of its tab's own (:meth:`Renderer._intercept`) and answered by the caller's ``answer``
+function, which fetches through :class:`archiver.capture.fetch.Fetcher` (every politeness and safety
+rule applies) and keeps what it fetched, so nothing is fetched twice. Requests other than GET/HEAD
+and anything ``answer`` declines are aborted; WebSockets are closed before they connect; service
+workers are blocked (they would bypass routing); pop-ups are closed (no session routes them: what
+they ask for fails); once a page has loaded, further top-level navigations (a script or meta refresh
+moving on) are refused with "204 No Content", so the browser stays on the page it was rendering (an
+aborted navigation would show Chromium's error page in its place). A page that moves on before it
+has loaded, to a URL ``answer`` declines, fails to render (the caller keeps the page as fetched).
+
+Not Playwright's ``context.route``: with a route set, Playwright turns the browser's cache off for
+every page (``Network.setCacheDisabled``), so each page of a site asked archiver again for every
+script, stylesheet and image the pages share, each a round trip through Playwright's pipe with its
+body in base 64, then parsed and compiled again (python3-doc: 17 requests and 440 KB a page). With
+the cache on, a tab's next page takes what the pages share from Blink's memory cache: nothing is asked
+again, and what the page does not have cached is asked of ``answer`` as before (a failure is never
+cached: a refused request is asked, and recorded, by each page making it). Site isolation is off
+(:data:`archiver.capture.browser.NO_NETWORK_ARGS`) so that a frame of another site stays in its tab's
+target, whose session routes it.
 
 The launch flags map every host name *and IP literal* to "not found", so a request Chromium makes
 without routing it (``<link rel=preconnect>``, ``dns-prefetch``, anything Playwright cannot
@@ -19,7 +30,7 @@ address guard, for that origin (tests/capture/test_guard_origin.py counts them).
 
 A render is (formats/tree.md §9.6): ``goto`` until ``load`` → a bounded settle (:meth:`Renderer._settle`,
 at most ``settle`` seconds): the renderer counts the page's requests in flight itself (every one
-passes through its route handler, and the page's ``request``/``requestfinished``/``requestfailed``
+passes through its request handler, and the page's ``request``/``requestfinished``/``requestfailed``
 events cover what the browser still does with an answer after it is fulfilled), and the page is
 settled when none is in flight, none started or ended for ``quiet`` seconds (50 ms), the page has
 drawn two animation frames and run a task since, and it has no pending one-shot timer of at most
@@ -40,15 +51,18 @@ failed is closed.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 from archiver.capture.browser import NO_NETWORK_ARGS, launch_async
 from archiver.errors import CaptureError
+from archiver.media import media_type_for
 
 __all__ = ["Answer", "Renderer", "Reply"]
 
@@ -199,7 +213,8 @@ _LEAVE_JS = """() => { try { sessionStorage.clear(); } catch (e) { /* an opaque 
 
 class _Traffic:
     """The requests of one page in flight (from ``request`` to ``requestfinished``/``requestfailed``,
-    and each route handler from its start to its fulfil or abort) and when that last changed."""
+    and each request handler, :meth:`Renderer._paused`, from its start to its fulfil or abort) and
+    when that last changed."""
 
     def __init__(self) -> None:
         self.requests: set[Any] = set()
@@ -223,6 +238,55 @@ class _Traffic:
     def end(self, request: Any) -> None:
         self.requests.discard(request)
         self.touch()
+
+
+def _cors(headers: dict[str, str], url: str, origin: str) -> None:
+    """What Playwright's ``route.fulfill`` added (and so the renderer always did): a cross-origin
+    request answered without an ``access-control-allow-origin`` gets one naming its origin."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.scheme.startswith("http") or f"{parts.scheme}://{parts.netloc}" == origin.strip():
+        return
+    if "access-control-allow-origin" in headers:
+        return
+    headers["access-control-allow-origin"] = origin
+    headers["access-control-allow-credentials"] = "true"
+    headers["vary"] = "Origin"
+
+
+class _Tab:
+    """A tab's own CDP session: its Fetch domain pauses each request for :meth:`Renderer._paused`."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.main_frame: str | None = None
+
+    async def fail(self, rid: str, reason: str = "BlockedByClient") -> None:
+        await self.session.send("Fetch.failRequest", {"requestId": rid, "errorReason": reason})
+
+    async def fulfill(self, rid: str, status: int, headers: dict[str, str], body: bytes) -> None:
+        if body and "content-length" not in headers:
+            headers["content-length"] = str(len(body))
+        fields = [
+            {"name": name, "value": line}
+            for name, value in headers.items()
+            for line in (value.split("\n") if name == "set-cookie" else [value])
+        ]
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Unknown"
+        await self.session.send(
+            "Fetch.fulfillRequest",
+            {
+                "requestId": rid,
+                "responseCode": status,
+                "responsePhrase": phrase,
+                "responseHeaders": fields,
+                "body": base64.b64encode(body).decode("ascii"),
+            },
+        )
 
 
 class Renderer:
@@ -259,6 +323,7 @@ class Renderer:
         self._background: set[asyncio.Future[None]] = set()
         self._traffic: dict[Any, _Traffic] = {}
         self._sources: dict[Any, str | None] = {}
+        self._tabs_cdp: dict[Any, _Tab] = {}
 
     async def __aenter__(self) -> Renderer:
         await self.start()
@@ -287,7 +352,6 @@ class Renderer:
             accept_downloads=False,
         )
         await self._context.add_init_script(_INIT_JS)
-        await self._context.route("**/*", self._route)
         with contextlib.suppress(AttributeError):  # Playwright < 1.48 has no WebSocket routing
             await self._context.route_web_socket("**/*", self._websocket)
         self._context.on("page", self._on_page)
@@ -318,38 +382,60 @@ class Renderer:
         with contextlib.suppress(Exception):
             await ws.close(code=1008, reason="archiver: no live connections while rendering")
 
-    async def _route(self, route: Any) -> None:
-        request = route.request
+    async def _intercept(self, page: Any) -> None:
+        """Route every request of ``page``'s tab through :meth:`_paused` (CDP's Fetch domain on a
+        session of the tab's own, so the browser's memory cache stays on: see the module docstring)."""
+        session = await self._context.new_cdp_session(page)
+        tab = _Tab(session)
+        self._tabs_cdp[page] = tab
+
+        def paused(event: dict[str, Any]) -> None:
+            task = asyncio.ensure_future(self._paused(page, tab, event))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        session.on("Fetch.requestPaused", paused)
+        tree = await session.send("Page.getFrameTree")
+        tab.main_frame = tree["frameTree"]["frame"]["id"]
+        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+
+    async def _paused(self, page: Any, tab: _Tab, event: dict[str, Any]) -> None:
+        request = event["request"]
+        rid = event["requestId"]
         traffic: _Traffic | None = None
         try:
-            if request.method not in ("GET", "HEAD"):
-                await route.abort("blockedbyclient")
+            if request.get("method") not in ("GET", "HEAD"):
+                await tab.fail(rid)
                 return
-            frame = request.frame
-            page = frame.page if frame is not None else None
-            top = request.is_navigation_request() and page is not None and frame == page.main_frame
+            kind = str(event.get("resourceType", "Other")).lower()
+            top = kind == "document" and event.get("frameId") == tab.main_frame
             # A loaded page moving on by itself (script, meta refresh) is answered "204 No Content":
             # the browser then stays on the page. An abort would replace it with Chromium's error page.
             if top and page in self._loaded:
-                await route.fulfill(status=204, body=b"")
+                await tab.fulfill(rid, 204, {}, b"")
                 return
             traffic = self._traffic.get(page)
             if traffic is not None:
                 traffic.routes += 1
                 traffic.started += 1
                 traffic.touch()
-            referrer = request.headers.get("referer")
-            reply = await self.answer(request.url, request.resource_type, referrer, self._sources.get(page))
+            headers = {k.lower(): v for k, v in (request.get("headers") or {}).items()}
+            url = request["url"] + request.get("urlFragment", "")
+            reply = await self.answer(url, kind, headers.get("referer"), self._sources.get(page))
             if reply is None:
-                await route.abort("blockedbyclient")
+                await tab.fail(rid)
                 return
-            if reply.path is not None:
-                await route.fulfill(status=reply.status, headers=reply.headers, path=reply.path)
-            else:
-                await route.fulfill(status=reply.status, headers=reply.headers, body=reply.body or b"")
+            body = reply.path.read_bytes() if reply.path is not None else (reply.body or b"")
+            out = {k.lower(): str(v) for k, v in reply.headers.items()}
+            if reply.path is not None and "content-type" not in out:
+                out["content-type"] = media_type_for(reply.path.name)
+            origin = headers.get("origin")
+            if origin is not None:
+                _cors(out, url, origin)
+            await tab.fulfill(rid, reply.status, out, body)
         except Exception:
             with contextlib.suppress(Exception):
-                await route.abort("failed")
+                await tab.fail(rid, "Failed")
         finally:
             if traffic is not None:
                 traffic.routes -= 1
@@ -395,6 +481,12 @@ class Renderer:
             if not page.is_closed():
                 return page
         page = await self._context.new_page()
+        try:
+            await self._intercept(page)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await page.close()
+            raise
         page.on("request", lambda request: self._count(page, request, True))
         page.on("requestfinished", lambda request: self._count(page, request, False))
         page.on("requestfailed", lambda request: self._count(page, request, False))
@@ -450,5 +542,6 @@ class Renderer:
                 if reuse and len(self._idle_tabs) < self.tabs:
                     self._idle_tabs.append(page)
                 else:
+                    self._tabs_cdp.pop(page, None)
                     with contextlib.suppress(Exception):
                         await page.close()
