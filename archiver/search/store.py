@@ -78,6 +78,9 @@ _MAX_WORKERS = 8
 #: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
 #: bounded when the builder is the slower).
 _AHEAD = 4
+#: A worker's job holds consecutive pages up to these bounds (:meth:`_Extractor._batches`).
+_BATCH_PAGES = 32
+_BATCH_BYTES = 256 << 10
 
 _skip: frozenset[str] = frozenset()  # a preparing worker's boilerplate blocks (set before the fork)
 
@@ -108,6 +111,16 @@ def _prepare_one(root: str, job: str | Page) -> build.Prepared | _Failed:
     return build.prepare(page, _skip)
 
 
+def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> list[Any]:
+    """A worker's job: ``work`` of each of ``batch`` in turn, up to the first that failed."""
+    out = []
+    for job in batch:
+        out.append(work(root, job))
+        if isinstance(out[-1], _Failed):
+            break
+    return out
+
+
 def _workers(pages: int, workers: int | None) -> int:
     if workers is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -122,8 +135,8 @@ def _set_skip(skip: frozenset[str]) -> None:
 
 class _Extractor:
     """Pages extracted (:meth:`pages`) or extracted and prepared (:meth:`prepared`) in path order,
-    by this process or by a pool of workers; at most :data:`_AHEAD` jobs a worker are ahead of the
-    builder."""
+    by this process or by a pool of workers; at most :data:`_AHEAD` jobs (batches of pages) a worker
+    are ahead of the builder."""
 
     def __init__(
         self, root: Path, pages: int, workers: int | None = None, skip: frozenset[str] | None = None
@@ -153,20 +166,44 @@ class _Extractor:
             self._pool.terminate()
             self._pool.join()
 
+    def _batches(self, jobs: Iterable[Any]) -> Iterator[list[Any]]:
+        """Consecutive jobs in batches of at most :data:`_BATCH_PAGES` pages and, past the first,
+        :data:`_BATCH_BYTES` of HTML (a page's file size, or an extracted page's characters): one
+        round trip to a worker for many small pages, and memory bounded as by single pages."""
+        batch: list[Any] = []
+        size = 0
+        for job in jobs:
+            if isinstance(job, Page):
+                n = job.size()
+            else:
+                try:
+                    n = os.stat(self._root / job).st_size
+                except OSError:
+                    n = 0  # the worker names what is wrong
+            if batch and (size + n > _BATCH_BYTES or len(batch) >= _BATCH_PAGES):
+                yield batch
+                batch, size = [], 0
+            batch.append(job)
+            size += n
+        if batch:
+            yield batch
+
     def _ordered(self, work: Callable[[str, Any], Any], jobs: Iterable[Any]) -> Iterator[Any]:
-        todo = iter(jobs)
+        todo = self._batches(jobs)
         root = str(self._root)
         pending: deque[Any] = deque(
-            self._pool.apply_async(work, (root, job)) for job in islice(todo, _AHEAD * self._workers)
+            self._pool.apply_async(_run_batch, (work, root, batch))
+            for batch in islice(todo, _AHEAD * self._workers)
         )
         while pending:
             done = pending.popleft().get()
-            job = next(todo, None)
-            if job is not None:
-                pending.append(self._pool.apply_async(work, (root, job)))
-            if isinstance(done, _Failed):
-                raise FormatError(done.message, subject=done.subject)
-            yield done
+            batch = next(todo, None)
+            if batch is not None:
+                pending.append(self._pool.apply_async(_run_batch, (work, root, batch)))
+            for result in done:
+                if isinstance(result, _Failed):
+                    raise FormatError(result.message, subject=result.subject)
+                yield result
 
     def pages(self, rels: Iterable[str]) -> Iterator[Page]:
         if self._pool is None:
