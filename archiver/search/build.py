@@ -13,11 +13,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import operator
 import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from archiver.search.text import Page
 from archiver.search.tokens import TOKENIZER, term_list
@@ -28,10 +29,12 @@ __all__ = [
     "VERSION",
     "VERSIONS",
     "Builder",
+    "Prepared",
     "boilerplate",
     "order_key",
     "pack_numbers",
     "payload_of",
+    "prepare",
     "unpack_numbers",
     "wrap",
 ]
@@ -91,6 +94,12 @@ _SHORT = [_digits(v) for v in range(1 << 15)]  # every number of at most three c
 
 def pack_numbers(numbers: Iterable[int]) -> str:
     """Version 2's postings string of ``numbers`` (each ≥ 0)."""
+    if not isinstance(numbers, (list, array)):
+        numbers = list(numbers)
+    if not numbers:
+        return ""
+    if max(numbers) < 32768:  # every number from the table, at C speed
+        return "".join(map(_SHORT.__getitem__, numbers))
     return "".join([_SHORT[v] if v < 32768 else _digits(v) for v in numbers])
 
 
@@ -166,6 +175,81 @@ def boilerplate(pages: Iterable[Page]) -> frozenset[str]:
     return frozenset(text for text, n in seen.items() if 2 * n > count)
 
 
+class Prepared(NamedTuple):
+    """A document made ready for :meth:`Builder.add_prepared` by :func:`prepare`: all of the
+    per-page work (tokenising, the term statistics, the text chunks), which is pure, so worker
+    processes can do it; the builder only merges it in document order."""
+
+    title: str
+    headings: list[str]
+    starts: list[int]  # the position each text chunk starts at
+    chunks: list[str]
+    length: int
+    title_length: int
+    terms: list[str]  # the page's distinct terms, in the order first met
+    #: per term, in that order, a posting less its document number: format 3, t, h, b (occurrences
+    #: by field) and the gaps between the positions kept (§4.3); before, t, h, b, the document's
+    #: length and title length, n (positions kept) and the n positions
+    numbers: array[int]
+    offsets: array[int]  # where each term's numbers start, and their end
+
+
+def prepare(page: Page, skip: frozenset[str] = frozenset(), version: int = VERSION) -> Prepared:
+    """The per-page work of indexing ``page`` (its blocks in ``skip`` left out; §5). Pure."""
+    stats: dict[str, list[int]] = {}
+    position = 0
+    headings: list[str] = []
+    fields: list[tuple[int, str]] = [(0, page.title)]
+    for heading, block in page.blocks:
+        if block in skip:
+            continue
+        fields.append((1 if heading else 2, block))
+        if heading and version < 3:  # format 3: no reader shows them; the text holds them
+            headings.append(block[:512])
+    length = 0
+    title_length = 0
+    starts: list[int] = []
+    chunks: list[list[str]] = []
+    chunk_size = CHUNK_CHARS
+    for field, block in fields:
+        if field:
+            if chunk_size >= CHUNK_CHARS:
+                starts.append(position)
+                chunks.append([])
+                chunk_size = 0
+            chunks[-1].append(block)
+            chunk_size += len(block) + 1
+        last = position - 1
+        for at, term in enumerate(term_list(block), position):
+            if term is None:  # a dropped term holds its place
+                continue
+            entry = stats.get(term)
+            if entry is None:
+                entry = stats[term] = [0, 0, 0]
+            entry[field] += 1
+            if len(entry) < 3 + MAX_POSITIONS:
+                entry.append(at)
+            last = at
+            length += 1
+        if field == 0:
+            title_length = length
+        position = last + 1 + _GAP
+    numbers = array("I")
+    offsets = array("I", [0])
+    for entry in stats.values():
+        if version >= 3:  # format 3's posting as written (§4.3): t, h, b and the position gaps
+            numbers.extend(entry[:4])
+            numbers.extend(map(operator.sub, entry[4:], entry[3:-1]))
+        else:
+            numbers.extend((entry[0], entry[1], entry[2], length, title_length, len(entry) - 3))
+            numbers.extend(entry[3:])
+        offsets.append(len(numbers))
+    return Prepared(
+        page.title, headings, starts, ["\n".join(c) for c in chunks], length, title_length,
+        list(stats), numbers, offsets,
+    )  # fmt: skip
+
+
 class Builder:
     """Build one index; ``emit(name, data)`` receives every file but the manifest, which
     :meth:`finish` returns (to be written last, under the name ``manifest``)."""
@@ -187,7 +271,9 @@ class Builder:
         self._skip = skip
         self._shard_bytes = shard_bytes
         self._group_bytes = group_bytes
+        #: each term's postings; format 3: as written (§4.3), the documents as gaps
         self._postings: dict[str, array[int]] = {}
+        self._last_doc: dict[str, int] = {}  # format 3: each term's last document
         self._docs = 0
         self._tokens = 0
         self._group: list[bytes] = []
@@ -215,60 +301,43 @@ class Builder:
 
     def add(self, path: str, page: Page) -> int:
         """Index one document; returns its number."""
+        return self.add_prepared(path, prepare(page, self._skip, self._version))
+
+    def add_prepared(self, path: str, prepared: Prepared) -> int:
+        """Index one document that :func:`prepare` made ready (in this process or in a worker, with
+        this builder's ``skip`` and version); returns its number."""
         doc = self._docs
         self._docs += 1
-        stats: dict[str, list[int]] = {}
-        position = 0
-        headings: list[str] = []
-        fields: list[tuple[int, str]] = [(0, page.title)]
-        for heading, block in page.blocks:
-            if block in self._skip:
-                continue
-            fields.append((1 if heading else 2, block))
-            if heading and self._version < 3:  # format 3: no reader shows them; the text holds them
-                headings.append(block[:512])
-        length = 0
-        title_length = 0
-        starts: list[int] = []  # the position each text chunk starts at
-        chunks: list[list[str]] = []
-        chunk_size = CHUNK_CHARS
-        for field, block in fields:
-            if field:
-                if chunk_size >= CHUNK_CHARS:
-                    starts.append(position)
-                    chunks.append([])
-                    chunk_size = 0
-                chunks[-1].append(block)
-                chunk_size += len(block) + 1
-            last = position - 1
-            for at, term in enumerate(term_list(block), position):
-                if term is None:  # a dropped term holds its place
-                    continue
-                entry = stats.get(term)
-                if entry is None:
-                    entry = stats[term] = [0, 0, 0]
-                entry[field] += 1
-                if len(entry) < 3 + MAX_POSITIONS:
-                    entry.append(at)
-                last = at
-                length += 1
-            if field == 0:
-                title_length = length
-            position = last + 1 + _GAP
+        length, title_length = prepared.length, prepared.title_length
         self._tokens += length
         self._lengths.extend((length, title_length))
-        for term, entry in stats.items():
-            postings = self._postings.get(term)
-            if postings is None:
-                postings = self._postings[term] = array("I")
-            postings.extend((doc, entry[0], entry[1], entry[2], length, title_length, len(entry) - 3))
-            postings.extend(entry[3:])
+        numbers, offsets = prepared.numbers, prepared.offsets
+        get = self._postings.get
+        if self._version >= 3:  # the postings as written: the gap from the term's previous document
+            last = self._last_doc
+            for term, start, end in zip(prepared.terms, offsets, offsets[1:], strict=False):
+                postings = get(term)
+                if postings is None:
+                    postings = self._postings[term] = array("I")
+                    postings.append(doc)
+                else:
+                    postings.append(doc - last[term])
+                last[term] = doc
+                postings.extend(numbers[start:end])
+        else:
+            for term, start, end in zip(prepared.terms, offsets, offsets[1:], strict=False):
+                postings = get(term)
+                if postings is None:
+                    postings = self._postings[term] = array("I")
+                postings.append(doc)
+                postings.extend(numbers[start:end])
+        record = [path, prepared.title, prepared.headings, prepared.starts]
         if self._version < 3:
-            self._add_fragment(doc, [path, page.title, headings, starts])
-        for k, chunk in enumerate(chunks):
-            self._add_text(doc, k, "\n".join(chunk))
+            self._add_fragment(doc, record)
+        for k, chunk in enumerate(prepared.chunks):
+            self._add_text(doc, k, chunk)
         if self._version >= 3:  # a group's text files are listed in it: they close with it
-            self._add_fragment(doc, [path, page.title, headings, starts])
+            self._add_fragment(doc, record)
         return doc
 
     def _add_text(self, doc: int, chunk: int, text: str) -> None:
@@ -316,16 +385,15 @@ class Builder:
 
     def _entry(self, term: str) -> bytes:
         flat = self._postings[term]
+        if self._version >= 3:  # already as written (add_prepared)
+            return _dumps([term, pack_numbers(flat)])
         out: list[int] = []
         previous_doc = 0
         i = 0
         while i < len(flat):
             doc, t, h, b, length, title_length, n = flat[i : i + 7]
             positions = flat[i + 7 : i + 7 + n]
-            if self._version >= 3:  # length and title length are the manifest's; n = min(32, t + h + b)
-                out.extend((doc - previous_doc, t, h, b))
-            else:
-                out.extend((doc - previous_doc, t, h, b, length, title_length, n))
+            out.extend((doc - previous_doc, t, h, b, length, title_length, n))
             previous = 0
             for p in positions:
                 out.append(p - previous)
@@ -361,6 +429,7 @@ class Builder:
         if batch:
             close()
         self._postings.clear()
+        self._last_doc.clear()
         manifest: dict[str, Any] = {
             "format": FORMAT,
             "version": self._version,

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
@@ -70,42 +70,93 @@ def _read_page(root: Path, rel: str) -> bytes:
         return f.read(MAX_HTML)
 
 
-#: A tree of at least this many pages is extracted by worker processes, one a CPU (at most
-#: :data:`_MAX_WORKERS`), when this process has no other thread; the builder takes their pages in
-#: path order, so the bytes are those of one process. Fewer pages do not repay the workers.
+#: A tree of at least this many pages is read, extracted and tokenised by worker processes, one a
+#: CPU (at most :data:`_MAX_WORKERS`), when this process has no other thread; the builder merges
+#: their pages in path order, so the bytes are those of one process. Fewer pages do not repay them.
 _PARALLEL_PAGES = 64
 _MAX_WORKERS = 8
+#: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
+#: bounded when the builder is the slower).
+_AHEAD = 4
+#: A worker's job holds consecutive pages up to these bounds (:meth:`_Extractor._batches`).
+_BATCH_PAGES = 32
+_BATCH_BYTES = 256 << 10
+
+_skip: frozenset[str] = frozenset()  # a preparing worker's boilerplate blocks (set before the fork)
 
 
-def _extract_one(root: str, rel: str) -> Page | tuple[str, str | None]:
-    """A worker's job: the page, or (message, subject) of the FormatError reading it raised (an
-    exception's keyword arguments do not survive pickling)."""
+class _Failed(NamedTuple):
+    """The FormatError a worker's job raised (an exception's keyword arguments do not survive
+    pickling)."""
+
+    message: str
+    subject: str | None
+
+
+def _extract_one(root: str, rel: str) -> Page | _Failed:
+    """A worker's job: the page, or the error reading it raised."""
     try:
         return extract(_read_page(Path(root), rel))
     except FormatError as e:
-        return (e.message, e.subject)
+        return _Failed(e.message, e.subject)
+
+
+def _prepare_one(root: str, job: str | Page) -> build.Prepared | _Failed:
+    """A worker's job: the page at path ``job`` (or the page ``job``, already extracted) made ready
+    for the builder (:func:`archiver.search.build.prepare`), or the error as :func:`_extract_one`."""
+    try:
+        page = job if isinstance(job, Page) else extract(_read_page(Path(root), job))
+    except FormatError as e:
+        return _Failed(e.message, e.subject)
+    return build.prepare(page, _skip)
+
+
+def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> list[Any]:
+    """A worker's job: ``work`` of each of ``batch`` in turn, up to the first that failed."""
+    out = []
+    for job in batch:
+        out.append(work(root, job))
+        if isinstance(out[-1], _Failed):
+            break
+    return out
+
+
+def _workers(pages: int, workers: int | None) -> int:
+    if workers is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        workers = min(cpus, _MAX_WORKERS) if pages >= _PARALLEL_PAGES else 1
+    return workers
+
+
+def _set_skip(skip: frozenset[str]) -> None:
+    global _skip
+    _skip = skip
 
 
 class _Extractor:
-    """Pages extracted in path order, by this process or by a pool of workers; at most four pages a
-    worker are ahead of the builder (memory stays bounded when the builder is the slower)."""
+    """Pages extracted (:meth:`pages`) or extracted and prepared (:meth:`prepared`) in path order,
+    by this process or by a pool of workers; at most :data:`_AHEAD` jobs (batches of pages) a worker
+    are ahead of the builder."""
 
-    def __init__(self, root: Path, pages: int, workers: int | None = None) -> None:
+    def __init__(
+        self, root: Path, pages: int, workers: int | None = None, skip: frozenset[str] | None = None
+    ) -> None:
         self._root = root
-        if workers is None:
-            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-            workers = min(cpus, _MAX_WORKERS) if pages >= _PARALLEL_PAGES else 1
-        self._workers = workers
+        self._workers = _workers(pages, workers)
+        self._skip = skip if skip is not None else frozenset()
         self._pool: Any = None
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
-        # process, as a fork copies no other thread (and no lock one of them holds).
+        # process, as a fork copies no other thread (and no lock one of them holds). The workers
+        # inherit the boilerplate blocks (nothing pickled a job).
         if (
-            workers > 1
+            self._workers > 1
             and threading.active_count() == 1
             and "fork" in multiprocessing.get_all_start_methods()
         ):
-            self._pool = multiprocessing.get_context("fork").Pool(workers)
+            self._pool = multiprocessing.get_context("fork").Pool(
+                self._workers, initializer=_set_skip, initargs=(self._skip,)
+            )
 
     def __enter__(self) -> _Extractor:
         return self
@@ -115,24 +166,60 @@ class _Extractor:
             self._pool.terminate()
             self._pool.join()
 
+    def _batches(self, jobs: Iterable[Any]) -> Iterator[list[Any]]:
+        """Consecutive jobs in batches of at most :data:`_BATCH_PAGES` pages and, past the first,
+        :data:`_BATCH_BYTES` of HTML (a page's file size, or an extracted page's characters): one
+        round trip to a worker for many small pages, and memory bounded as by single pages."""
+        batch: list[Any] = []
+        size = 0
+        for job in jobs:
+            if isinstance(job, Page):
+                n = job.size()
+            else:
+                try:
+                    n = os.stat(self._root / job).st_size
+                except OSError:
+                    n = 0  # the worker names what is wrong
+            if batch and (size + n > _BATCH_BYTES or len(batch) >= _BATCH_PAGES):
+                yield batch
+                batch, size = [], 0
+            batch.append(job)
+            size += n
+        if batch:
+            yield batch
+
+    def _ordered(self, work: Callable[[str, Any], Any], jobs: Iterable[Any]) -> Iterator[Any]:
+        todo = self._batches(jobs)
+        root = str(self._root)
+        pending: deque[Any] = deque(
+            self._pool.apply_async(_run_batch, (work, root, batch))
+            for batch in islice(todo, _AHEAD * self._workers)
+        )
+        while pending:
+            done = pending.popleft().get()
+            batch = next(todo, None)
+            if batch is not None:
+                pending.append(self._pool.apply_async(_run_batch, (work, root, batch)))
+            for result in done:
+                if isinstance(result, _Failed):
+                    raise FormatError(result.message, subject=result.subject)
+                yield result
+
     def pages(self, rels: Iterable[str]) -> Iterator[Page]:
         if self._pool is None:
             for rel in rels:
                 yield extract(_read_page(self._root, rel))
             return
-        todo = iter(rels)
-        pending: deque[Any] = deque(
-            self._pool.apply_async(_extract_one, (str(self._root), rel))
-            for rel in islice(todo, 4 * self._workers)
-        )
-        while pending:
-            done = pending.popleft().get()
-            rel = next(todo, None)
-            if rel is not None:
-                pending.append(self._pool.apply_async(_extract_one, (str(self._root), rel)))
-            if isinstance(done, tuple):
-                raise FormatError(done[0], subject=done[1])
-            yield done
+        yield from self._ordered(_extract_one, rels)
+
+    def prepared(self, jobs: Iterable[str | Page]) -> Iterator[build.Prepared]:
+        """Each job (a page's path, or a page already extracted) extracted and prepared."""
+        if self._pool is None:
+            for job in jobs:
+                page = job if isinstance(job, Page) else extract(_read_page(self._root, job))
+                yield build.prepare(page, self._skip)
+            return
+        yield from self._ordered(_prepare_one, jobs)
 
 
 def build_index(
@@ -143,9 +230,12 @@ def build_index(
     workers: int | None = None,
 ) -> tuple[dict, int]:
     """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages).
-    ``workers``: processes extracting pages (default: one a CPU for a tree of 64 pages or more)."""
+    ``workers``: processes extracting and tokenising pages (default: one a CPU for a tree of 64
+    pages or more). The sampled pages (§2.2) are extracted first; the boilerplate blocks they give
+    are handed to the workers that then prepare every page (a sampled one kept is not extracted
+    again, up to :data:`_KEPT` characters)."""
     paths = _pages(root)
-    kept: dict[str, Page] = {}  # the sample's pages, up to _KEPT characters, not extracted twice
+    kept: dict[str, Page] = {}
     size = 0
     with _Extractor(root, len(paths), workers) as extractor:
 
@@ -157,11 +247,12 @@ def build_index(
                     size += page.size()
                 yield page
 
-        builder = build.Builder(emit, skip=build.boilerplate(sample()))
-        rest = extractor.pages([p for p in paths if p not in kept])  # before kept is emptied
-        for i, rel in enumerate(paths):
-            page = kept.pop(rel, None)
-            builder.add(rel, page if page is not None else next(rest))
+        skip = build.boilerplate(sample())
+    builder = build.Builder(emit, skip=skip)
+    with _Extractor(root, len(paths), workers, skip) as extractor:
+        jobs = (kept.pop(rel, None) or rel for rel in paths)
+        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs), strict=True)):
+            builder.add_prepared(rel, prepared)
             if progress is not None:
                 progress(i + 1)
     manifest = builder.finish()

@@ -97,6 +97,42 @@ def test_hostile_pages_build_bounded(hostile: Path) -> None:
     assert list(store.check_index(hostile)) == []
 
 
+_WORKERS_CHILD = """
+import hashlib, json, resource, sys
+from pathlib import Path
+from archiver.search import store
+digests = []
+for workers in (1, 2):
+    files = {}
+    store.build_index(Path(sys.argv[1]), files.__setitem__, workers=workers)
+    whole = b"".join(k.encode() + b"\\0" + files[k] for k in sorted(files))
+    digests.append(hashlib.sha256(whole).hexdigest())
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+workers_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"digests": digests, "hwm_kib": hwm, "workers_kib": workers_kib}))
+"""
+
+
+def test_hostile_pages_build_bounded_in_worker_processes(hostile: Path) -> None:
+    """The same hostile pages prepared by two worker processes (extraction and tokenising, §5):
+    the builder's process and each worker stay bounded in memory, and the index is byte for byte
+    the one a single process builds."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKERS_CHILD, str(hostile)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    stats = json.loads(done.stdout)
+    one, two = stats["digests"]
+    assert one == two
+    assert stats["hwm_kib"] < 600 * 1024, stats
+    assert stats["workers_kib"] < 600 * 1024, stats
+
+
 _soup = st.lists(
     st.one_of(
         st.sampled_from(["text", "<", ">", "< div>", "<div", "\u212a", "<div>" * 300, "</div>" * 300]),
