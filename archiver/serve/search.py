@@ -152,8 +152,9 @@ class Searcher:
     def prepare(self, jobs: int = 2) -> dict[str, Any]:
         """Give every mount with a format 3 index its postings table (formats/search.md §6.5, Tables),
         before serving: opened from the cache folder, else built there (``jobs`` processes at once, a
-        ZIM's in this one) and opened. A damaged index gets none (its queries say the damage). The
-        readers and indexes opened for it are closed again: each server process opens its own."""
+        ZIM's in this one) and opened. A damaged index gets none (its queries say the damage). When a
+        gwtar or ZIM was opened for it, every reader and index is closed again (each server process
+        opens its own); trees' indexes stay open, parsed once for every worker."""
         started = time.monotonic()
         self._use_tables = True
         todo: list[tuple[Mount, str]] = []
@@ -187,8 +188,10 @@ class Searcher:
             got = tables.open_table(ident, self._indexes[m.name][0].documents)
             if got is not None:
                 self._tables[ident] = got
-        self.close()
-        self._use_tables = True
+                self.engine.tables[self._indexes[m.name][3]] = got
+        if self._opened or any(m.kind == "zim" for m in self.mounts):
+            self.close()  # a gwtar's or ZIM's reader: each server process opens its own
+        self._use_tables = True  # (trees' indexes stay open: the workers start with them parsed)
         self.prepared = {
             "tables": len(self._tables),
             "built": sum(1 for v in problems.values() if not v),
