@@ -35,7 +35,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -278,18 +277,19 @@ def compare(port: int, paths: Sequence[Path], qs: Sequence[str]) -> dict[str, An
 
     trees = [p for p in paths if p.is_dir()]
     indexes = [store.open_index(t, f"{t.name}/_archiver/search") for t in trees]
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     bad = []
     for q in qs:
+        # a connection a query: the core's search below can outlast the server's keep-alive
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         conn.request("GET", api_path(q), headers={"Host": f"localhost:{port}"})
         doc = json.loads(conn.getresponse().read())
+        conn.close()
         got = [(r["mount"], r["path"], r["score"], r["snippet"]) for r in doc["results"]]
         found = query.search(indexes, q, limit=10)
         want = [(trees[r.archive].name, r.path, r.score, r.snippet.text) for r in found.results]
         if got != want or doc["total"] != found.total:
             bad.append(q)
             print(f"  differs: {q!r}", flush=True)
-    conn.close()
     return {"queries": len(qs), "differ": len(bad)}
 
 
@@ -311,15 +311,19 @@ def serving(paths: Sequence[Path], workers: int) -> Iterator[tuple[int, int]]:
         [*cmd, *map(str, paths)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        # The server listens once every mount's postings table is open, built first when the cache
-        # folder has none (formats/search.md §6.5): minutes for a new 100-archive corpus.
+        # The server answers once every mount's postings table is open, built first when the cache
+        # folder has none (formats/search.md §6.5): minutes for a new 100-archive corpus. (Its socket
+        # is bound before that: the first answer is what says it is ready.)
         started = time.monotonic()
         deadline = started + 3600
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=deadline - time.monotonic())
+                conn.request("GET", "/", headers={"Host": f"localhost:{port}"})
+                conn.getresponse().read()
+                conn.close()
+                break
+            except (OSError, http.client.HTTPException):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     why = proc.stderr.read().decode() if proc.stderr else ""
                     raise SystemExit(f"bench_search_serve: archiver serve did not start: {why}") from None
