@@ -8,6 +8,7 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import accumulate
 
 from archiver.search.build import MAX_POSITIONS, unpack_numbers
 from archiver.search.query import HEADING, K1, TITLE, B, Posting, impact
@@ -97,21 +98,21 @@ class TermData:
 
     def posting(self, i: int) -> Posting:
         raw, doc = self.raw, self.docs[i]
-        if isinstance(raw, str):
-            flat = unpack_numbers(raw[self.offs[i] : self.offs[i + 1]])
-        elif isinstance(raw, memoryview):  # a table's (archiver.search.table), read in place
-            flat = unpack_numbers(str(raw[self.offs[i] : self.offs[i + 1]], "ascii"))
+        if isinstance(raw, (str, memoryview)):
+            # a table's is read in place (archiver.search.table)
+            text = raw[self.offs[i] : self.offs[i + 1]]
+            text = text if isinstance(text, str) else str(text, "ascii")
+            try:
+                flat = [_ONE[c] for c in text]  # every number one digit: most postings
+            except KeyError:
+                flat = unpack_numbers(text)
         else:
             flat = raw[self.offs[i] : self.offs[i + 1]]
         if self.lengths is not None:  # format 3: doc delta, t, h, b, positions
             length, title_length, at = self.lengths[2 * doc], self.lengths[2 * doc + 1], 4
         else:  # formats 1-2: doc delta, t, h, b, length, title length, n, positions
             length, title_length, at = flat[4], flat[5], 7
-        positions, p = [], 0
-        for d in flat[at:]:
-            p += d
-            positions.append(p)
-        return Posting(flat[1], flat[2], flat[3], length, title_length, tuple(positions))
+        return Posting(flat[1], flat[2], flat[3], length, title_length, tuple(accumulate(flat[at:])))
 
 
 def term_data(
