@@ -14,6 +14,9 @@ cache bounded by an estimate of its bytes (least recently used first out):
   document is ranked exactly;
 - per index and query word (a term, or a prefix and the terms it stands for), the terms it found.
 
+An index with a postings table (:mod:`archiver.search.table`, in :attr:`Engine.tables`) reads no
+shard: a word's terms are found in the table, a frequent term's data is read from it in place.
+
 A query then ranks with a global bound (threshold algorithm): each word's documents come best
 first from every index at once (its terms' impact orders merged, scaled by their idf); a document
 met there is ranked exactly (positions, phrase, proximity) only when its bound can enter the page;
