@@ -95,7 +95,11 @@ PURE: dict[str, set[str]] = {
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
     "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
     "search/query.py": SEARCH, "search/snippet.py": SEARCH,
-    "search/engine.py": SEARCH | {"weakref", "archiver.search.query"},
+    "search/engine.py": SEARCH | {
+        "weakref", "archiver.search.query", "archiver.search.postings", "archiver.search.table",
+    },
+    "search/table.py": SEARCH | {"archiver.search.query", "archiver.search.postings"},
+    "search/postings.py": SEARCH | {"archiver.search.query"},
     "versions/dates.py": HISTORY, "versions/volatile.py": HISTORY, "versions/diff.py": HISTORY,
     "warc/replay_rules.py": WARC | {
         "collections.abc", "archiver", "archiver.errors", "archiver.media", "archiver.codings",

@@ -35,7 +35,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -208,17 +207,31 @@ def memory(pid: int) -> dict[str, float]:
     pids = [pid]
     with suppress(OSError):
         pids += [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    out = {"processes": len(pids), "rss_mb": 0.0, "hwm_mb": 0.0}
+    out = {"processes": len(pids), "rss_mb": 0.0, "hwm_mb": 0.0, "anon_mb": 0.0, "file_mb": 0.0}
     for p in pids:
         try:
             status = Path(f"/proc/{p}/status").read_text()
         except OSError:
             continue
         for line in status.splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                key = "rss_mb" if line.startswith("VmRSS") else "hwm_mb"
-                out[key] += int(line.split()[1]) / 1024
+            key = {"VmRSS:": "rss_mb", "VmHWM:": "hwm_mb", "RssAnon:": "anon_mb", "RssFile:": "file_mb"}
+            name = line.split(None, 1)[0] if line else ""
+            if name in key:  # RssFile: the postings tables' mapped pages, shared and reclaimable
+                out[key[name]] += int(line.split()[1]) / 1024
     return out
+
+
+def cpu(pid: int) -> float:
+    """CPU seconds (user + system) of the server process ``pid`` and its forked workers so far."""
+    pids = [pid]
+    with suppress(OSError):
+        pids += [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    total = 0
+    for p in pids:
+        with suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def cold(port: int, qs: Sequence[str], clients: int) -> dict[str, Any]:
@@ -264,18 +277,19 @@ def compare(port: int, paths: Sequence[Path], qs: Sequence[str]) -> dict[str, An
 
     trees = [p for p in paths if p.is_dir()]
     indexes = [store.open_index(t, f"{t.name}/_archiver/search") for t in trees]
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     bad = []
     for q in qs:
+        # a connection a query: the core's search below can outlast the server's keep-alive
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         conn.request("GET", api_path(q), headers={"Host": f"localhost:{port}"})
         doc = json.loads(conn.getresponse().read())
+        conn.close()
         got = [(r["mount"], r["path"], r["score"], r["snippet"]) for r in doc["results"]]
         found = query.search(indexes, q, limit=10)
         want = [(trees[r.archive].name, r.path, r.score, r.snippet.text) for r in found.results]
         if got != want or doc["total"] != found.total:
             bad.append(q)
             print(f"  differs: {q!r}", flush=True)
-    conn.close()
     return {"queries": len(qs), "differ": len(bad)}
 
 
@@ -297,16 +311,28 @@ def serving(paths: Sequence[Path], workers: int) -> Iterator[tuple[int, int]]:
         [*cmd, *map(str, paths)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        deadline = time.monotonic() + 60
+        # The server answers once every mount's postings table is open, built first when the cache
+        # folder has none (formats/search.md §6.5): minutes for a new 100-archive corpus. (Its socket
+        # is bound before that: the first answer is what says it is ready.)
+        started = time.monotonic()
+        deadline = started + 3600
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=deadline - time.monotonic())
+                conn.request("GET", "/", headers={"Host": f"localhost:{port}"})
+                conn.getresponse().read()
+                conn.close()
+                break
+            except (OSError, http.client.HTTPException):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     why = proc.stderr.read().decode() if proc.stderr else ""
                     raise SystemExit(f"bench_search_serve: archiver serve did not start: {why}") from None
                 time.sleep(0.1)
+        print(
+            f"server ready in {time.monotonic() - started:.1f} s (its postings tables opened or built), "
+            f"{cpu(proc.pid):.1f} s of CPU",
+            flush=True,
+        )
         yield port, proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -424,27 +450,33 @@ def main(argv: list[str] | None = None) -> int:
         if args.compare:
             report["compare"] = compare(port, paths, qs[: args.compare])
             print(f"compared {report['compare']['queries']} queries: {report['compare']['differ']} differ")
+        before = cpu(pid)
         report["cold"] = cold(port, qs, 2 * args.workers)
         k = report["cold"]
+        k["cpu_ms_per_answer"] = (cpu(pid) - before) * 1000 / max(1, k["answers"])
         print(
             f"cold: {k['answers']} answers in {k['seconds']:.1f} s, p50 {k['p50_ms']:.1f} ms, "
             f"p95 {k['p95_ms']:.1f} ms, max {k['max_ms']:.1f} ms, {k['resets']} connections reset; "
-            f"{memory(pid)}",
+            f"server CPU {k['cpu_ms_per_answer']:.1f} ms an answer; {memory(pid)}",
             flush=True,
         )
         report["one_client"] = one_client(port, qs[:200])
+        before = cpu(pid)
         report["wrk"] = load(port, qs, args.duration, args.connections, Path(scratch))
+        report["wrk"]["server_cpu_s"] = cpu(pid) - before
         report["memory"] = memory(pid)
     c, w = report["one_client"], report["wrk"]
     print(
         f"memory of the {report['memory']['processes']} server processes: RSS "
-        f"{report['memory']['rss_mb']:.0f} MB, peak {report['memory']['hwm_mb']:.0f} MB"
+        f"{report['memory']['rss_mb']:.0f} MB (anonymous {report['memory']['anon_mb']:.0f} MB, "
+        f"mapped files {report['memory']['file_mb']:.0f} MB), peak {report['memory']['hwm_mb']:.0f} MB"
     )
     print(
         f"{len(paths)} mounts, {len(qs)} queries; warm, one client: p50 {c['p50_ms']:.1f} ms, "
         f"p95 {c['p95_ms']:.1f} ms ({c['with_results']}/{c['queries']} with results)\n"
         f"wrk -c{args.connections}, {args.workers} workers: {w['rps']:.1f} req/s, p50 {w['p50_ms']:.1f} ms, "
-        f"p95 {w['p95_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms, non-2xx {w['non_2xx']} {w['socket_errors']}"
+        f"p95 {w['p95_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms, non-2xx {w['non_2xx']} {w['socket_errors']}; "
+        f"server CPU {w['server_cpu_s'] * 1000 / max(1.0, w['rps'] * args.duration):.1f} ms a request"
     )
     if args.json:
         print(json.dumps(report, indent=1))

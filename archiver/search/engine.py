@@ -14,6 +14,9 @@ cache bounded by an estimate of its bytes (least recently used first out):
   document is ranked exactly;
 - per index and query word (a term, or a prefix and the terms it stands for), the terms it found.
 
+An index with a postings table (:mod:`archiver.search.table`, in :attr:`Engine.tables`) reads no
+shard: a word's terms are found in the table, a frequent term's data is read from it in place.
+
 A query then ranks with a global bound (threshold algorithm): each word's documents come best
 first from every index at once (its terms' impact orders merged, scaled by their idf); a document
 met there is ranked exactly (positions, phrase, proximity) only when its bound can enter the page;
@@ -26,9 +29,7 @@ phrase (a quoted phrase, a CJK word's bigrams) ranks every candidate exactly, as
 from __future__ import annotations
 
 import heapq
-import re
 import weakref
-from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -36,223 +37,35 @@ from itertools import pairwise
 from typing import Any
 
 from archiver.errors import FormatError
-from archiver.search.build import MAX_POSITIONS, order_key, unpack_numbers
+from archiver.search.build import order_key, unpack_numbers
+from archiver.search.postings import (
+    ENTRY,
+    TERM_BYTES,
+    TermData,
+    bits_of,
+    mask_of,
+    number_count,
+    term_data,
+    valid_postings,
+)
 from archiver.search.query import (
-    HEADING,
-    K1,
     MAX_EXPANSIONS,
     NEAR,
     PHRASE,
     PREFIX,
-    TITLE,
-    B,
     Clause,
     Here,
     Index,
-    Posting,
     Results,
     _idf,
     cut_at,
-    impact,
     page_results,
     parse,
     rank_doc,
 )
+from archiver.search.table import Table
 
-__all__ = ["Engine", "TermData", "term_data"]
-
-_NUMBER = r"[W-Za-z_\-]*[0-9A-V]"  # one number of a postings string (§4.3): continuation digits, a last one
-_HEAD = re.compile(f"({_NUMBER})({_NUMBER})({_NUMBER})({_NUMBER})")
-_SKIP = [re.compile(f"(?:{_NUMBER}){{{n}}}") for n in range(MAX_POSITIONS + 1)]
-_CONTINUATION = str.maketrans("", "", "WXYZabcdefghijklmnopqrstuvwxyz-_")
-_ENTRY = 96  # bytes a cache entry costs besides its arrays (estimate)
-_TERM = 400  # bytes a term costs besides its postings: its str, a dict entry, four arrays, two ints
-
-
-_ONE = {c: unpack_numbers(c)[0] for c in "0123456789ABCDEFGHIJKLMNOPQRSTUV"}
-
-
-def _number(text: str) -> int:
-    got = _ONE.get(text)
-    return got if got is not None else unpack_numbers(text)[0]
-
-
-_TERMINAL = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUV")
-
-
-def _valid(value: str) -> bool:
-    """Whether ``value`` is a postings string (§4.3): postings digits only, ending with a number's
-    last digit (C-speed string tests, not a regex over megabytes of shards)."""
-    if not value:
-        return True
-    return value.isascii() and value.replace("-", "0").replace("_", "0").isalnum() and value[-1] in _TERMINAL
-
-
-def _bits(mask: int) -> list[int]:
-    """The numbers of the bits set in ``mask``, in order."""
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
-def _count(raw: str | list[int]) -> int:
-    """How many numbers a postings value holds (the core ranks prefix completions by it)."""
-    return len(raw.translate(_CONTINUATION)) if isinstance(raw, str) else len(raw)
-
-
-def _mask(docs: Sequence[int]) -> int:
-    if not docs:
-        return 0
-    bits = bytearray(docs[-1] // 8 + 1)
-    for d in docs:
-        bits[d >> 3] |= 1 << (d & 7)
-    return int.from_bytes(bits, "little")
-
-
-class TermData:
-    """One term's postings in one index, decoded once (see the module's docstring)."""
-
-    __slots__ = ("__weakref__", "docs", "impact", "lengths", "mask", "offs", "order", "raw", "size", "titles")
-
-    def __init__(self, raw: str | list[int], lengths: list[int] | None) -> None:
-        self.raw = raw
-        self.lengths = lengths  # the manifest's (format 3); None: each posting carries them
-        self.docs = array("i")
-        self.impact = array("d")
-        self.offs = array("i")
-        self.order = array("i")
-        self.mask = self.titles = 0
-        self.size = 0
-
-    def find(self, doc: int) -> int:
-        """The index of ``doc`` in :attr:`docs` (-1: the term is not in it)."""
-        if not (self.mask >> doc) & 1:
-            return -1
-        return bisect_left(self.docs, doc)
-
-    def posting(self, i: int) -> Posting:
-        raw, doc = self.raw, self.docs[i]
-        if isinstance(raw, str):
-            flat = unpack_numbers(raw[self.offs[i] : self.offs[i + 1]])
-        else:
-            flat = raw[self.offs[i] : self.offs[i + 1]]
-        if self.lengths is not None:  # format 3: doc delta, t, h, b, positions
-            length, title_length, at = self.lengths[2 * doc], self.lengths[2 * doc + 1], 4
-        else:  # formats 1-2: doc delta, t, h, b, length, title length, n, positions
-            length, title_length, at = flat[4], flat[5], 7
-        positions, p = [], 0
-        for d in flat[at:]:
-            p += d
-            positions.append(p)
-        return Posting(flat[1], flat[2], flat[3], length, title_length, tuple(positions))
-
-
-def term_data(
-    raw: str | list[int], version: int, lengths: list[int], avgdl: float, documents: int
-) -> TermData:
-    """Decode one term's postings value (ValueError when it is malformed: the messages of the core's
-    decoders, which keep the last posting of a document named twice). A format 1-2 posting naming a
-    document past ``documents`` is malformed here (the core ranks it, then fails to show it): the
-    bitmasks must stay within the index's documents."""
-    td = TermData(raw, lengths if version >= 3 else None)
-    docs, imps, offs = td.docs, td.impact, td.offs
-    titles: list[int] = []
-    doc = 0
-    if version >= 3:
-        if not isinstance(raw, str):
-            raw = td.raw = [int(x) for x in raw]
-            text = None
-        else:
-            text = raw
-        if text is not None:
-            _walk(text, td, titles, lengths, avgdl)
-        else:
-            flat = td.raw
-            assert isinstance(flat, list)
-            i = 0
-            while i < len(flat):
-                if i + 4 > len(flat):
-                    raise ValueError("a posting is cut")
-                doc += flat[i]
-                t, h, b = flat[i + 1 : i + 4]
-                n = min(MAX_POSITIONS, t + h + b)
-                if i + 4 + n > len(flat) or not 0 <= 2 * doc + 1 < len(lengths):
-                    raise ValueError("a posting is cut or names no document")
-                _add(docs, imps, offs, titles, doc, i, impact(t, h, b, lengths[2 * doc], avgdl), t)
-                i += 4 + n
-            offs.append(i)
-    else:
-        flat = unpack_numbers(raw) if isinstance(raw, str) else [int(x) for x in raw]
-        td.raw = flat
-        i = 0
-        while i + 7 <= len(flat):  # as the core's format 1-2 decoder reads them
-            doc += flat[i]
-            if not 0 <= doc < documents:
-                raise ValueError("a posting names no document")
-            t, h, b, length = flat[i + 1 : i + 5]
-            n = flat[i + 6]
-            _add(docs, imps, offs, titles, doc, i, impact(t, h, b, length, avgdl), t)
-            i += 7 + n
-        offs.append(min(i, len(flat)))
-    td.order = array("i", sorted(range(len(docs)), key=imps.__getitem__, reverse=True))
-    td.mask, td.titles = _mask(docs), _mask(titles)
-    text_bytes = len(td.raw) if isinstance(td.raw, str) else 8 * len(td.raw)
-    td.size = _TERM + text_bytes + 20 * len(docs) + (len(docs) and docs[-1] // 4)
-    return td
-
-
-def _walk(text: str, td: TermData, titles: list[int], lengths: list[int], avgdl: float) -> None:
-    """Format 3's postings string (§4.3), one regex match for a posting's four counts and one to
-    step over its positions: the hot loop of a cold query (what :func:`impact` computes, inline:
-    the same operations in the same order)."""
-    docs, imps, offs = td.docs, td.impact, td.offs
-    pos, end, doc, ndocs = 0, len(text), 0, len(lengths) // 2
-    head, skip, one, number = _HEAD.match, [s.match for s in _SKIP], _ONE.get, _number
-    heading = [HEADING * h / (h + 0.5) for h in range(64)]
-    k1_1, k1, b_, title = K1 + 1, K1, B, TITLE
-    while pos < end:
-        m = head(text, pos)
-        if m is None:
-            raise ValueError("a posting is cut")
-        g0, g1, g2, g3 = m.groups()
-        d, t, h, b = one(g0), one(g1), one(g2), one(g3)
-        if d is None or t is None or h is None or b is None:
-            d, t, h, b = number(g0), number(g1), number(g2), number(g3)
-        doc += d
-        n = t + h + b
-        tail = skip[n if n < MAX_POSITIONS else MAX_POSITIONS](text, m.end())
-        if tail is None or doc >= ndocs:
-            raise ValueError("a posting is cut or names no document")
-        tf = b + 2 * h
-        text_part = tf * k1_1 / (tf + k1 * (1 - b_ + b_ * lengths[2 * doc] / avgdl)) if tf else 0.0
-        imp = (title if t else 0.0) + (heading[h] if h < 64 else HEADING * h / (h + 0.5)) + text_part
-        if d == 0 and docs and docs[-1] == doc:
-            _add(docs, imps, offs, titles, doc, pos, imp, t)
-        else:
-            docs.append(doc)
-            imps.append(imp)
-            offs.append(pos)
-            if t:
-                titles.append(doc)
-        pos = tail.end()
-    offs.append(end)
-
-
-def _add(
-    docs: array, imps: array, offs: array, titles: list[int], doc: int, at: int, imp: float, t: int
-) -> None:
-    if docs and docs[-1] == doc:  # named twice: the last posting counts, as in the core's dict
-        docs.pop(), imps.pop(), offs.pop()
-        if titles and titles[-1] == doc:
-            titles.pop()
-    docs.append(doc)
-    imps.append(imp)
-    offs.append(at)
-    if t:
-        titles.append(doc)
+__all__ = ["Engine", "TermData", "term_data"]  # the last two: archiver.search.postings
 
 
 class _Word:
@@ -266,7 +79,7 @@ class _Word:
         self.union = 0
         for _, td in found:
             self.union |= td.mask
-        self.size = _ENTRY * (1 + len(found)) + sum(td.size for _, td in found)
+        self.size = ENTRY * (1 + len(found)) + sum(td.size for _, td in found)
 
 
 class Engine:
@@ -279,6 +92,8 @@ class Engine:
         self._terms: weakref.WeakValueDictionary[tuple[Any, ...], TermData] = weakref.WeakValueDictionary()
         self._keys: dict[Hashable, tuple[list[bytes], list[bytes], bool]] = {}
         self._titled: dict[tuple[Hashable, int], int] = {}
+        #: An index's postings table by its key, when it has one (set by the server).
+        self.tables: dict[Hashable, Table] = {}
 
     # --- the cache -----------------------------------------------------------------------------
 
@@ -304,6 +119,7 @@ class Engine:
         for k in [k for k in self._lru if k[1] == key]:
             self.bytes -= self._lru.pop(k)[1]
         self._keys.pop(key, None)
+        self.tables.pop(key, None)
         for k in [k for k in self._titled if k[0] == key]:
             del self._titled[k]
 
@@ -311,6 +127,7 @@ class Engine:
         self._lru.clear()
         self._keys.clear()
         self._titled.clear()
+        self.tables.clear()
         self.bytes = 0
 
     # --- reading an index ----------------------------------------------------------------------
@@ -327,7 +144,7 @@ class Engine:
             for r in rows:
                 value = r[1]
                 if isinstance(value, str):
-                    if not _valid(value):
+                    if not valid_postings(value):
                         unpack_numbers(value)  # raises with the core's message
                         raise ValueError("is no postings string")
                 elif not isinstance(value, list):
@@ -335,7 +152,7 @@ class Engine:
                 terms[str(r[0])] = value
         except (ValueError, TypeError, IndexError, KeyError) as e:
             raise FormatError(f"its postings are malformed ({e})", subject=where) from None
-        self._put(("s", key, i), terms, _ENTRY + size + _TERM * len(terms))
+        self._put(("s", key, i), terms, ENTRY + size + TERM_BYTES * len(terms))
         return terms
 
     def _shards_for(self, index: Index, key: Hashable, term: str, prefix: bool) -> list[int]:
@@ -360,22 +177,28 @@ class Engine:
         cached = self._get(("w", key, term, prefix))
         if cached is not None:
             return cached
+        table = self.tables.get(key)
         found: dict[str, tuple[int, Any]] = {}
-        for i in self._shards_for(index, key, term, prefix):
+        if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
+            found = {table.term(j): (table.shard(j), j) for j in table.find(term, prefix)}
+        for i in self._shards_for(index, key, term, prefix) if table is None else ():
             for t, raw in self._shard(index, key, i).items():
                 if t == term or (prefix and t.startswith(term)):
                     found[t] = (i, raw)
         if prefix and len(found) > MAX_EXPANSIONS:
-            keep = sorted(found, key=lambda t: (t != term, -_count(found[t][1]), order_key(t)))
+            keep = sorted(found, key=lambda t: (t != term, -number_count(found[t][1]), order_key(t)))
             found = {t: found[t] for t in keep[:MAX_EXPANSIONS]}
         out = []
         for t, (i, raw) in found.items():
             td = self._terms.get((key, t, i))
             if td is None:
                 try:
-                    td = term_data(
-                        raw, index.version, getattr(index, "lengths", []), index.avgdl, index.documents
-                    )
+                    if table is not None:
+                        td = table.data(raw, index)
+                    else:
+                        td = term_data(
+                            raw, index.version, getattr(index, "lengths", []), index.avgdl, index.documents
+                        )
                 except ValueError as e:
                     where = index._where(f"t/{i}")
                     raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
@@ -394,7 +217,7 @@ class Engine:
             if lengths is None:
                 got = -1
             else:
-                got = _mask([d for d in range(len(lengths) // 2) if lengths[2 * d + 1] == n])
+                got = mask_of([d for d in range(len(lengths) // 2) if lengths[2 * d + 1] == n])
             if len(self._titled) > 4096:
                 self._titled.clear()
             self._titled[(key, n)] = got
@@ -515,7 +338,7 @@ class _Query:
         for a, cand in enumerate(cands):
             if not cand:
                 continue
-            for doc in _bits(cand):
+            for doc in bits_of(cand):
                 key = self.exact(a, doc)
                 if key is not None:
                     out.append(key)
@@ -544,7 +367,7 @@ class _Query:
             for w, (term, _) in zip(self.words[a], self.slots, strict=True):
                 exact = next((td for t, td in w.found if t == term), None)
                 maybe &= exact.titles if exact is not None else 0
-            for d in _bits(maybe):
+            for d in bits_of(maybe):
                 seen.add((a, d))
                 key = self.exact(a, d)
                 if key is not None:

@@ -11,15 +11,19 @@ ranked together (formats/search.md §6.3) and link to the page on its mount's ow
 
 from __future__ import annotations
 
+import concurrent.futures
+import hashlib
 import html
+import multiprocessing
 import os
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from archiver.errors import FormatError
-from archiver.search import archive, query, store
+from archiver.search import archive, query, store, table, tables
 from archiver.search.engine import Engine
 from archiver.serve.mounts import Mount
 from archiver.serve.paths import _href
@@ -67,6 +71,11 @@ class Searcher:
         self.engine = Engine(ENGINE_BYTES)
         self._manifests: dict[str, str] = {}  # a tree mount's manifest path (a stat a query)
         self._serial = 0
+        #: Postings tables (formats/search.md §6.5) by index identity, and each mount's identity.
+        self._tables: dict[str, table.Table] = {}
+        self._use_tables = False
+        self.identity: dict[str, str] = {}
+        self.prepared: dict[str, Any] = {}
 
     def _stamp(self, m: Mount) -> tuple[int, ...]:
         """What says a tree's index changed on disk (its manifest's identity); archives named on the
@@ -93,16 +102,27 @@ class Searcher:
         sizes: list[int] = []
         read = reader[0]
 
+        identity: list[str] = []
+
         def counted(path: str, read: Read = read, sizes: list[int] = sizes) -> bytes:
             data = read(path)
             if not sizes:  # the manifest, read first and kept decoded
                 sizes.append(len(data))
+                identity.append(hashlib.sha256(data).hexdigest())
             return data
 
         index = archive.archive_index(counted, f"{m.name}/{store.INDEX_DIR}")
         if known is not None:
             self.engine.forget(known[3])  # a tree indexed again: what was decoded from it goes
         self._serial += 1
+        self.identity[m.name] = identity[0]
+        got = self._tables.get(identity[0])
+        if got is None and self._use_tables:
+            got = tables.open_table(identity[0], index.documents)  # built by another server
+            if got is not None:
+                self._tables[identity[0]] = got
+        if got is not None:
+            self.engine.tables[self._serial] = got
         self._indexes[m.name] = (index, sizes, stamp, self._serial)
         self._indexes.move_to_end(m.name)
         return index
@@ -124,42 +144,67 @@ class Searcher:
             total -= sum(sizes)
 
     def _reader(self, m: Mount) -> tuple[Read, Callable[[str], bool]] | None:
-        if m.name in self._readers:
-            return self._readers[m.name]
-        found: tuple[Read, Callable[[str], bool]] | None = None
+        if m.name not in self._readers:
+            found = reader_for(m.kind, m.path, getattr(m, "reader", None), self._opened)
+            self._readers[m.name] = found
+        return self._readers[m.name]
+
+    def prepare(self, jobs: int = 2) -> dict[str, Any]:
+        """Give every mount with a format 3 index its postings table (formats/search.md §6.5, Tables),
+        before serving: opened from the cache folder, else built there (``jobs`` processes at once, a
+        ZIM's in this one) and opened. A damaged index gets none (its queries say the damage). When a
+        gwtar or ZIM was opened for it, every reader and index is closed again (each server process
+        opens its own); trees' indexes stay open, parsed once for every worker."""
+        started = time.monotonic()
+        self._use_tables = True
+        todo: list[tuple[Mount, str]] = []
+        for m in self.mounts:
+            reader = self._reader(m)
+            if reader is None:
+                continue
+            try:
+                index = self._index(m, reader)
+            except FormatError:
+                continue
+            ident = self.identity[m.name]
+            if ident not in self._tables and index.version >= 3:  # (_index opened it when it could)
+                todo.append((m, ident))
+        problems: dict[str, str] = {}
+        pool = [x for x in todo if x[0].kind != "zim"]
+        if len(pool) > 1 and jobs > 1:
+            context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+            try:
+                with concurrent.futures.ProcessPoolExecutor(min(jobs, len(pool)), mp_context=context) as ex:
+                    futures = {
+                        m.name: ex.submit(_build_table, m.kind, str(m.path), m.name, ident)
+                        for m, ident in pool
+                    }
+                    problems = {name: f.result() for name, f in futures.items()}
+            except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+                problems = {}  # no worker processes here: built in this one below
+        for m, ident in todo:
+            if m.name not in problems:
+                problems[m.name] = self._build_here(m, ident)
+            got = tables.open_table(ident, self._indexes[m.name][0].documents)
+            if got is not None:
+                self._tables[ident] = got
+                self.engine.tables[self._indexes[m.name][3]] = got
+        if self._opened or any(m.kind == "zim" for m in self.mounts):
+            self.close()  # a gwtar's or ZIM's reader: each server process opens its own
+        self._use_tables = True  # (trees' indexes stay open: the workers start with them parsed)
+        self.prepared = {
+            "tables": len(self._tables),
+            "built": sum(1 for v in problems.values() if not v),
+            "seconds": round(time.monotonic() - started, 3),
+            "bytes": sum(t.bytes for t in self._tables.values()),
+        }
+        return self.prepared
+
+    def _build_here(self, m: Mount, ident: str) -> str:
         try:
-            if m.kind == "tree":
-                read = _tree_read(os.path.realpath(m.path))
-                if store.has_index(Path(m.path)):
-                    found = (read, lambda p, read=read: _has(read, p))
-            elif m.kind == "gwtar":
-                from archiver.gwtar.read import GwtarReader
-
-                g = GwtarReader(Path(m.path))
-                self._opened.append(g)
-
-                def has(p: str, g: Any = g) -> bool:
-                    try:
-                        g.member(p)
-                    except KeyError:
-                        return False
-                    return True
-
-                found = (g.read, has)
-            else:
-                z = getattr(m, "reader", None)
-                if z is not None:
-                    found = (lambda p, z=z: bytes(z.get(p).read()), z.has)
-        except (FormatError, OSError):
-            found = None
-        if found is not None and not found[1](f"{archive.PREFIX}manifest.js"):
-            found = None
-        side = archive.sidecar(Path(m.path))
-        if found is None and m.kind != "tree" and (side / "manifest.js").is_file():
-            read = archive.sidecar_read(side)  # archiver index ARCHIVE (formats/search.md §8.1)
-            found = (read, lambda p, read=read: _has(read, p))
-        self._readers[m.name] = found
-        return found
+            return "" if tables.build_file(self._indexes[m.name][0], ident) else "no table"
+        except FormatError as e:
+            return e.message
 
     def search(self, text: str, limit: int, offset: int, origin: Callable[[Mount], str]) -> dict[str, Any]:
         indexes, used, skipped = [], [], []
@@ -204,6 +249,61 @@ class Searcher:
         self._readers.clear()
         self._indexes.clear()
         self.engine.clear()
+        self._use_tables = False
+
+
+def reader_for(
+    kind: str, path: str | Path, zim: Any, opened: list[Any]
+) -> tuple[Read, Callable[[str], bool]] | None:
+    """How to read a mount's index files (its own, else an archive's sidecar), or None (it has none).
+    A gwtar opened is added to ``opened`` (to be closed)."""
+    found: tuple[Read, Callable[[str], bool]] | None = None
+    try:
+        if kind == "tree":
+            read = _tree_read(os.path.realpath(path))
+            if store.has_index(Path(path)):
+                found = (read, lambda p, read=read: _has(read, p))
+        elif kind == "gwtar":
+            from archiver.gwtar.read import GwtarReader
+
+            g = GwtarReader(Path(path))
+            opened.append(g)
+
+            def has(p: str, g: Any = g) -> bool:
+                try:
+                    g.member(p)
+                except KeyError:
+                    return False
+                return True
+
+            found = (g.read, has)
+        elif zim is not None:
+            found = (lambda p, z=zim: bytes(z.get(p).read()), zim.has)
+    except (FormatError, OSError):
+        found = None
+    if found is not None and not found[1](f"{archive.PREFIX}manifest.js"):
+        found = None
+    side = archive.sidecar(Path(path))
+    if found is None and kind != "tree" and (side / "manifest.js").is_file():
+        read = archive.sidecar_read(side)  # archiver index ARCHIVE (formats/search.md §8.1)
+        found = (read, lambda p, read=read: _has(read, p))
+    return found
+
+
+def _build_table(kind: str, path: str, name: str, identity: str) -> str:
+    """Build one mount's postings table in a worker process: '' when done, else why not."""
+    opened: list[Any] = []
+    try:
+        found = reader_for(kind, path, None, opened)
+        if found is None:
+            return "no index"
+        index = archive.archive_index(found[0], f"{name}/{store.INDEX_DIR}")
+        return "" if tables.build_file(index, identity) else "no table for this index"
+    except FormatError as e:
+        return f"{e.subject}: {e.message}"
+    finally:
+        for g in opened:
+            g.close()
 
 
 def _has(read: Read, path: str) -> bool:

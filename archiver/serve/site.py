@@ -61,6 +61,7 @@ class Site:
         """Where the server listens (known once its socket is bound): the index links to the mounts'
         own origins."""
         self.domain, self.port = domain, port
+        self.searcher.prepare()  # the search's postings tables, before serving (and forking)
         for m in self.mounts.values():
             if isinstance(m, memento.VersionMount):
                 m.bare = self.bare

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archiver.search import engine, query
+from archiver.search import engine, query, table
 from archiver.search import snippet as snippet_module
 from tests.search.helpers import build_files, html
 
@@ -137,3 +137,103 @@ def test_the_snippets_ascii_path_finds_what_the_tokenizer_finds(
     """The snippet's fast path for ASCII text (serve cuts ten snippets an answer) finds the same
     matches, at the same offsets, as the tokenizer's path."""
     assert snippet_module._ascii_hits(text, terms, prefix) == snippet_module._hits(text, terms, prefix)
+
+
+# --- postings tables (formats/search.md §6.5, Tables): the server's precomputed term data ---------
+
+
+def _tabled(indexes: list[query.Index], keys: list[str], budget: int) -> engine.Engine:
+    eng = engine.Engine(budget)
+    for ix, key in zip(indexes, keys, strict=True):
+        data = table.build(ix, f"id-{key}")
+        if data is not None:
+            eng.tables[key] = table.Table(data, f"id-{key}", ix.documents)
+    return eng
+
+
+@pytest.mark.parametrize("heavy", [0, 6, 48])
+def test_an_engine_with_tables_ranks_as_the_core(heavy: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(table, "HEAVY", heavy)  # 0: every term stored decoded; 48: most decoded on demand
+    indexes = _indexes(11, 5)
+    keys = [f"k{i}" for i in range(len(indexes))]
+    eng = _tabled(indexes, keys, 64 << 20)
+    assert len(eng.tables) == 5
+    for q in QUERIES:
+        for limit, offset in [(10, 0), (3, 3), (100, 0)]:
+            _same(indexes, eng, keys, q, limit, offset)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    count=st.integers(1, 5),
+    words=st.lists(st.sampled_from([*WORDS, "東京", "天", '"ba', "ba_ko"]), min_size=1, max_size=3),
+    space=st.booleans(),
+    limit=st.integers(1, 12),
+    offset=st.integers(0, 15),
+    heavy=st.sampled_from([0, 4, 48]),
+    version=st.sampled_from([1, 2, 3]),
+)
+def test_an_engine_with_tables_ranks_as_the_core_for_any_query(
+    seed: int, count: int, words: list[str], space: bool, limit: int, offset: int, heavy: int, version: int
+) -> None:
+    old = table.HEAVY
+    table.HEAVY = heavy
+    try:
+        indexes = _indexes(seed, count, version)  # formats 1-2 get no table: the engine reads shards
+        keys = [f"k{i}" for i in range(count)]
+        eng = _tabled(indexes, keys, 1 << 20)
+        assert (len(eng.tables) == count) == (version == 3)
+        q = " ".join(words) + (" " if space else "")
+        for _ in range(2):
+            _same(indexes, eng, keys, q, limit, offset)
+    finally:
+        table.HEAVY = old
+
+
+def test_a_prefix_of_more_than_64_terms_keeps_the_cores_64_from_the_table() -> None:
+    """200 completions of ``ba``, many with the same number count: the 64 kept (the term itself first,
+    then most numbers, ties in key order) and so the ranking are the core's."""
+    rng = random.Random(3)
+    words = [f"ba{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(200)]
+    pages = [
+        (f"p/{i}.html", html("ba " * (i % 3), "<p>" + " ".join(rng.choices(words, k=40)) + "</p>"))
+        for i in range(60)
+    ]
+    indexes = [query.Index(build_files(pages, shard_bytes=512).__getitem__, "mem")]
+    eng = _tabled(indexes, ["a"], 64 << 20)
+    assert eng.tables
+    for q in ["ba", "b", "bab", "ba bac", "bacz ba"]:
+        for limit, offset in [(10, 0), (20, 40)]:
+            _same(indexes, eng, ["a"], q, limit, offset)
+
+
+def test_a_table_is_refused_when_changed_or_of_another_index() -> None:
+    ix = _indexes(5, 1)[0]
+    data = table.build(ix, "me")
+    assert data is not None
+    table.Table(data, "me", ix.documents)
+    with pytest.raises(ValueError, match="another index"):
+        table.Table(data, "you", ix.documents)
+    for at in (len(data) // 2, len(data) - 1):
+        bad = bytearray(data)
+        bad[at] ^= 1
+        with pytest.raises(ValueError, match="SHA-256"):
+            table.Table(bytes(bad), "me", ix.documents)
+    with pytest.raises(ValueError):
+        table.Table(data[: len(data) // 3], "me", ix.documents)
+    with pytest.raises(ValueError):
+        table.Table(b"archiver-search-table\n\xff\xff\xff\x7f{", "me", ix.documents)
+
+
+def test_shards_out_of_order_get_no_table() -> None:
+    """An index whose shards a table cannot answer exactly as the engine reads them (out of order:
+    the engine then takes its per-shard scan) gets none."""
+    files = build_files(
+        [(f"p/{i}.html", html("t", f"<p>ba be ko zu {i}</p>")) for i in range(20)], shard_bytes=64
+    )
+    ix = query.Index(files.__getitem__, "mem")
+    assert len(ix.shards) > 2 and table.build(ix, "x") is not None
+    _first, last, size, sha = ix.shards[1]
+    ix.shards[1] = (ix.shards[0][0], last, size, sha)  # its range overlaps the shard before
+    assert table.build(ix, "x") is None
