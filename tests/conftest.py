@@ -40,3 +40,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(name, len(rank)), -counts[name]
 
     items.sort(key=order)  # stable: the tests of one file keep their order
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What archiver caches for the user (serve's postings tables: formats/search.md §6.5) goes to a
+    folder of this run, not to the user's ``~/.cache``; every process a test starts inherits it."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
