@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TypeVar
 
-__all__ = ["QUIET", "WINDOW", "key_host", "pick"]
+__all__ = ["FAIR", "QUIET", "WINDOW", "Served", "key_host", "pick"]
 
 T = TypeVar("T")
 
@@ -27,6 +27,8 @@ _HOST = re.compile(r"://([^/?#]*)")
 #: a claim three hosts of eight (40 pages each), and three workers of two slots kept 85 % of them busy.
 WINDOW = 1024
 QUIET = 128
+#: how many free hosts past the ``n`` wanted a claim that knows when hosts were last served compares
+FAIR = 16
 
 
 @functools.lru_cache(maxsize=8192)  # a claim scans the same frontier rows again and again
@@ -37,19 +39,37 @@ def key_host(key: str) -> str:
     return m.group(1) if m else ""
 
 
+class Served(dict[str, int]):
+    """When each host was last given a row by a claim, as a growing number (:func:`pick`'s ``served``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = 0
+
+    def note(self, keys: Iterable[str]) -> None:
+        for k in keys:
+            self.clock += 1
+            self[key_host(k)] = self.clock
+
+
 def pick(
     candidates: Iterable[T],
     n: int,
     busy: Collection[str],
     key: Callable[[T], str],
     known: Collection[str] | None = None,
+    served: Mapping[str, int] | None = None,
 ) -> list[T]:
     """Up to ``n`` of ``candidates`` (in frontier order): one per host neither in ``busy`` nor taken
     already, then the earliest of the rest; the result in frontier order. The scan reads at most
     ``n`` + :data:`WINDOW` candidates and stops after ``n`` + :data:`QUIET` in a row that name no host
     new to it (one busy host's thousand rows are not read to the end at every claim). ``known``: every host a
     candidate can have (when given, the scan ends as soon as none of them is free and the rest
-    needed are held: the same choice, fewer candidates read)."""
+    needed are held: the same choice, fewer candidates read). ``served``: when each host was last
+    given a row (a growing number; a host never given one is absent): the free hosts taken are then
+    those served longest ago among the first ``n`` + :data:`FAIR` found, so the hosts late in frontier
+    order are not left waiting while the early ones are served again and again (they would all end
+    together; otherwise the late hosts' rows make a tail where slots stand idle)."""
     if n <= 0:
         return []
     taken: list[tuple[int, T]] = []
@@ -72,7 +92,9 @@ def pick(
             continue
         hosts.add(host)
         taken.append((i, item))
-        if len(taken) >= n:
+        if len(taken) >= (n if served is None else n + FAIR):
             break
+    if served is not None and len(taken) > n:
+        taken = sorted(taken, key=lambda p: (served.get(key_host(key(p[1])), -1), p[0]))[:n]
     chosen = taken + rest[: n - len(taken)]
     return [item for _, item in sorted(chosen, key=lambda pair: pair[0])]

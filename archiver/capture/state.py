@@ -194,9 +194,9 @@ class State:
         # a reference improving none of the three would change nothing, so it costs no statement
         # (every page names the same menu, stylesheet and images again). Cleared on a rollback.
         self._settled: dict[str, tuple[int, str, bool]] = {}
-        #: every host a row of this file names (a superset after a rollback), read on the first
-        #: claim: a claim stops scanning when no free host is left (:func:`.hosts.pick`)
+        #: every host a row names (a superset after a rollback), read on the first claim (hosts.pick)
         self._hosts: set[str] | None = None
+        self._served = hosts.Served()
 
     def close(self) -> None:
         self.db.close()
@@ -357,18 +357,18 @@ class State:
     def claim(
         self, kind: str, limit: int, exclude: Iterable[str] = (), busy: Collection[str] = ()
     ) -> list[Row]:
-        """Claim up to ``limit`` pending rows of ``kind`` for work (formats/crawl-state.md §2, §3),
-        rows of hosts not in ``busy`` first (:func:`.hosts.pick`). One process owns this file, so a
-        claim is the rows in flight (``exclude``) and needs no lease."""
+        """Claim up to ``limit`` pending rows of ``kind`` for work (formats/crawl-state.md §2, §3), rows
+        of free hosts first, served longest ago first (:func:`.hosts.pick`). One process owns this
+        file, so a claim is the rows in flight (``exclude``) and needs no lease."""
         skip = set(exclude)
         query = "SELECT key FROM urls WHERE state = 'pending' AND kind = ? ORDER BY priority, depth, seq"
         candidates = (k for (k,) in self.db.execute(query, (kind,)) if k not in skip)
         if self._hosts is None:
             self._hosts = {hosts.key_host(k) for (k,) in self.db.execute("SELECT key FROM urls")}
-        # keys only, and no further than a free host can be: the scan is the cost of a claim
-        chosen = hosts.pick(candidates, limit, busy, str, known=self._hosts)
+        chosen = hosts.pick(candidates, limit, busy, str, known=self._hosts, served=self._served)
         if not chosen:
             return []
+        self._served.note(chosen)
         marks = ",".join("?" * len(chosen))
         found = {
             v[0]: v for v in self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls WHERE key IN ({marks})", chosen)

@@ -298,8 +298,23 @@ if n > 0 then
     else
       busy[host] = true
       free[#free + 1] = i
-      if #free >= n then break end
+      if #free >= n + 16 then break end  -- hosts.FAIR free hosts past n compared
     end
+  end
+  -- the free hosts served longest ago first (never served: first of all), then queue order
+  if #free > n then
+    local served = {}
+    for _, i in ipairs(free) do
+      local host = string.match(range[i], '^[^:/?#]+://([^/?#]*)') or ''
+      served[i] = tonumber(redis.call('HGET', P .. 'served', host) or '-1')
+    end
+    table.sort(free, function(a, b)
+      if served[a] ~= served[b] then return served[a] < served[b] end
+      return a < b
+    end)
+    local keep = {}
+    for j = 1, n do keep[j] = free[j] end
+    free = keep
   end
   -- a row of a busy host would only wait on its lock: the slots free hosts leave are filled so
   -- only by a worker with nothing in flight (one host, or every host busy: it still moves on)
@@ -309,6 +324,8 @@ if n > 0 then
   end
   table.sort(chosen)
   for _, i in ipairs(chosen) do
+    local host = string.match(range[i], '^[^:/?#]+://([^/?#]*)') or ''
+    redis.call('HSET', P .. 'served', host, redis.call('INCR', P .. 'served:clock'))
     redis.call('ZREM', queue, range[i])
     popped[#popped + 1] = range[i]
     popped[#popped + 1] = 0
