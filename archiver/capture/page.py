@@ -25,13 +25,13 @@ from archiver.urls import RESERVED_DIR
 if TYPE_CHECKING:
     from archiver.capture.fetch import FetchResult
 
-__all__ = ["SEARCH_PAGE", "page"]
+__all__ = ["HTML_ACCEPT", "SEARCH_PAGE", "page"]
 
 #: where the pages' own search boxes submit (archiver.search.store.INDEX_DIR, not imported here: the
 #: search package costs ~80 ms to import, 5 % of a small capture, and most runs do not build an index)
 SEARCH_PAGE = f"{RESERVED_DIR}/search/index.html"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
 async def page(stage: Stage, row: Row) -> None:
@@ -42,7 +42,7 @@ async def page(stage: Stage, row: Row) -> None:
     previous = None if c.options.rerender else stage.previous(row)
     conditional = request_headers(previous.etag, previous.last_modified) if previous else None
     result = await stage.responses.get(
-        key, row.referrer, accept=_HTML_ACCEPT, page=True, conditional=conditional
+        key, row.referrer, accept=HTML_ACCEPT, page=True, conditional=conditional
     )
     if result.outcome not in ("ok", "redirected"):
         await stage.fail(row, result)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from archiver.capture.conditional import request_headers
+from archiver.capture.page import HTML_ACCEPT
 from archiver.capture.stage import Kept, Stage
 from archiver.capture.state import Row
 from archiver.tree import Record
@@ -26,7 +27,6 @@ __all__ = ["BATCH", "Swept", "sweep"]
 
 #: rows read from the frontier, and kept rows finished in one transaction, at a time
 BATCH = 256
-_HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
 @dataclass
@@ -77,7 +77,7 @@ async def _ask(
     for row, previous in queue:
         ask = request_headers(previous.etag, previous.last_modified)
         page = row.kind == "page"
-        accept = _HTML_ACCEPT if page else "*/*"
+        accept = HTML_ACCEPT if page else "*/*"
         result = await stage.responses.get(row.key, row.referrer, accept=accept, page=page, conditional=ask)
         if result.status == 304 and result.outcome == "ok":
             kept.append((row, previous, result))
