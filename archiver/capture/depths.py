@@ -14,7 +14,9 @@ smallest candidate over its discoveries, ``(depth(source) + step, referrer)`` wh
 with the weights 0 and 1, found once at the end of the crawl (Dijkstra), so it does not depend on the
 order in which the workers met the discoveries. A referrer is named by the smallest key of its
 document's file (``names``: of several URLs sharing one tree path, which one was fetched depends on
-timing, tree.md §3.3), so the label does not depend on it either.
+timing, tree.md §3.3), so the label does not depend on it either; for the same reason a document's
+discoveries are one deeper than its *file*: the smallest label of the keys sharing it, whichever of
+them was fetched and recorded the edges (the keys ``names`` joins are one source).
 
 ``bounds`` are labels already known to be reachable (a row's stored depth and referrer, which ``add``
 kept as the smallest of the discoveries it met): they stand for discoveries not recorded as edges (a
@@ -48,13 +50,14 @@ def shortest(
     ``bounds`` at most its bound, every key an edge reaches from those at its shortest. Keys that
     are neither seeds, bounded nor reachable are left out. ``names``: the name a source takes as a
     referrer when it is not its own key (the smallest alias of its file, tree.md §8), in the edges'
-    labels and the bounds' alike. Raises ``ValueError`` on a negative step."""
+    labels and the bounds' alike; the keys it gives one name are one source (their edges leave
+    from the smallest label of any of them). Raises ``ValueError`` on a negative step."""
     names = names or {}
     out: dict[str, list[tuple[str, int, bool]]] = {}
     for source, key, step, inherit in edges:
         if step < 0:
             raise ValueError(f"a discovery of {key!r} by {source!r} has a negative step ({step})")
-        out.setdefault(source, []).append((key, step, bool(inherit)))
+        out.setdefault(names.get(source, source), []).append((key, step, bool(inherit)))
     best: dict[str, Label] = {k: (d, names.get(r, r)) for k, (d, r) in (bounds or {}).items()}
     for seed in seeds:
         best[seed] = ROOT
@@ -64,7 +67,7 @@ def shortest(
         depth, referrer, source = heapq.heappop(heap)
         if best[source] != (depth, referrer):
             continue  # improved since it was queued: its better label is queued too
-        for key, step, inherit in out.get(source, ()):
+        for key, step, inherit in out.get(names.get(source, source), ()):  # the file's edges
             candidate = (depth + step, referrer if inherit else names.get(source, source))
             have = best.get(key)
             if have is None or candidate < have:

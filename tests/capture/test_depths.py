@@ -149,6 +149,28 @@ def test_a_redirect_target_stands_where_the_redirecting_url_stood() -> None:
         shortest(seeds, [("s", "x", -1, False)])
 
 
+@given(st.permutations(["a", "b", "c"]))
+def test_a_file_links_from_its_shallowest_url_whichever_was_fetched(fetched: list[str]) -> None:
+    """``a``, ``b`` and ``c`` are one file (aliases, tree.md §3.3; ``b`` and ``c`` are named ``a``):
+    ``b`` is met at depth 1, ``a`` at 3, ``c`` at 2. Whichever of them was fetched records the
+    file's discoveries, and they leave from depth 1 with the referrer ``a`` (a Redis crawl that
+    fetched ``a`` gave ``t`` depth 4: the kill -9 test's merged tree differed from the single one)."""
+    seeds = ["s"]
+    edges: list[Edge] = [
+        ("s", "b", 1, False),
+        ("s", "x", 1, False),
+        ("x", "c", 1, False),
+        ("x", "y", 1, False),
+        ("y", "a", 1, False),
+        (fetched[0], "t", 1, False),
+        (fetched[0], "u", 0, True),  # the file redirected (a stub's URLs): u stands where it stood
+    ]
+    names = {"b": "a", "c": "a"}
+    got = shortest(seeds, edges, names=names)
+    assert got["t"] == (2, "a") and got["u"] == (1, "s")
+    assert (got["a"], got["b"], got["c"]) == ((3, "y"), (1, "s"), (2, "x"))  # each URL keeps its own
+
+
 def test_the_state_records_every_discovery_and_settles_its_rows(tmp_path: Path) -> None:
     a, b, c, d = (f"https://ex.com/{x}" for x in "abcd")
     state = State(tmp_path / "crawl.sqlite")
