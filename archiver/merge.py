@@ -22,6 +22,8 @@ Rules (tree.md §11):
 - every file's bytes are checked against its record's SHA-256 as they are copied (a hard link when
   the shard is on the same file system; the relinking replaces a file, never writes into it), so a
   damaged shard is refused (exit 1) before anything appears at ``TREE``;
+- an alias row names the key at the end of its chain of merged rows (a shard may have merged it
+  into another alias, met as the owner before the path went on), as one process's rows do;
 - every record's depth and referrer are settled once over the union of the shards' discoveries
   (their ``found`` tables; :meth:`archiver.capture.state.State.settle_depths`), the shortest paths a
   single process finds over its own (tree.md §8);
@@ -478,11 +480,24 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
                 better = False
             if better:
                 rows[row.key] = (row, shard)
+    # an alias names the key at the end of its chain, as one process's rows do (a shard settled its
+    # rows with the aliases it knew then: ``a`` merged into ``b``, and another shard's ``b`` into ``c``)
+    final = {k: r.final_url for k, (r, _) in rows.items() if r.state == "merged" and r.final_url}
+
+    def end(key: str) -> str:
+        seen = {key}
+        while (nxt := final.get(key)) is not None and nxt not in seen:
+            key = nxt
+            seen.add(key)
+        return key
+
     db = state.db
     with state.transaction():
         seq = 0
         for row, _shard in sorted(rows.values(), key=lambda rs: (rs[0].seq, rs[0].key)):
             seq += 1
+            if row.state == "merged" and row.final_url:
+                row = dataclasses.replace(row, final_url=end(row.final_url))
             st = row.state if row.state in FINAL_STATES or row.state == "pending" else "pending"
             depth, referrer = best.get(
                 row.key, (row.depth, row.referrer or "")

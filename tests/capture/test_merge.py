@@ -129,6 +129,22 @@ def test_merge_finds_depths_over_every_shards_discoveries(single: Path, tmp_path
     db.close()
 
 
+def test_an_alias_of_an_alias_stays_in_its_files_record(single: Path, tmp_path: Path) -> None:
+    """A shard may name, for an alias ``a``, another alias ``b`` that a worker met as the owner before
+    the path went to a third key (a Redis crawl's kill -9 test did: the merged record of
+    docs/reference/index.html lacked ``docs/reference``, merged into ``docs/reference/`` in one shard
+    and ``docs/reference/`` into ``docs/reference/index.html`` in another). The merged record lists
+    every URL of the file all the same, and its links to ``a`` are relative."""
+    three = next(r for r in _manifest(single)[1:] if len(r["urls"]) >= 3)  # type: ignore[arg-type]
+    owner, a, b = three["urls"][:3]  # type: ignore[index]
+    shards = [_shard(single, tmp_path / f"s{i}", lambda p, i=i: _split(p, 2, 11) == i) for i in range(2)]
+    _alter_states(shards, f"UPDATE urls SET final_url = '{b}' WHERE key = '{a}' AND state = 'merged'")
+    merge(shards, tmp_path / "merged")
+    assert _manifest(tmp_path / "merged") == _manifest(single)
+    assert _files(tmp_path / "merged") == _files(single)
+    assert owner not in (a, b)
+
+
 def test_shards_older_than_the_discoveries_merge_by_their_rows(single: Path, tmp_path: Path) -> None:
     """Shards of a version 1 state (no ``found`` table): their rows' depth and referrer stand."""
     shards = [_shard(single, tmp_path / f"s{i}", lambda p, i=i: _split(p, 2, 5) == i) for i in range(2)]
