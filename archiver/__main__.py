@@ -1,3 +1,3 @@
-from archiver.cli import main
+from archiver.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -14,6 +14,7 @@ writing helpers the commands share). A command's module is imported when the com
 
 from __future__ import annotations
 
+import gc
 import sys
 import traceback
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from archiver.errors import EXIT_BUG, ArchiverError
 if TYPE_CHECKING:
     from archiver.cli.capture import capture_options as capture_options
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]
 
 
 def __getattr__(name: str) -> Any:
@@ -37,6 +38,17 @@ def __getattr__(name: str) -> Any:
 
         return capture.capture_options
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def entry() -> int:
+    """The ``archiver`` command (and ``python -m archiver``): :func:`main`, then what the process
+    still holds is frozen out of the garbage collector, since the process ends next: the
+    interpreter's last collection at exit walked every object a run left alive (a quarter of an
+    unchanged re-capture's CPU, py-spy), for memory the exit gives back anyway. Nothing is skipped:
+    atexit handlers, finalizers and buffered output run as before."""
+    code = main()
+    gc.freeze()
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
