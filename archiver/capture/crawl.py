@@ -397,11 +397,14 @@ class Crawler:
                 outcome = r.outcome or ("pending" if r.state == "pending" else r.state)
                 counts[outcome] = counts.get(outcome, 0) + 1
                 items.append(Item(redact(r.key), r.kind, outcome, r.reason or "", r.status, r.path))
-            pages = sum(
-                1 for rec in state.records() if rec.kind == "page" and (rec.status or 200) // 100 != 3
-            )
-            assets = sum(1 for rec in state.records() if rec.kind == "asset")
-            total = sum(rec.size for rec in state.records())
+            pages = assets = total = unchanged = 0
+            for rec in state.records():  # each decoded once
+                unchanged += rec.revalidated
+                if rec.kind == "asset":
+                    assets += 1
+                elif (rec.status or 200) // 100 != 3:
+                    pages += 1
+                total += rec.size
             complete = state.get("complete") == "1"  # as finalize() found it
         finally:
             state.close()
@@ -419,6 +422,7 @@ class Crawler:
             run_pages=self.pages_done,
             run_assets=self.assets_done,
             run_bytes=self.bytes_written,
+            unchanged=unchanged,
             notes=list(getattr(self.fetcher, "notes", [])),
         )
 

@@ -53,6 +53,9 @@ class CaptureReport:
     run_assets: int = 0
     #: The bytes this run wrote (``bytes`` is the whole tree's stored files, earlier runs included).
     run_bytes: int = 0
+    #: Files a re-capture kept because their server answered 304 (history.md §6.1: the previous
+    #: bytes stand, records marked ``revalidated``); 0 for a first capture.
+    unchanged: int = 0
     #: What the transport says once about the run (an import: bodies stored decoded, warc.md §8.4).
     notes: list[str] = field(default_factory=list)
 
@@ -92,7 +95,8 @@ class CaptureReport:
             "bytes": self.bytes,
             "requests": self.requests,
             "elapsed": round(self.elapsed, 3),
-            "this_run": {"pages": self.run_pages, "assets": self.run_assets, "bytes": self.run_bytes},
+            "this_run": {"pages": self.run_pages, "assets": self.run_assets, "bytes": self.run_bytes}
+            | ({"unchanged": self.unchanged} if self.unchanged else {}),
             "counts": dict(sorted(self.counts.items())),
             "items": [i.to_json() for i in self.items],
         } | ({"notes": list(self.notes)} if self.notes else {})
@@ -105,7 +109,9 @@ class CaptureReport:
         rate = self.run_pages / self.elapsed if self.elapsed else 0.0
         resumed = (self.run_pages, self.run_assets) != (self.pages, self.assets)
         run = f"{_n(self.run_pages, 'page')}, {_n(self.run_assets, 'asset')}, {size_text(self.run_bytes)}"
-        this_run = f" (this run: {run})" if resumed else ""
+        if self.unchanged:  # a re-capture: what the server said had not changed since
+            run += f"; {self.unchanged} unchanged: answered 304, the previous bytes kept"
+        this_run = f" (this run: {run})" if resumed or self.unchanged else ""
         lines = [
             f"captured {self.pages} pages and {self.assets} assets ({size_text(self.bytes)}) into {self.out}"
             f"{this_run} in {self.elapsed:.1f} s ({rate:.1f} pages/s)"

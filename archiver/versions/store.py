@@ -212,17 +212,20 @@ def _hash_fd(fd: int) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _store_blob(root: Path, r: Record) -> int:
+def _store_blob(root: Path, r: Record, folders: set[str]) -> int:
     """Make sure the blob of ``r`` exists (formats/history.md §2); the bytes it added (0 for a
     blob already there or a hard link). The file is linked (or copied) to a temporary name first and
-    that inode is the one hashed, so what is stored is what was checked."""
-    target = blob_path(root, r.sha256)
-    if target.is_file():
+    that inode is the one hashed, so what is stored is what was checked. ``folders``: the blob
+    folders known to exist (a first recording of a large tree would otherwise ask the system to make
+    each of them again for every file: a third of its time). Paths as text: this runs once a file."""
+    folder = os.path.join(store_dir(root), "blobs", "sha256", r.sha256[:2])
+    target = os.path.join(folder, r.sha256)
+    if os.path.isfile(target):
         return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f"{_TMP}{r.sha256}-{os.getpid()}"
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
+    if folder not in folders:
+        os.makedirs(folder, exist_ok=True)
+        folders.add(folder)
+    tmp = os.path.join(folder, f"{_TMP}{r.sha256}-{os.getpid()}")  # none left: record() cleaned them
     pfd, leaf = _parent_fd(root, r.path)
     added = 0
     try:
@@ -230,10 +233,14 @@ def _store_blob(root: Path, r: Record) -> int:
             os.link(leaf, tmp, src_dir_fd=pfd, follow_symlinks=False)
             st = os.lstat(tmp)
             if not stat.S_ISREG(st.st_mode):
-                tmp.unlink()
+                os.unlink(tmp)
                 raise FormatError("is not a regular file", subject=str(root / r.path))
         except FileNotFoundError:
             raise FormatError("is missing", subject=str(root / r.path)) from None
+        except FileExistsError:
+            raise FormatError(
+                "is being recorded by another process (a temporary blob exists)", subject=tmp
+            ) from None
         except OSError:  # another file system, or no hard links there: copy
             fd = _open_in_tree(root, r.path)
             try:
@@ -247,9 +254,9 @@ def _store_blob(root: Path, r: Record) -> int:
             added = r.size
     finally:
         os.close(pfd)
-    size, sha = _hash_file(tmp)
+    size, sha = _hash_path(tmp)
     if (size, sha) != (r.size, r.sha256):
-        tmp.unlink()
+        os.unlink(tmp)
         raise FormatError(
             "has changed since it was captured (its size or SHA-256 is not its record's): "
             "run archiver verify on the tree",
@@ -260,7 +267,7 @@ def _store_blob(root: Path, r: Record) -> int:
     return added
 
 
-def _hash_file(path: Path) -> tuple[int, str]:
+def _hash_path(path: str | Path) -> tuple[int, str]:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         return _hash_fd(fd)
@@ -307,6 +314,7 @@ def record(root: Path) -> Recorded:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
     files = added = 0
+    folders: set[str] = set()
     for r in read_records(root):
         why = _safe_path(r.path)
         if why:
@@ -314,7 +322,7 @@ def record(root: Path) -> Recorded:
         files += 1
         if _HEX64.match(r.sha256) and os.path.isfile(os.path.join(folder, _blob_name(r.sha256))):
             continue  # stored already (the common case of a re-capture: checked without pathlib)
-        added += _store_blob(root, r)
+        added += _store_blob(root, r, folders)
     vid = current.id
     body = _version_body(_manifest_bytes(root), vid)
     _write_atomic(folder / f"{vid}.jsonl", body)

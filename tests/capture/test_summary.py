@@ -58,6 +58,10 @@ def test_a_resumed_run_says_what_it_added(tmp_path: Path) -> None:
     assert "captured 40 pages and 60 assets" in report.summary()
     assert "(this run: 3 pages, 1 asset, 0 B)" in report.summary()
     assert report.to_json()["this_run"] == {"pages": 3, "assets": 1, "bytes": 0}
+    again = CaptureReport(out="t", home="h", complete=True, pages=40, assets=60, run_pages=40, run_assets=60,
+                          unchanged=97)  # fmt: skip
+    assert "(this run: 40 pages, 60 assets, 0 B; 97 unchanged: answered 304" in again.summary()
+    assert again.to_json()["this_run"] == {"pages": 40, "assets": 60, "bytes": 0, "unchanged": 97}
 
 
 def test_the_report_file_is_written_private_and_never_packed(

@@ -60,6 +60,13 @@ def test_type_see_click_land(browser: Browser, tree: Path) -> None:
     search = tree / "_archiver" / "search" / "index.html"
     page, requests = _open(browser, search.as_uri())
     page.locator("#q").press_sequentially("instal")  # the last word is a prefix as one types
+    # typed slowly (a loaded machine) a shorter prefix was searched and done before the last key:
+    # wait for the search of the whole word (the address names it once its search has begun)
+    page.wait_for_function(
+        "new URLSearchParams(location.search).get('q') === 'instal'"
+        " && ['done', 'damaged'].includes(document.body.dataset.state)",
+        timeout=20_000,
+    )
     assert _done(page) == "done"
     titles = page.locator("#results li a").all_inner_texts()
     assert titles[0] == "Installing the kit"

@@ -179,6 +179,8 @@ def test_a_re_capture_asks_each_url_once_and_stores_a_change_from_that_answer(tm
     assert {r.path for r in asked if r.status == 200} == {"/", "/p0.html", "/p6.html", "/s.css"}
     records = _records(out)
     assert {p for p, r in records.items() if r.revalidated} == {f"p{i}.html" for i in range(1, 6)}
+    report = next(json.loads(x) for x in again.stdout.splitlines() if x.startswith('{"out"'))
+    assert report["this_run"]["unchanged"] == 5  # and the terminal summary says so
     css = next(r for r in records.values() if r.urls[0].endswith("/s.css"))
     assert "changed" in (out / "p0.html").read_text() and "#456" in (out / css.path).read_text()
     assert _cli("verify", str(out)).returncode == 0
