@@ -1,7 +1,8 @@
 """A re-capture's first pass (formats/history.md §6.3): before the crawl loop, every pending URL whose
 previous bytes a conditional request may stand on (:meth:`.stage.Stage.previous`) is asked with its
-validators, ``slots`` requests at a time through the run's transport (so robots.txt, the address
-guard, politeness and the WARC recorder apply as to any request). A trusted 304 is recorded as kept
+validators, one lane a host (at most ``slots`` lanes: :func:`lanes_of`), through the run's
+transport (so robots.txt, the address guard, politeness and the WARC recorder apply as to any
+request). A trusted 304 is recorded as kept
 without a task, a claim or a transaction of its own: the kept rows are finished :data:`BATCH` at a
 time in one state transaction (:meth:`.stage.Stage.finish_kept`). Any other answer is remembered by
 the run's responses and the URL goes through its own stage at once (``run``), which takes that
@@ -18,12 +19,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from archiver.capture.conditional import request_headers
+from archiver.capture.hosts import key_host
 from archiver.capture.page import HTML_ACCEPT
 from archiver.capture.stage import Kept, Stage
 from archiver.capture.state import Row
 from archiver.tree import Record
 
-__all__ = ["BATCH", "Swept", "sweep"]
+__all__ = ["BATCH", "Swept", "lanes_of", "sweep"]
 
 #: rows read from the frontier, and kept rows finished in one transaction, at a time
 BATCH = 256
@@ -35,6 +37,9 @@ class Swept:
     staged: int = 0  # any other answer: through the URL's own stage
     left: int = 0  # not asked conditionally here: left to the crawl loop
 
+
+#: a row asked conditionally, with the record its request stands on
+Asked = tuple[Row, Record]
 
 #: the state's pending rows of a kind in frontier order after a position (priority, depth, seq)
 Pending = Callable[[str, "tuple[int, int, int] | None", int], list[Row]]
@@ -49,7 +54,7 @@ async def sweep(stage: Stage, pending: Pending, slots: int, run: Callable[[Row],
         after = None
         while rows := pending(kind, after, BATCH):
             after = (rows[-1].priority, rows[-1].depth, rows[-1].seq)
-            asked = []
+            asked: list[Asked] = []
             for row in rows:
                 rerender = kind == "page" and c.options.rerender
                 previous = None if rerender else stage.previous(row)
@@ -58,23 +63,30 @@ async def sweep(stage: Stage, pending: Pending, slots: int, run: Callable[[Row],
                 else:
                     asked.append((row, previous))
             kept: list[Kept] = []
-            await asyncio.gather(*(_ask(stage, iter_, kept, out, run) for iter_ in _shared(asked, slots)))
+            hosts, lanes = lanes_of(asked, slots)
+            await asyncio.gather(*(_ask(stage, hosts, kept, out, run) for _ in range(lanes)))
             stage.finish_kept(kept)
             out.kept += len(kept)
     return out
 
 
-def _shared(asked: list[tuple[Row, Record]], slots: int) -> list[Iterator[tuple[Row, Record]]]:
-    """``slots`` consumers of one iterator over ``asked`` (each takes the next row when it is free)."""
-    it = iter(asked)
-    return [it] * max(1, min(slots, len(asked)))
+def lanes_of(asked: list[Asked], slots: int) -> tuple[Iterator[list[Asked]], int]:
+    """The rows of ``asked`` by host, in their order (each host's list in order of its first row),
+    and how many lanes take them: one a host, at most ``slots``. A lane asks one host's rows one
+    after another, then takes the next host not taken: the fetcher asks a host one request at a time
+    (politeness), so a second lane on the same host only waits on its lock (a tenth more CPU a
+    request and twice the wall time on a one-host site, ``slots`` 12 against 1)."""
+    by_host: dict[str, list[Asked]] = {}
+    for item in asked:
+        by_host.setdefault(key_host(item[0].key), []).append(item)
+    return iter(list(by_host.values())), max(1, min(slots, len(by_host)))
 
 
 async def _ask(
-    stage: Stage, queue: Iterator[tuple[Row, Record]], kept: list[Kept], out: Swept,
+    stage: Stage, hosts: Iterator[list[Asked]], kept: list[Kept], out: Swept,
     run: Callable[[Row], Awaitable[None]],
 ) -> None:  # fmt: skip
-    for row, previous in queue:
+    for row, previous in (item for rows in hosts for item in rows):
         ask = request_headers(previous.etag, previous.last_modified)
         page = row.kind == "page"
         accept = HTML_ACCEPT if page else "*/*"

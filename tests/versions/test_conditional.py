@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from archiver.capture.conditional import MAX_VALIDATOR, judge, request_headers, validator
+from archiver.capture.revalidate import lanes_of
+from archiver.capture.state import Row
 from archiver.fixture import FixtureConfig, FixtureServer
 from archiver.tree import Record, read_records
 from archiver.versions import store
@@ -184,6 +186,35 @@ def test_a_re_capture_asks_each_url_once_and_stores_a_change_from_that_answer(tm
     css = next(r for r in records.values() if r.urls[0].endswith("/s.css"))
     assert "changed" in (out / "p0.html").read_text() and "#456" in (out / css.path).read_text()
     assert _cli("verify", str(out)).returncode == 0
+
+
+def _row(key: str, seq: int) -> Row:
+    return Row(key, "page", "pending", 1, None, 1, seq, None, None, None, None, 0, None, False)
+
+
+@pytest.mark.parametrize(
+    ("hosts", "slots", "lists", "lanes"),
+    [
+        ("a b a c a", 2, ["a a a", "b", "c"], 2),
+        ("a b a c a", 12, ["a a a", "b", "c"], 3),  # a lane a host: no second lane waits on a's lock
+        ("a a a a", 12, ["a a a a"], 1),
+        ("", 12, [], 1),
+    ],
+)
+def test_the_first_pass_gives_each_host_one_lane(
+    hosts: str, slots: int, lists: list[str], lanes: int
+) -> None:
+    rows = [_row(f"http://{h}.localhost:8000/p{i}.html", i) for i, h in enumerate(hosts.split())]
+    asked = [
+        (r, Record(path=f"p{r.seq}.html", kind="page", media_type="text/html", size=0, sha256=""))
+        for r in rows
+    ]
+    got, n = lanes_of(asked, slots)
+    seen = [[r.key for r, _ in items] for items in got]
+    assert n == lanes
+    assert [" ".join(k.split("//")[1].split(".")[0] for k in keys) for keys in seen] == lists
+    assert sorted(k for keys in seen for k in keys) == sorted(r.key for r in rows)  # each row once, in order
+    assert all(keys == sorted(keys, key=lambda k: int(k.rsplit("p", 1)[1].split(".")[0])) for keys in seen)
 
 
 # ---- on a hostile server
