@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import weakref
+from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -69,17 +70,59 @@ __all__ = ["Engine", "TermData", "term_data"]  # the last two: archiver.search.p
 
 
 class _Word:
-    """One query word (a term, or a prefix) in one index: the terms it found, in the core's order."""
+    """One query word (a term, or a prefix) in one index: the terms it found, in the core's order.
+    A prefix standing for several terms besides itself also has their :class:`_Merged` documents."""
 
-    __slots__ = ("df", "found", "size", "union")
+    __slots__ = ("df", "exact", "found", "lists", "merged", "size", "union")
 
-    def __init__(self, found: list[tuple[str, TermData]]) -> None:
+    def __init__(self, term: str, prefix: bool, found: list[tuple[str, TermData]]) -> None:
         self.found = found
         self.df = {t: len(td.docs) for t, td in found}
         self.union = 0
         for _, td in found:
             self.union |= td.mask
         self.size = ENTRY * (1 + len(found)) + sum(td.size for _, td in found)
+        self.exact = next((td for t, td in found if t == term), None)
+        rest = [td for t, td in found if t != term and td.docs]
+        self.merged = _Merged(rest) if prefix and len(rest) > 1 else None
+        #: The word's lists for the top-k streams: (a term's data or the merged completions, whether
+        #: it is the word's own term).
+        self.lists: list[tuple[Any, bool]] = [(td, t == term) for t, td in found]
+        if self.merged is not None:
+            self.size += self.merged.size
+            self.lists = [(self.exact, True)] if self.exact is not None else []
+            self.lists.append((self.merged, False))
+
+
+class _Merged:
+    """The documents of a prefix's completions (every term it stands for but itself) as one list:
+    each document once, with the largest impact any of them has in it, in impact order. A word's
+    value for a document (§6.3: its best term's) is the larger of its own term's and this one's
+    times the completions' weight: one stream and one lookup instead of one per completion
+    (multiplying by the same positive weight keeps which impact is largest, so the values are
+    the same floats)."""
+
+    __slots__ = ("docs", "impact", "mask", "order", "size")
+
+    def __init__(self, tds: list[TermData]) -> None:
+        best: dict[int, float] = {}
+        get = best.get
+        for td in tds:
+            for d, v in zip(td.docs, td.impact, strict=True):
+                if get(d, -1.0) < v:
+                    best[d] = v
+        self.docs = array("i", sorted(best))
+        self.impact = array("d", map(best.__getitem__, self.docs))
+        self.order = array("i", sorted(range(len(self.docs)), key=self.impact.__getitem__, reverse=True))
+        self.mask = 0
+        for td in tds:
+            self.mask |= td.mask
+        self.size = ENTRY + 16 * len(self.docs)
+
+    def find(self, doc: int) -> int:
+        if not (self.mask >> doc) & 1:
+            return -1
+        return bisect_left(self.docs, doc)
 
 
 class Engine:
@@ -204,7 +247,7 @@ class Engine:
                     raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
                 self._terms[(key, t, i)] = td
             out.append((t, td))
-        word = _Word(out)
+        word = _Word(term, prefix, out)
         self._put(("w", key, term, prefix), word, word.size)
         return word
 
@@ -292,17 +335,10 @@ class _Query:
     ) -> None:
         self.clauses, self.slots, self.words, self.n = clauses, slots, words, n
         self.df, self.any_df, self.query_terms, self.indexes = df, any_df, query_terms, indexes
-        self._weights: dict[tuple[int, str], tuple[float, bool]] = {}
-
-    def weight(self, s: int, t: str) -> tuple[float, bool]:
-        """The idf a term found for slot ``s`` is scaled by, and whether it is the slot's own term
-        (else a completion of its prefix, which also counts PREFIX): as :func:`rank_doc` scores."""
-        got = self._weights.get((s, t))
-        if got is None:
-            term = self.slots[s][0]
-            exact = t == term
-            got = self._weights[(s, t)] = (_idf(self.n, self.df[t] if exact else self.any_df[term]), exact)
-        return got
+        # The idf a term found for slot s is scaled by: its own term's, and any completion of its
+        # prefix's (which also counts PREFIX), as rank_doc scores them.
+        self.own = [_idf(n, df[t]) if t in df else 0.0 for t, _ in slots]
+        self.completions = [_idf(n, any_df[t]) if p and t in any_df else 0.0 for t, p in slots]
 
     def here(self, a: int, doc: int) -> Here:
         out: Here = []
@@ -382,10 +418,10 @@ class _Query:
             for a, per_index in enumerate(self.words):
                 if not cands[a]:
                     continue
-                for t, td in per_index[s].found:
+                for td, exact in per_index[s].lists:
                     if not td.docs:
                         continue
-                    w, exact = self.weight(s, t)
+                    w = self.own[s] if exact else self.completions[s]
                     o = td.order[0]
                     v = max(0.0, w * td.impact[o] if exact else w * td.impact[o] * PREFIX)
                     heap.append((-v, a, td.docs[o], len(lists), 0))
@@ -404,7 +440,8 @@ class _Query:
                     bound += -heap[0][0]
                 if worst[1] > bound * factor:
                     break
-            heap = streams[turn % nslots]
+            now = turn % nslots
+            heap = streams[now]
             turn += 1
             negv, a, doc, li, j = heapq.heappop(heap)
             td, w, exact, _a = lists[li]
@@ -421,9 +458,10 @@ class _Query:
                 keep((0, negv, a, doc))  # one word: its best term's score (≥ 0) is the document's
                 continue
             if len(best) >= k:
+                # its value for the stream it came from is the one popped (its first, so its best)
                 bound = 0.0
                 for s in range(nslots):
-                    bound += self._best(s, a, doc)
+                    bound += -negv if s == now else self._best(s, a, doc)
                 if (0, bound * factor, -a, -doc) < best[0]:
                     continue
             key = self.exact(a, doc)
@@ -433,10 +471,9 @@ class _Query:
 
     def _best(self, s: int, a: int, doc: int) -> float:
         out = 0.0
-        for t, td in self.words[a][s].found:
+        for td, exact in self.words[a][s].lists:
             i = td.find(doc)
             if i >= 0:
-                w, exact = self.weight(s, t)
-                v = w * td.impact[i] if exact else w * td.impact[i] * PREFIX
+                v = self.own[s] * td.impact[i] if exact else self.completions[s] * td.impact[i] * PREFIX
                 out = max(out, v)
         return out

@@ -6,8 +6,10 @@ kept stay under :data:`CACHE_BYTES` (the least recently used index goes first); 
 opened again when its manifest changes on disk. What queries decode from the indexes (shards,
 each term's documents and impacts) is kept by :class:`archiver.search.engine.Engine` under
 :data:`ENGINE_BYTES`, and the ranking is the engine's (formats/search.md §6.5: the core's ranking,
-top-k by a global bound). A mount without an index is skipped and named in ``skipped``. Results are
-ranked together (formats/search.md §6.3) and link to the page on its mount's own origin."""
+top-k by a global bound); a query asked again over the same open indexes is answered from the
+results kept for it (:data:`ANSWER_BYTES`). A mount without an index is skipped and named in
+``skipped``. Results are ranked together (formats/search.md §6.3) and link to the page on its
+mount's own origin."""
 
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ ENGINE_BYTES = 512 << 20
 #: Text chunks (about 2 KiB each) and fragment rows an open index keeps between queries.
 KEPT_CHUNKS = 256
 KEPT_FRAGMENTS = 4096
+#: Answers kept for a query asked again (formats/serve.md §8, Repeated queries): their estimated
+#: bytes, all entries together, in each server process.
+ANSWER_BYTES = 8 << 20
 
 Read = Callable[[str], bytes]
 
@@ -76,6 +81,11 @@ class Searcher:
         self._use_tables = False
         self.identity: dict[str, str] = {}
         self.prepared: dict[str, Any] = {}
+        # (text, limit, offset) → (the engine keys of the indexes it ranked, its results, their bytes)
+        self._answers: OrderedDict[tuple[str, int, int], tuple[tuple[int, ...], query.Results, int]] = (
+            OrderedDict()
+        )
+        self._answer_bytes = 0
 
     def _stamp(self, m: Mount) -> tuple[int, ...]:
         """What says a tree's index changed on disk (its manifest's identity); archives named on the
@@ -222,9 +232,12 @@ class Searcher:
         limit, offset = max(1, min(limit, MAX_LIMIT)), max(0, min(offset, MAX_OFFSET))
         doc: dict[str, Any] = {"query": text, "total": 0, "offset": offset, "limit": limit, "results": []}
         if text.strip() and indexes:
+            keys = tuple(self._key(m) for m in used)
+            found = self._answer((text, limit, offset), keys)
             try:
-                keys = [self._key(m) for m in used]
-                found = self.engine.search(indexes, keys, text, limit=limit, offset=offset)
+                if found is None:
+                    found = self.engine.search(indexes, keys, text, limit=limit, offset=offset)
+                    self._keep_answer((text, limit, offset), keys, found)
             except FormatError as e:
                 doc["error"] = f"damaged index: {e.subject}: {e.message}"
                 found = None
@@ -242,7 +255,37 @@ class Searcher:
         doc["skipped"] = skipped
         return doc
 
+    def _answer(self, key: tuple[str, int, int], keys: tuple[int, ...]) -> query.Results | None:
+        """The results kept for ``key`` when they were ranked over the same opened indexes (a tree
+        indexed again, or a mount skipped or opened again, gives other keys: ranked afresh)."""
+        got = self._answers.get(key)
+        if got is None:
+            return None
+        if got[0] != keys:
+            self._drop_answer(key)
+            return None
+        self._answers.move_to_end(key)
+        return got[1]
+
+    def _keep_answer(self, key: tuple[str, int, int], keys: tuple[int, ...], found: query.Results) -> None:
+        size = 200 + len(key[0]) + 8 * len(keys)
+        size += sum(300 + len(r.path) + len(r.title) + len(r.snippet.text) for r in found.results)
+        if size > ANSWER_BYTES // 4:
+            return
+        self._drop_answer(key)
+        self._answers[key] = (keys, found, size)
+        self._answer_bytes += size
+        while self._answer_bytes > ANSWER_BYTES:
+            self._drop_answer(next(iter(self._answers)))
+
+    def _drop_answer(self, key: tuple[str, int, int]) -> None:
+        got = self._answers.pop(key, None)
+        if got is not None:
+            self._answer_bytes -= got[2]
+
     def close(self) -> None:
+        self._answers.clear()
+        self._answer_bytes = 0
         for g in self._opened:
             g.close()
         self._opened.clear()

@@ -65,3 +65,38 @@ def test_a_damaged_file_is_said_on_every_query(tmp_path: Path) -> None:
             assert "damaged index" in doc.get("error", "")
     finally:
         searcher.close()
+
+
+def test_a_query_asked_again_is_answered_from_its_kept_results_until_the_index_changes(
+    tmp_path: Path,
+) -> None:
+    tree = _tree(tmp_path / "t", {"index.html": "<p>glacier volcano</p>", "b.html": "<p>glacier</p>"})
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    try:
+        first = searcher.search("glacier", 10, 0, _origin)
+        assert first["total"] == 2 and len(searcher._answers) == 1
+        assert searcher.search("glacier", 10, 0, _origin) == first  # the same answer, kept
+        assert searcher.search("glacier", 1, 0, _origin)["results"] == first["results"][:1]
+        assert len(searcher._answers) == 2  # another limit is another answer
+        _tree(tree, {"c.html": "<p>glacier</p>"})  # indexed again: ranked afresh
+        assert searcher.search("glacier", 10, 0, _origin)["total"] == 3
+    finally:
+        searcher.close()
+
+
+def _word(i: int) -> str:
+    return "abcdefghijklmnopqrst"[i] * 4
+
+
+def test_the_kept_answers_keep_to_their_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path / "t", {f"p{i}.html": f"<p>{_word(i)} river</p>" for i in range(20)})
+    monkeypatch.setattr(serve_search, "ANSWER_BYTES", 4000)
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    try:
+        for i in range(20):
+            assert searcher.search(_word(i), 10, 0, _origin)["total"] == 1
+        assert 0 < searcher._answer_bytes <= 4000
+        assert sum(x[2] for x in searcher._answers.values()) == searcher._answer_bytes
+        assert (_word(19), 10, 0) in searcher._answers and (_word(0), 10, 0) not in searcher._answers
+    finally:
+        searcher.close()
