@@ -85,6 +85,13 @@ _JS_SCHEME = re.compile(r"^\s*javascript:", re.I)
 _ACTIVE_TAGS = frozenset({tag for tag, _ in URL_ATTRIBUTES} | {tag for tag, _ in SRCSET_ATTRIBUTES})
 _ACTIVE_TAGS |= LAZY_TAGS | {"link", "meta", "iframe"}
 _ACTIVE_NAMES = URL_ATTRIBUTE_NAMES | {"style"}
+#: The names most elements of a page carry and no rule reads (one set lookup for most elements).
+_PASSIVE_NAMES = frozenset(
+    {"class", "id", "title", "lang", "dir", "role", "name", "value", "type", "rel", "target", "alt",
+     "width", "height", "align", "valign", "colspan", "rowspan", "headers", "scope", "border",
+     "cellpadding", "cellspacing", "tabindex", "hidden", "for", "aria-hidden", "aria-label"}
+)  # fmt: skip
+assert not any(n in _ACTIVE_NAMES or n.startswith("on") for n in _PASSIVE_NAMES)
 _DOCTYPE = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*(<\?xml[^>]*\?>)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)?", re.I | re.S
 )
@@ -252,6 +259,8 @@ class _Rewriter:
         if tag not in _ACTIVE_TAGS:
             # no rule reads this element's attributes unless one is a handler, a URL or a style
             # (names hold no whitespace: one string of them, lower case, is searched at C speed)
+            if _PASSIVE_NAMES.issuperset(attrs):
+                return
             names = " " + " ".join(attrs).lower()
             if " on" not in names and _ACTIVE_NAMES.isdisjoint(names.split()):
                 return
