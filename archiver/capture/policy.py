@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 from urllib.parse import unquote
 
@@ -76,22 +77,36 @@ _PLAIN_FRAGMENT = re.compile(r"[^\s\x00-\x1f\x7f!/][^\s\x00-\x1f\x7f]*\Z")
 
 def _base_part(ref: str, base: str) -> str:
     """The part of ``base`` that resolving ``ref`` depends on (see :meth:`Scope.resolve`)."""
-    if "\\" in ref or "\\" in base or _SPACE.search(ref):
+    backslash, scheme, origin, folder = _base_parts(base)
+    if backslash or "\\" in ref or _SPACE.search(ref):
         return base
     if _ABSOLUTE.match(ref):
         return ""
-    scheme, sep, rest = base.partition("://")
-    if not sep:
+    if scheme is None:
         return base
-    slash = rest.find("/")
     if ref.startswith("//"):
         return scheme
     if ref.startswith("/"):
-        return base if slash < 0 else scheme + "://" + rest[:slash]
-    if not ref or ref[0] in "?#" or _SCHEME.match(ref) or slash < 0:
+        return origin
+    if not ref or ref[0] in "?#" or _SCHEME.match(ref):
         return base
+    return folder
+
+
+@lru_cache(maxsize=1024)
+def _base_parts(base: str) -> tuple[bool, str | None, str, str]:
+    """What :func:`_base_part` takes of ``base``, worked out once per base (every reference of a
+    page has the same): whether it holds a backslash, its scheme (None without ``://``), and the
+    parts a reference from the origin and a relative path depend on (``base`` itself when it has
+    no path)."""
+    scheme, sep, rest = base.partition("://")
+    if not sep:
+        return "\\" in base, None, base, base
+    slash = rest.find("/")
+    if slash < 0:
+        return "\\" in base, scheme, base, base
     path = rest.split("?", 1)[0].split("#", 1)[0]
-    return scheme + "://" + path[: path.rfind("/") + 1]
+    return "\\" in base, scheme, scheme + "://" + rest[:slash], scheme + "://" + path[: path.rfind("/") + 1]
 
 
 def _route_url(ref: str, base: str) -> str | None:
