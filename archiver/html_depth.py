@@ -69,18 +69,19 @@ def _over(text: str, limit: int) -> list[tuple[int, int, str]]:
     stack: list[str] = []
     counts: dict[str, int] = {}
     edits: list[tuple[int, int, str]] = []
-    for m in _TOKEN.finditer(text):
-        name = m.group(3)
+    for m in _TOKEN.finditer(text):  # the loop runs once per tag of a large page: kept lean
+        _, slash, name, rest = m.groups()
         if name is None:
             continue
-        if not m.group(2) and m.end() - m.start() > _LONG_TAG:
+        # a tag is at most its "<", name, rest and ">": a shorter one need not be measured
+        if not slash and len(name) + len(rest) >= _LONG_TAG - 1 and m.end() - m.start() > _LONG_TAG:
             cut = _attributes_cut(m.group(), MAX_ATTRIBUTES)
             if cut is not None:
                 edits.append((m.start(), m.end(), cut))
         name = name.lower()
-        if name in _NOT_COUNTED or m.group(4).endswith("/"):
+        if name in _NOT_COUNTED or rest.endswith("/"):
             continue
-        if m.group(2):
+        if slash:
             if counts.get(name):
                 while stack:
                     top = stack.pop()

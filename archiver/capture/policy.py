@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 from urllib.parse import unquote
 
@@ -69,26 +70,43 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\\]*\Z")
 _SPACE = re.compile(r"\s")  # the characters str.isspace() accepts (both use Py_UNICODE_ISSPACE)
 _MEMO_SIZE = 100_000
+# a fragment that never changes the URL it is on (tree.md §2.1: only a route fragment, "#!…" or
+# "#/…", stays in a URL) nor whether it parses (no control character; no space, which WHATWG drops)
+_PLAIN_FRAGMENT = re.compile(r"[^\s\x00-\x1f\x7f!/][^\s\x00-\x1f\x7f]*\Z")
 
 
 def _base_part(ref: str, base: str) -> str:
     """The part of ``base`` that resolving ``ref`` depends on (see :meth:`Scope.resolve`)."""
-    if "\\" in ref or "\\" in base or _SPACE.search(ref):
+    backslash, scheme, origin, folder = _base_parts(base)
+    if backslash or "\\" in ref or _SPACE.search(ref):
         return base
     if _ABSOLUTE.match(ref):
         return ""
-    scheme, sep, rest = base.partition("://")
-    if not sep:
+    if scheme is None:
         return base
-    slash = rest.find("/")
     if ref.startswith("//"):
         return scheme
     if ref.startswith("/"):
-        return base if slash < 0 else scheme + "://" + rest[:slash]
-    if not ref or ref[0] in "?#" or _SCHEME.match(ref) or slash < 0:
+        return origin
+    if not ref or ref[0] in "?#" or _SCHEME.match(ref):
         return base
+    return folder
+
+
+@lru_cache(maxsize=1024)
+def _base_parts(base: str) -> tuple[bool, str | None, str, str]:
+    """What :func:`_base_part` takes of ``base``, worked out once per base (every reference of a
+    page has the same): whether it holds a backslash, its scheme (None without ``://``), and the
+    parts a reference from the origin and a relative path depend on (``base`` itself when it has
+    no path)."""
+    scheme, sep, rest = base.partition("://")
+    if not sep:
+        return "\\" in base, None, base, base
+    slash = rest.find("/")
+    if slash < 0:
+        return "\\" in base, scheme, base, base
     path = rest.split("?", 1)[0].split("#", 1)[0]
-    return scheme + "://" + path[: path.rfind("/") + 1]
+    return "\\" in base, scheme, scheme + "://" + rest[:slash], scheme + "://" + path[: path.rfind("/") + 1]
 
 
 def _route_url(ref: str, base: str) -> str | None:
@@ -289,6 +307,28 @@ class Scope:
             return absolute(reason)
         return _Class(Decision("local", key, kind, fragment), text)
 
+    def _remember(self, memo: tuple[str, str, str], found: _Class) -> None:
+        if len(self._classes) >= _MEMO_SIZE:
+            self._classes.clear()
+        self._classes[memo] = found
+
+    def _classified(self, ref: str, base: str, hint: Hint) -> _Class:
+        """:meth:`_classify`; for a reference with a plain fragment (``page.html#sec``: not a route,
+        no space or control character), derived from the one of the reference without it, remembered
+        (a documentation page names the same few pages under thousands of fragments)."""
+        head, sep, fragment = ref.partition("#")
+        if sep and head.strip() and len(ref) <= urls.MAX_URL_LENGTH and _PLAIN_FRAGMENT.match(fragment):
+            bare = head + "#"  # resolves to the same URL: the fragment is only written back
+            memo = (bare, _base_part(bare, base), hint)
+            found = self._classes.get(memo)
+            if found is None:
+                found = self._classify(bare, base, hint)
+                self._remember(memo, found)
+            derived = found.with_fragment("#" + fragment)
+            if derived is not None:
+                return derived
+        return self._classify(ref, base, hint)
+
     def written_absolute(self, ref: str, base: str, hint: Hint) -> str | None:
         """What a reference that :meth:`decide` made local is written as when it is not fetched
         after all (the page budget): as for the depth limit, its absolute URL with its fragment, or
@@ -312,10 +352,8 @@ class Scope:
         memo = (ref, _base_part(ref, base), hint)
         found = self._classes.get(memo)
         if found is None:
-            found = self._classify(ref, base, hint)
-            if len(self._classes) >= _MEMO_SIZE:
-                self._classes.clear()
-            self._classes[memo] = found
+            found = self._classified(ref, base, hint)
+            self._remember(memo, found)
         decision = found.decision
         if decision.action != "local":
             return decision
@@ -333,3 +371,15 @@ class _Class:
 
     decision: Decision
     absolute: str | None = None
+
+    def with_fragment(self, fragment: str) -> _Class | None:
+        """This class of a reference ending in a bare ``#``, for the same reference ending in
+        ``fragment`` instead (a plain one: it does not change the URL, only what is written back);
+        None for ``keep`` (its reason quotes the reference)."""
+        d = self.decision
+        if d.action == "keep" or d.fragment != "#":
+            return None
+        extra = fragment[1:]
+        url = d.url + extra if d.action == "absolute" and d.url is not None else d.url
+        absolute = self.absolute + extra if self.absolute is not None else None
+        return _Class(Decision(d.action, url, d.kind, fragment, d.reason), absolute)

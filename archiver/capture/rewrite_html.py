@@ -58,7 +58,9 @@ from archiver.html_refs import (
     LAZY_SRC,
     LAZY_SRCSET,
     LAZY_TAGS,
+    SRCSET_ATTRIBUTES,
     URL_ATTRIBUTE_NAMES,
+    URL_ATTRIBUTES,
     Use,
     attribute_refs,
     parse_refresh,
@@ -77,6 +79,19 @@ _HINTS: dict[Use, Hint] = {"link": "link", "frame": "link", "absolute": "absolut
 _LINK_DROP_RELS = frozenset({"modulepreload", "preconnect", "dns-prefetch", "prefetch", "prerender"})
 _PRELOAD_DROP_AS = frozenset({"script", "fetch", "worker", "document", "audio", "video", "track"})
 _JS_SCHEME = re.compile(r"^\s*javascript:", re.I)
+# The tags with a rule of their own (URL attributes of their own, lazy loading, <link>, <meta>,
+# srcdoc), and the attribute names a rule reads on any element (with every ``on*`` handler): an
+# element with neither is left as it is without looking further.
+_ACTIVE_TAGS = frozenset({tag for tag, _ in URL_ATTRIBUTES} | {tag for tag, _ in SRCSET_ATTRIBUTES})
+_ACTIVE_TAGS |= LAZY_TAGS | {"link", "meta", "iframe"}
+_ACTIVE_NAMES = URL_ATTRIBUTE_NAMES | {"style"}
+#: The names most elements of a page carry and no rule reads (one set lookup for most elements).
+_PASSIVE_NAMES = frozenset(
+    {"class", "id", "title", "lang", "dir", "role", "name", "value", "type", "rel", "target", "alt",
+     "width", "height", "align", "valign", "colspan", "rowspan", "headers", "scope", "border",
+     "cellpadding", "cellspacing", "tabindex", "hidden", "for", "aria-hidden", "aria-label"}
+)  # fmt: skip
+assert not any(n in _ACTIVE_NAMES or n.startswith("on") for n in _PASSIVE_NAMES)
 _DOCTYPE = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*(<\?xml[^>]*\?>)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)?", re.I | re.S
 )
@@ -185,8 +200,8 @@ class _Rewriter:
             return True
         return False
 
-    def _style_attribute(self, node: LexborNode) -> None:
-        style = node.attributes.get("style")
+    def _style_attribute(self, node: LexborNode, attrs: dict[str, str | None]) -> None:
+        style = attrs.get("style")
         if not style:
             return
         result = rewrite_declarations(style, _css_change(self.change))
@@ -223,25 +238,42 @@ class _Rewriter:
         if (attrs.get("loading") or "").lower() == "lazy":
             del node.attrs["loading"]
 
-    def _strip_handlers(self, node: LexborNode) -> None:
-        for name, value in list(node.attributes.items()):
+    def _strip_handlers(self, node: LexborNode, attrs: dict[str, str | None]) -> bool:
+        """Removes the event handlers and ``javascript:`` URLs of ``node`` (whose attributes are
+        ``attrs``); True when it removed one."""
+        removed = False
+        for name, value in attrs.items():
             lower = name.lower()
             if lower.startswith("on") or (
                 lower in URL_ATTRIBUTE_NAMES and value is not None and _JS_SCHEME.match(value)
             ):
                 del node.attrs[name]
+                removed = True
+        return removed
 
-    def element(self, node: LexborNode) -> None:
-        if not node.attributes:
+    def element(self, node: LexborNode, tag: str) -> None:
+        """Apply the rules to ``node``, whose tag name, lower case, is ``tag``."""
+        attrs = node.attributes  # a new dict each time it is read: read again only after a change
+        if not attrs:
             return  # every rule below reads an attribute (most elements of a page have none)
-        tag = node.tag.lower() if node.tag else ""
-        self._strip_handlers(node)
-        self._promote_lazy(node, tag)
-        if tag == "link" and _link_dropped(node.attributes):
+        if tag not in _ACTIVE_TAGS:
+            # no rule reads this element's attributes unless one is a handler, a URL or a style
+            # (names hold no whitespace: one string of them, lower case, is searched at C speed)
+            if _PASSIVE_NAMES.issuperset(attrs):
+                return
+            names = " " + " ".join(attrs).lower()
+            if " on" not in names and _ACTIVE_NAMES.isdisjoint(names.split()):
+                return
+        if self._strip_handlers(node, attrs):
+            attrs = node.attributes
+        if tag in LAZY_TAGS:
+            self._promote_lazy(node, tag)
+            attrs = node.attributes
+        if tag == "link" and _link_dropped(attrs):
             node.decompose()
             return
         if tag == "meta":
-            equiv = (node.attributes.get("http-equiv") or "").lower()
+            equiv = (attrs.get("http-equiv") or "").lower()
             if equiv == "refresh":
                 self._refresh(node)
                 return
@@ -249,21 +281,22 @@ class _Rewriter:
                 node.decompose()
                 return
         elif tag == "iframe":
-            srcdoc = node.attributes.get("srcdoc")
+            srcdoc = attrs.get("srcdoc")
             if srcdoc:
                 inner = parse(srcdoc)
                 _Rewriter(self.change, self.noscript, self.drop_candidate).document(inner)
                 node.attrs["srcdoc"] = inner.html or ""
         touched = False
-        for found in attribute_refs(tag, node.attributes):
+        for found in attribute_refs(tag, attrs):
             if found.srcset:
                 touched |= self._apply_srcset(node, found.attr, found.value)
             else:
                 touched |= self._apply(node, found.attr, found.value, _HINTS.get(found.use, "embed"))
-        self._style_attribute(node)
+        # the URL attributes just written are neither ``style``, ``integrity`` nor ``crossorigin``
+        self._style_attribute(node, attrs)
         if touched:
             for name in ("integrity", "crossorigin"):
-                if name in node.attributes:
+                if name in attrs:
                     del node.attrs[name]
 
     def document(self, doc: LexborHTMLParser) -> None:
@@ -278,15 +311,16 @@ class _Rewriter:
         root = doc.root
         if root is not None:
             for node in list(root.traverse(include_text=False)):
-                if node.tag == "style":
+                tag = node.tag
+                if tag == "style":
                     text = node.text(deep=True)
                     result = rewrite_stylesheet(text, _css_change(self.change))
                     if result.text != text:
                         node.inner_html = result.text
-                    self._strip_handlers(node)
+                    self._strip_handlers(node, node.attributes)
                     continue
-                if node.tag and not node.tag.startswith("-"):
-                    self.element(node)
+                if tag and not tag.startswith("-"):
+                    self.element(node, tag.lower())
         if self.search is not None:
             searchbox.rewrite(doc, self.search)
         _ensure_charset(doc)

@@ -181,3 +181,28 @@ def test_remembered_decisions_equal_deciding_afresh() -> None:
                             expected = fresh.decide(ref, base, hint, depth, verdict)  # type: ignore[arg-type]
                             got = seen.decide(ref, base, hint, depth, verdict)  # type: ignore[arg-type]
                             assert got == expected, (ref, base, hint, depth)
+
+
+def test_a_plain_fragment_is_decided_as_the_reference_without_it() -> None:
+    """A reference with a plain fragment is classified from the same reference ending in a bare
+    ``#`` (remembered), the fragment put back; it must equal classifying the whole reference afresh,
+    for every kind of fragment: plain, route-like, with a space or a control character, empty, and
+    on references that are kept, made absolute, or local."""
+    bases = ["https://ex.com/docs/intro", "https://ex.com/", "https://ex.com/a/b?q"]
+    heads = ["x.html", "/", "../img/a.png", "//other.org/y", "/r.pdf", "https://ex.com/", " /docs/x"]
+    heads += ["mailto:a@b", "http://[bad/", "javascript:x", "", "  ", "?q=1", "/style.css"]
+    fragments = ["", "#", "#top", "#!/r", "#/r", "#a b", "#a\tb", "#%20", "#x#y", "#é", "#top ", "#\x01"]
+    for routes in (False, True):
+        seen = Scope(home=HOME, seeds=(HOME,), max_depth=3, routes=routes)
+        for _ in range(2):
+            for base in bases:
+                for head in heads:
+                    for fragment in fragments:
+                        ref = head + fragment
+                        for hint in ("link", "embed", "stylesheet", "absolute"):
+                            fresh = Scope(home=HOME, seeds=(HOME,), max_depth=3, routes=routes)
+                            expected = fresh._classify(ref, base, hint)  # type: ignore[arg-type]
+                            got = seen.decide(ref, base, hint, 0)  # type: ignore[arg-type]
+                            assert got == expected.decision, (ref, base, hint, routes)
+                            absolute = seen.written_absolute(ref, base, hint)  # type: ignore[arg-type]
+                            assert absolute == expected.absolute, (ref, base, hint, routes)

@@ -185,6 +185,30 @@ def test_scripts_handlers_javascript_urls_base_and_csp_go() -> None:
     assert "<a>j</a>" in out
 
 
+def test_elements_with_no_rule_of_their_own_still_lose_handlers_and_javascript_urls() -> None:
+    # a tag with no URL attribute of its own is passed over only when no attribute name is a
+    # handler, a URL attribute's or ``style``: each of those still reaches its rule
+    text = (
+        '<div class="a" OnMouseOver="x()" id="d">d</div><span data-x="1" onfocus>s</span>'
+        '<p title="on" href="JavaScript:alert(1)">p</p><em class="one only">e</em>'
+        '<section style="background:url(/bg.png)">b</section>'
+        '<svg><foreignObject><div cite="/c" formaction="/f">f</div></foreignObject></svg>'
+    )
+    seen: list[tuple[str, Hint]] = []
+
+    def change(ref: str, hint: Hint) -> str:
+        seen.append((ref, hint))
+        return "L" + ref
+
+    out = rh.rewrite(rh.parse(text), change).html
+    for gone in ["mouseover", "onfocus", "javascript:"]:
+        assert gone.lower() not in out.lower(), gone
+    assert '<div class="a" id="d">d</div>' in out and '<em class="one only">e</em>' in out
+    assert '<p title="on">p</p>' in out and "url(L/bg.png)" in out
+    assert seen == [("/bg.png", "embed")]  # cite and formaction count only on their own tags
+    assert 'cite="/c" formaction="/f"' in out
+
+
 def test_meta_refresh_url_is_a_link() -> None:
     text = (SITE / "start.html").read_text(encoding="utf-8")
     out = rh.rewrite(rh.parse(text), lambda ref, hint: "L" + ref if hint == "link" else None).html
