@@ -201,6 +201,9 @@ def extract(html: bytes) -> Page:
     def flush(heading: bool) -> None:
         nonlocal budget
         nonlocal pending
+        if not pending:  # no text since the last block (most of them: nested block elements)
+            parts.clear()
+            return
         raw = "".join(parts)
         text = _SPACES.sub(" ", raw[: 4 * budget + 4096] if len(raw) > 4 * budget + 4096 else raw).strip()
         parts.clear()
