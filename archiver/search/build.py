@@ -76,8 +76,15 @@ def order_key(term: str) -> bytes:
     return term.encode("utf-16-be")
 
 
+#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, made once: ``json.dumps`` with
+#: these arguments builds an encoder a call (a third of ``finish`` on 30,000 terms).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: A JSON string of a str, quotes included, as the encoder above writes it (its C function).
+_STRING: Callable[[str], str] = json.encoder.encode_basestring
+
+
 def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _ENCODE(value).encode("utf-8")
 
 
 def _digits(value: int) -> str:
@@ -341,7 +348,7 @@ class Builder:
         return doc
 
     def _add_text(self, doc: int, chunk: int, text: str) -> None:
-        data = _dumps([doc, chunk, text])
+        data = f"[{doc},{chunk},{_STRING(text)}]".encode()  # _dumps([doc, chunk, text]), a third of the time
         if not self._text:
             self._text_first = (doc, chunk)
         self._text.append(data)
@@ -386,7 +393,8 @@ class Builder:
     def _entry(self, term: str) -> bytes:
         flat = self._postings[term]
         if self._version >= 3:  # already as written (add_prepared)
-            return _dumps([term, pack_numbers(flat)])
+            # _dumps([term, packed]): the packed string's digits need no escape
+            return f'[{_STRING(term)},"{pack_numbers(flat)}"]'.encode()
         out: list[int] = []
         previous_doc = 0
         i = 0
