@@ -76,7 +76,7 @@ class Page:
     cut: bool = False
 
     def size(self) -> int:
-        return len(self.title) + sum(len(t) for _, t in self.blocks)
+        return len(self.title) + sum(map(len, map(operator.itemgetter(1), self.blocks)))
 
 
 def decode(data: bytes) -> str:
