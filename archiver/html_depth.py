@@ -119,6 +119,11 @@ _FEW_TAGS = 4096
 _LONG_START_TAG = re.compile(rf"<[A-Za-z][^<]{{{_LONG_TAG}}}")
 
 
+#: A page of more ``<`` than this is decided by :func:`_over`'s walk itself, one match at a time:
+#: findall's list holds a pair a tag (about 70 bytes), so :func:`_fits` stays under 20 MB.
+_QUICK_TAGS = 1 << 18
+
+
 def _fits(text: str, limit: int) -> bool:
     """Whether :func:`_over`'s walk never opens an element past ``limit`` levels: the same walk over
     :data:`_PAIRS`' strings (no match objects, names lowered in one call; a fifth of the CPU)."""
@@ -166,7 +171,8 @@ def bound_depth(text: str, limit: int = MAX_DEPTH) -> str:
     start tag past the first :data:`MAX_ATTRIBUTES` left out; ``text`` itself when nothing is cut."""
     if not _may_need(text, limit):  # nothing to cut
         return text
-    if (len(text) <= _LONG_TAG or _LONG_START_TAG.search(text) is None) and _fits(text, limit):
+    quick = text.count("<") <= _QUICK_TAGS
+    if quick and (len(text) <= _LONG_TAG or _LONG_START_TAG.search(text) is None) and _fits(text, limit):
         return text  # no start tag can hold too many attributes, and none is too deep
     cuts = _over(text, limit)
     if not cuts:
