@@ -87,3 +87,32 @@ def test_comments_and_raw_text_do_not_count() -> None:
     deep = "<div>" * (2 * MAX_DEPTH)
     for page in (f"<!--{deep}-->", f"<script>{deep}</script>", f"<style>{deep}", f"<!--{deep}"):
         assert bound_depth(page) is page
+
+
+_SOUP = [
+    "<div>", "</div>", "<span>", "</span>", "<Div x='>' >", "<a/>", "</a/>", "<!--", "-->", "<script>",
+    "</script>", "</SCRIPT >", "<b", ">", "<", '"', "'", "<p>", "</p>", "<DIV/>", "<dİv>", "</dİv>", "<Σ>",
+    "</σ>", '<a"b x=">">', "x", " ", "/", "<title>", "<i>", "</i>", "<br>", "</div/>", '<a x="/">', "<a x=/>",
+    "<a'/ b>", '<a"/', "<plaintext>", "<noscript>", "</noscript>", "<scriptx>", "<script x=1>", "=", "\n",
+    "<ſ>", "</s>", "<K>", "</k>",
+]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_SOUP), max_size=40).map("".join), st.integers(1, 4))
+def test_the_quick_walk_reads_the_same_tokens_and_decides_as_the_walk_that_edits(
+    text: str, limit: int
+) -> None:
+    """bound_depth first walks findall's pairs (no match objects): the same tokens as the editing
+    walk's, with the same names and self-closed tags, and the same answer (is any tag too deep)."""
+    from archiver import html_depth
+
+    def spelled(m: object) -> tuple[object, ...]:
+        slash, name, attributes = m.group(2), m.group(3), m.group(4)  # type: ignore[attr-defined]
+        closed = "/" if name is not None and attributes.endswith("/") else ""
+        return m.span(), (slash or "") + (name or ""), closed  # type: ignore[attr-defined]
+
+    quick = [(m.span(), m.group(1) or "", m.group(2) or "") for m in html_depth._PAIRS.finditer(text)]
+    assert quick == [spelled(m) for m in html_depth._TOKEN.finditer(text)]
+    deeper = [edit for edit in html_depth._over(text, limit) if edit[0] == edit[1]]
+    assert html_depth._fits(text, limit) == (not deeper)

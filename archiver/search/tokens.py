@@ -10,6 +10,7 @@ records the number it was built with and a reader refuses one it does not share.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
@@ -26,8 +27,9 @@ MAX_TERM = 64
 
 #: A word: a run of letters, marks and digits (Unicode general categories L, M, N).
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
-#: The same in ASCII text: letters and digits (no ASCII character is a mark).
-_ASCII_WORD = regex.compile(r"[a-z0-9]+")
+#: The same in ASCII text: letters and digits (no ASCII character is a mark); the standard library's
+#: engine, a fifth faster than ``regex`` on this class.
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 #: Characters written without spaces between words: Han, Hiragana, Katakana, Hangul and the
 #: prolonged sound mark (Script=Common); a mark joins whatever precedes it.
 _CJK = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]")
@@ -113,13 +115,23 @@ def term_list(text: str) -> list[str | None]:
     """The term at each position of ``text`` counted from 0, None where a dropped term (over
     :data:`MAX_TERM` characters) holds its place: what :func:`tokens` yields, without the offsets
     (the index builder's loop, at a fraction of the cost)."""
+    words: list[str | None]
     if text.isascii():  # letters and digits only: lower case is the whole folding
-        words: list[str | None] = list(_ASCII_WORD.findall(text.lower()))
-        if words and max(map(len, words)) > MAX_TERM:  # type: ignore[arg-type]
-            words = [w if len(w) <= MAX_TERM else None for w in words]  # type: ignore[arg-type]
-        return words
+        words = list(_ASCII_WORD.findall(text.lower()))
+    else:
+        found = _WORD.findall(text)
+        if not "".join(found).isascii():
+            return _mixed_terms(found)
+        words = list(map(str.lower, found))  # ASCII words between other characters (’, ¶)
+    if words and max(map(len, words)) > MAX_TERM:  # type: ignore[arg-type]
+        words = [w if len(w) <= MAX_TERM else None for w in words]  # type: ignore[arg-type]
+    return words
+
+
+def _mixed_terms(words: list[str]) -> list[str | None]:
+    """:func:`term_list` of the ``words`` of a text, some of them not ASCII."""
     out: list[str | None] = []
-    for word in _WORD.findall(text):
+    for word in words:
         if word.isascii():
             out.append(word.lower() if len(word) <= MAX_TERM else None)
         else:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archiver.errors import FormatError
-from archiver.search import query, store
+from archiver.search import build, query, store
 from archiver.search.tokens import terms
 from tests.search.helpers import build_files, html, index_of
 
@@ -244,3 +244,15 @@ def test_an_unreadable_page_is_named_when_workers_extract(tmp_path: Path) -> Non
         list(extractor.pages(["p000.html", "gone.html", "p001.html"]))
     assert caught.value.subject == str(tmp_path / "gone.html")
     assert caught.value.message.startswith("cannot be read")
+
+
+def test_postings_past_three_digit_numbers_read_back() -> None:
+    """Format 3's postings are packed into digits by ``prepare`` (in the workers) and only
+    concatenated by the builder: a position past 32,767 (beyond the table of numbers of at most three
+    digits) reads back, and so does a document gap that large, packed by the builder."""
+    far = " ".join(f"w{i}" for i in range(33_000))
+    index = index_of([("a.html", html("A", f"<p>{far} needle</p>")), ("b.html", html("B", "<p>needle</p>"))])
+    assert [r.path for r in query.search([index], '"w32999 needle"').results] == ["a.html"]
+    assert {r.path for r in query.search([index], "needle ").results} == {"a.html", "b.html"}
+    for value in (0, 31, 32, 32767, 32768, 40_000, 2**32 - 1):
+        assert build._packed_bytes(value).decode() == build.pack_numbers([value])
