@@ -75,6 +75,8 @@ r = capture(seeds, Path(sys.argv[1]), render=sys.argv[2].startswith("render"),
             depth=0 if len(seeds) > 1 else 10000, delay=0, progress=False, tabs={tabs},
             warc=sys.argv[2].endswith("+warc"))
 print(r.pages)
+import gc
+gc.freeze()  # as the archiver command does before it ends (archiver.cli.entry): no last collection
 """
 
 
