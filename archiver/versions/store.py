@@ -213,15 +213,13 @@ def _hash_fd(fd: int) -> tuple[int, str]:
 
 
 def _store_blob(root: Path, r: Record, folders: set[str]) -> int:
-    """Make sure the blob of ``r`` exists (formats/history.md §2); the bytes it added (0 for a
-    blob already there or a hard link). The file is linked (or copied) to a temporary name first and
-    that inode is the one hashed, so what is stored is what was checked. ``folders``: the blob
+    """Store the blob of ``r``, not in the store yet (:func:`record` looked: formats/history.md §2);
+    the bytes it added (0 for a hard link). The file is linked (or copied) to a temporary name first
+    and that inode is the one hashed, so what is stored is what was checked. ``folders``: the blob
     folders known to exist (a first recording of a large tree would otherwise ask the system to make
-    each of them again for every file: a third of its time). Paths as text: this runs once a file."""
-    folder = os.path.join(store_dir(root), "blobs", "sha256", r.sha256[:2])
-    target = os.path.join(folder, r.sha256)
-    if os.path.isfile(target):
-        return 0
+    each of them again for every file: a third of its time)."""
+    target = os.fspath(blob_path(root, r.sha256))  # refuses a record whose sha256 is not one
+    folder = os.path.dirname(target)
     if folder not in folders:
         os.makedirs(folder, exist_ok=True)
         folders.add(folder)
@@ -322,7 +320,7 @@ def record(root: Path) -> Recorded:
         files += 1
         if _HEX64.match(r.sha256) and os.path.isfile(os.path.join(folder, _blob_name(r.sha256))):
             continue  # stored already (the common case of a re-capture: checked without pathlib)
-        added += _store_blob(root, r, folders)
+        added += _store_blob(root, r, folders)  # (a sha256 that is not one is refused there)
     vid = current.id
     body = _version_body(_manifest_bytes(root), vid)
     _write_atomic(folder / f"{vid}.jsonl", body)

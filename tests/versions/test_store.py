@@ -71,6 +71,24 @@ def test_recording_links_each_file_once_and_is_idempotent(tmp_path: Path) -> Non
     assert is_private("_archiver/.versions/blobs/sha256/ab/x") and is_private("_archiver/.versions")
 
 
+@pytest.mark.parametrize("sha", ["../../../../outside", "zz", "A" * 64])
+def test_a_record_whose_sha256_is_not_one_is_refused_before_anything_is_stored(
+    tmp_path: Path, sha: str
+) -> None:
+    root = tmp_path / "site"
+    write_tree(root, V1, "2026-11-30T09:00:00Z")
+    manifest = root / "_archiver/manifest.jsonl"
+    lines = manifest.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["sha256"] = sha
+    manifest.write_text("\n".join([lines[0], json.dumps(record), *lines[2:]]) + "\n")
+    with pytest.raises(FormatError, match="is not a SHA-256"):
+        store.record(root)
+    assert not (root / "_archiver/.versions/blobs").exists()  # the record is the manifest's first
+    assert not (tmp_path / "outside").exists()
+    _no_temporaries(root)
+
+
 def test_an_earlier_version_reads_back_byte_for_byte(two: Path, tmp_path: Path) -> None:
     vs = store.versions(two)
     assert [v.id for v in vs] == ["20261130T090000Z", "20261201T090000Z"]
