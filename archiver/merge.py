@@ -46,6 +46,7 @@ from pathlib import Path
 
 import msgspec
 
+from archiver.capture.aliases import chain_end
 from archiver.capture.relink import final_records, public, relink
 from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, SCHEMA_VERSION, Row, State, row_from
 from archiver.capture.writer import TreeWriter
@@ -484,20 +485,13 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
     # rows with the aliases it knew then: ``a`` merged into ``b``, and another shard's ``b`` into ``c``)
     final = {k: r.final_url for k, (r, _) in rows.items() if r.state == "merged" and r.final_url}
 
-    def end(key: str) -> str:
-        seen = {key}
-        while (nxt := final.get(key)) is not None and nxt not in seen:
-            key = nxt
-            seen.add(key)
-        return key
-
     db = state.db
     with state.transaction():
         seq = 0
         for row, _shard in sorted(rows.values(), key=lambda rs: (rs[0].seq, rs[0].key)):
             seq += 1
             if row.state == "merged" and row.final_url:
-                row = dataclasses.replace(row, final_url=end(row.final_url))
+                row = dataclasses.replace(row, final_url=chain_end(final, row.final_url))
             st = row.state if row.state in FINAL_STATES or row.state == "pending" else "pending"
             depth, referrer = best.get(
                 row.key, (row.depth, row.referrer or "")

@@ -13,14 +13,16 @@ The key met first owns the path and is fetched; the others are ``merged`` rows n
 - **referrer names**: a referrer is named by the smallest key of the referring document's file (the
   keys of its row's tree path), not by the alias that happened to be fetched.
 
-SQL over the state's connection only; :mod:`.state` calls it (no import back).
+SQL over the state's connection, and :func:`chain_end` over rows already read (a Redis shard's,
+a merge's); :mod:`.state` calls it (no import back).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 
-__all__ = ["HANDED_STATES", "adopt", "hand_over", "owner_at_end", "referrer_names"]
+__all__ = ["HANDED_STATES", "adopt", "chain_end", "hand_over", "owner_at_end", "referrer_names"]
 
 #: final states whose key hands its tree path to an alias (tree.md §3.3)
 HANDED_STATES = frozenset({"failed", "unconfirmed", "refused"})
@@ -36,6 +38,18 @@ def owner_at_end(db: sqlite3.Connection, key: str) -> str:
             return key
         key = str(row[1])
         seen.add(key)
+
+
+def chain_end(final: Mapping[str, str], key: str) -> str:
+    """The key at the end of ``key``'s chain in ``final`` (each merged key → the key it names):
+    :func:`owner_at_end` over rows already read, where a chain can be longer than one step (an alias
+    one worker merged into another alias, met as the owner before the path went on). A loop ends
+    at the key that would repeat."""
+    seen = {key}
+    while (nxt := final.get(key)) is not None and nxt not in seen:
+        key = nxt
+        seen.add(key)
+    return key
 
 
 def hand_over(db: sqlite3.Connection, key: str) -> str | None:

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from archiver.capture.aliases import HANDED_STATES
+from archiver.capture.aliases import HANDED_STATES, chain_end
 from archiver.capture.redis.conn import Down, shown
 from archiver.capture.state import NewURL, Row, State
 from archiver.errors import FormatError
@@ -91,16 +91,8 @@ class Shard:
         replaced = {r.key for r in extra}
         local = [r for r in local if r.key not in replaced]
         final = {r.key: r.final_url for r in [*local, *extra] if r.state == "merged" and r.final_url}
-
-        def end(key: str) -> str:
-            seen = {key}
-            while key in final and final[key] not in seen:
-                key = final[key]
-                seen.add(key)
-            return key
-
         for r in [*local, *extra]:
-            yield dataclasses.replace(r, final_url=end(r.key)) if r.key in final else r
+            yield dataclasses.replace(r, final_url=chain_end(final, r.key)) if r.key in final else r
 
     def count(self, state: str | None = None, kind: str | None = None) -> int:
         return sum(
