@@ -33,14 +33,14 @@ _ATTRIBUTE = re.compile(r"""[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]
 # Each alternative is linear: no part can scan past the next '<' (a quoted attribute value holding
 # one ends the tag there: the count stays an estimate) except a comment or a raw-text element, and
 # an unclosed one of those takes the rest of the document in one match.
+_RAW_TEXT = "script style textarea title xmp iframe noembed noframes noscript plaintext".split()
 _TOKEN = re.compile(
     r"<!--(?:.*?-->|.*\Z)"
-    r"|<(script|style|textarea|title|xmp|iframe|noembed|noframes|noscript|plaintext)\b[^<>]*>"
+    r"|<(" + "|".join(_RAW_TEXT) + r")\b[^<>]*>"
     r"(?:.*?</\1\s*>|.*\Z)"
     r"|<(/?)([A-Za-z][^\s/<>]*)((?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+)(?:>|\Z)",
     re.S | re.I,
 )
-_RAW_TEXT = "script style textarea title xmp iframe noembed noframes noscript plaintext".split()
 # The tokens of _TOKEN (the same alternatives in the same order, so the same matches), as findall's
 # pairs: a tag's "/"-prefixed or bare name, and "/" when its attributes end with one (self-closed);
 # a comment or raw-text element gives ("", ""). The raw-text names are spelled out, one alternative

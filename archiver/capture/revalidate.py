@@ -2,11 +2,11 @@
 previous bytes a conditional request may stand on (:meth:`.stage.Stage.previous`) is asked with its
 validators, one lane a host (at most ``slots`` lanes: :func:`lanes_of`), through the run's
 transport (so robots.txt, the address guard, politeness and the WARC recorder apply as to any
-request). A trusted 304 is recorded as kept
-without a task, a claim or a transaction of its own: the kept rows are finished :data:`BATCH` at a
-time in one state transaction (:meth:`.stage.Stage.finish_kept`). Any other answer is remembered by
-the run's responses and the URL goes through its own stage at once (``run``), which takes that
-answer instead of asking again. A URL that cannot be asked conditionally is left to the crawl loop.
+request). A trusted 304 is recorded as kept without a task, a claim or a transaction of its own:
+the kept rows are finished :data:`BATCH` at a time in one state transaction
+(:meth:`.stage.Stage.finish_kept`). Any other answer is remembered by the run's responses and the
+URL goes through its own stage at once (``run``), which takes that answer instead of asking again.
+A URL that cannot be asked conditionally is left to the crawl loop.
 
 Nothing here decides what is stored: the records are those the page and asset stages write for a
 304 (:meth:`.stage.Stage.kept`). An interruption loses only the batch not yet finished: its rows
@@ -74,12 +74,12 @@ def lanes_of(asked: list[Asked], slots: int) -> tuple[Iterator[list[Asked]], int
     """The rows of ``asked`` by host, in their order (each host's list in order of its first row),
     and how many lanes take them: one a host, at most ``slots``. A lane asks one host's rows one
     after another, then takes the next host not taken: the fetcher asks a host one request at a time
-    (politeness), so a second lane on the same host only waits on its lock (a tenth more CPU a
-    request and twice the wall time on a one-host site, ``slots`` 12 against 1)."""
+    (politeness), so a second lane on the same host only waits on its lock (a third more CPU a
+    request and up to twice the wall time on a one-host site, ``slots`` 12 against 1)."""
     by_host: dict[str, list[Asked]] = {}
     for item in asked:
         by_host.setdefault(key_host(item[0].key), []).append(item)
-    return iter(list(by_host.values())), max(1, min(slots, len(by_host)))
+    return iter(by_host.values()), max(1, min(slots, len(by_host)))
 
 
 async def _ask(
