@@ -1,0 +1,64 @@
+"""The index build's worker processes leave signals to their parent (archiver/search/store.py).
+
+A fork copies the parent's signal handlers. Inside ``safefs.interruptible`` (pack, import, extract)
+SIGTERM raises :class:`KeyboardInterrupt`, so the pool's own ``terminate`` at the end of a good build
+made each worker print a traceback, now and then, under a one-line success; and Ctrl-C, which the
+terminal sends to the whole process group, one from each worker beside the parent's message.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from archiver import safefs
+from archiver.search import store
+
+
+def _tree(root: Path, pages: int) -> Path:
+    for i in range(pages):
+        (root / f"p{i}.html").write_text(
+            f"<!DOCTYPE html><title>Page {i}</title><h1>Heading {i}</h1><p>word{i} shared text</p>",
+            encoding="utf-8",
+        )
+    return root
+
+
+def test_a_worker_dies_by_sigterm_and_ignores_sigint_inside_an_interruptible_block(tmp_path: Path) -> None:
+    root = _tree(tmp_path, 4)
+    with safefs.interruptible(), store._Extractor(root, 1000, workers=2) as ex:
+        assert ex._pool is not None, "the test needs the pool of two workers"
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)  # the parent's handler
+        got = [ex._pool.apply(signal.getsignal, (s,)) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
+    assert got == [signal.SIG_DFL, signal.SIG_DFL, signal.SIG_IGN]
+
+
+_BUILD = """
+import sys
+from pathlib import Path
+from archiver import safefs
+from archiver.search import store
+root = Path(sys.argv[1])
+for _ in range(int(sys.argv[2])):
+    with safefs.interruptible(), store._Extractor(root, 1000, workers=2) as ex:
+        assert ex._pool is not None
+        for _page in ex.pages(store._pages(root)):
+            pass
+print("built")
+"""
+
+
+def test_builds_inside_an_interruptible_block_print_nothing_but_their_result(tmp_path: Path) -> None:
+    root = _tree(tmp_path, 40)
+    run = subprocess.run(
+        [sys.executable, "-c", _BUILD, str(root), "8"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "built\n"
+    assert run.stderr == ""
