@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from archiver import forks
 from archiver.errors import UsageError
 
 __all__ = ["Target", "Verdict", "junit_xml", "plan", "run", "verify_one"]
@@ -211,8 +212,11 @@ def run(
     _preload(targets)  # imported once here, inherited by every worker
     context = multiprocessing.get_context("fork")  # the CLI holds no thread yet: a fork is cheap
     workers = min(jobs, len(targets))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {id(t): pool.submit(_guarded, t, strict, links, False) for t in targets}
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=forks.leave_to_parent
+    ) as pool:
+        with forks.held():  # a "fork" pool forks every worker at the first submit (archiver/forks.py)
+            futures = {id(t): pool.submit(_guarded, t, strict, links, False) for t in targets}
         try:
             for item in items:
                 yield item if isinstance(item, Verdict) else futures[id(item)].result()

@@ -137,3 +137,28 @@ def test_junit_xml_is_pure_and_escapes_what_xml_cannot_carry() -> None:
     assert (case.findtext("failure") or "") == "x <y> & \\u001b[31m"
     assert gzip.compress(data)  # bytes, UTF-8 with the declaration
     assert data.startswith(b"<?xml version='1.0' encoding='utf-8'?>")
+
+
+def test_ctrl_c_of_a_parallel_verify_is_one_line_from_the_parent(
+    archives: dict[str, Path], tmp_path: Path
+) -> None:
+    """Ctrl-C reaches the whole process group: the workers printed a KeyboardInterrupt traceback each
+    (archiver/forks.py); now they ignore it and the parent says "interrupted" once, exit code 130."""
+    import os
+    import signal
+
+    copies = []
+    for i in range(60):
+        copies.append(tmp_path / f"c{i}.zim")
+        shutil.copyfile(archives["zim"], copies[-1])
+    p = subprocess.Popen(
+        [sys.executable, "-m", "archiver", "verify", "-j", "2", *map(str, copies)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert p.stdout is not None
+    first = p.stdout.readline()  # the workers have started and are busy
+    os.killpg(p.pid, signal.SIGINT)
+    _out, err = p.communicate(timeout=120)
+    assert "c0.zim" in first
+    assert (p.returncode, err) == (130, "archiver: interrupted\n")

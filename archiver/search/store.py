@@ -7,7 +7,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
-import signal
 import stat
 import tempfile
 import threading
@@ -17,6 +16,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from archiver import forks
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
 from archiver.search.query import Index
@@ -129,25 +129,12 @@ def _workers(pages: int, workers: int | None) -> int:
     return workers
 
 
-#: The signals a pool worker leaves to its parent (:func:`_start_worker`).
-_PARENTS_SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
-
-
 def _start_worker(skip: frozenset[str]) -> None:
-    """A pool worker's start: the boilerplate blocks to skip, and the signals a worker leaves to
-    its parent. A fork copies the parent's handlers, and a parent inside ``safefs.interruptible``
-    turns SIGTERM into :class:`KeyboardInterrupt`: the pool's own ``terminate`` (SIGTERM) then
-    printed a traceback from a worker at the end of a good build, and Ctrl-C (SIGINT, sent to the
-    whole process group) one from each worker beside the parent's one-line message. The workers
-    are forked with these signals blocked (:meth:`_Extractor.__init__`), so one that comes before
-    this runs waits: a worker dies by SIGTERM and SIGHUP at once and ignores SIGINT; the parent
-    ends the pool either way."""
+    """A pool worker's start: the boilerplate blocks to skip, and the stop signals left to the
+    parent (archiver/forks.py: a traceback from each worker at the pool's end or on Ctrl-C)."""
     global _skip
     _skip = skip
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENTS_SIGNALS)
+    forks.leave_to_parent()
 
 
 class _Extractor:
@@ -171,13 +158,10 @@ class _Extractor:
             and threading.active_count() == 1
             and "fork" in multiprocessing.get_all_start_methods()
         ):
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENTS_SIGNALS)
-            try:  # the workers (and the pool's threads) start with them blocked: _start_worker
+            with forks.held():
                 self._pool = multiprocessing.get_context("fork").Pool(
                     self._workers, initializer=_start_worker, initargs=(self._skip,)
                 )
-            finally:  # one that came meanwhile is the parent's now, as it would have been
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def __enter__(self) -> _Extractor:
         return self
