@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from archiver import forks
 from archiver.errors import FormatError
 from archiver.search import archive, query, store, table, tables
 from archiver.search.engine import Engine
@@ -184,11 +185,14 @@ class Searcher:
         if len(pool) > 1 and jobs > 1:
             context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
             try:
-                with concurrent.futures.ProcessPoolExecutor(min(jobs, len(pool)), mp_context=context) as ex:
-                    futures = {
-                        m.name: ex.submit(_build_table, m.kind, str(m.path), m.name, ident)
-                        for m, ident in pool
-                    }
+                with concurrent.futures.ProcessPoolExecutor(
+                    min(jobs, len(pool)), mp_context=context, initializer=forks.leave_to_parent
+                ) as ex:
+                    with forks.held():  # the workers start here: Ctrl-C is the parent's (forks.py)
+                        futures = {
+                            m.name: ex.submit(_build_table, m.kind, str(m.path), m.name, ident)
+                            for m, ident in pool
+                        }
                     problems = {name: f.result() for name, f in futures.items()}
             except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
                 problems = {}  # no worker processes here: built in this one below
