@@ -200,10 +200,15 @@ def test_a_timeout_is_retried_on_the_retry_schedule_before_it_is_recorded(server
     slow = server.url + "_fixture/slow?ms=1500"
     r = run(_fetch(slow, guard=_guard(), retries=2, total_timeout=0.3, read_timeout=0.3))
     assert r.outcome == "unconfirmed" and r.reason == "timed out (TimeoutError) after 2 retries", r.reason
-    deadline = time.monotonic() + 10  # the server logs a request when it answers, after its sleep
-    while [q.path for q in server.requests].count("/_fixture/slow") < 3 and time.monotonic() < deadline:
+    # The server logs a request when it answers, after its sleep: the test before asks for ms=2500
+    # and gives up at 0.5 s, so its request may be logged after this test cleared the log (seen
+    # under load): only this test's own requests (ms=1500) are counted.
+    deadline = time.monotonic() + 10
+    while [q.target for q in server.requests].count(
+        "/_fixture/slow?ms=1500"
+    ) < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [q.path for q in server.requests].count("/_fixture/slow") == 3
+    assert [q.target for q in server.requests].count("/_fixture/slow?ms=1500") == 3
 
 
 def test_redirects(server: FixtureServer) -> None:
