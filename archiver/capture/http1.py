@@ -3,9 +3,10 @@
 httpx through httpcore and h11 spent about 1.6 ms of CPU on each request of a capture (the
 bench's generated site, loopback nginx), more than wget spends on a whole URL; this client spends a
 few tens of microseconds. It speaks only what a capture sends: ``GET`` over HTTP/1.1 with keep-alive,
-one request at a time per connection, on the connections of an httpcore network backend (the
-address guard's :class:`~archiver.capture.guard.GuardedBackend`, or a test's), TLS by the stream's
-``start_tls``. No proxies, no cookies, no HTTP/2, no redirects (the fetcher follows them itself).
+one request at a time per connection, on the streams of a network backend (the address guard's
+:class:`~archiver.capture.guard.GuardedBackend`, which may wrap a test's), TLS by the stream's
+``start_tls``; nothing of httpx, httpcore, h11 or anyio is imported. No proxies, no cookies, no
+HTTP/2, no redirects (the fetcher follows them itself).
 
 The parsing is pure (:func:`parse_head`, :func:`framing`, :func:`chunk_size`, :func:`request_head`)
 and bounded, since every byte of a response may lie:
@@ -21,13 +22,14 @@ and bounded, since every byte of a response may lie:
 - interim 1xx responses (100, 103) are read and dropped, at most :data:`MAX_INTERIM` of them;
 - a body that ends before its length or its last chunk is an error (:class:`RemoteProtocolError`).
 
-Errors are :class:`OSError` subclasses (a network error to the fetcher, retried by its rules) or,
-for timeouts, :class:`TimeoutError` subclasses named as httpx named them (``ConnectTimeout``,
-``ReadTimeout``, ``WriteTimeout``). A connection is kept for the next request only when its
-response was read to the end, is HTTP/1.1 and did not say ``Connection: close``; a kept one that the
-server has closed (or that holds unasked-for bytes) is dropped before use, and a request whose kept
-connection fails before the first byte of an answer is sent again once on a new connection (a GET
-is safe to repeat).
+Errors are :class:`OSError` subclasses (a network error to the fetcher, retried by its rules:
+:class:`NetworkError`, :class:`ConnectError` when a connection cannot be opened) or, for timeouts,
+:class:`TimeoutError` subclasses named as httpx named them (``ConnectTimeout``, ``ReadTimeout``,
+``WriteTimeout``); the streams raise these themselves. A connection is kept for the next request
+only when its response was read to the end, is HTTP/1.1 and did not say ``Connection: close``; a
+kept one that the server has closed (or that holds unasked-for bytes) is dropped before use, and a
+request whose kept connection fails before the first byte of an answer is sent again once on a new
+connection (a GET is safe to repeat).
 """
 
 from __future__ import annotations
@@ -40,14 +42,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpcore
-
 __all__ = [
     "MAX_FIELDS",
     "MAX_HEAD",
+    "ConnectError",
     "ConnectTimeout",
     "Head",
     "Headers",
+    "NetworkError",
     "Pool",
     "ReadTimeout",
     "RemoteProtocolError",
@@ -89,7 +91,12 @@ class WriteTimeout(TimeoutError):
 
 
 class NetworkError(ConnectionError):
-    pass
+    """A stream that failed to read or write (the system's error as text)."""
+
+
+class ConnectError(NetworkError):
+    """A connection that could not be opened (refused, unreachable, a name that does not resolve,
+    a TLS handshake that failed)."""
 
 
 # ---- pure: the request
@@ -306,20 +313,9 @@ class Request:
 # ---- IO: connections and the pool
 
 
-Stream = Any  # an httpcore.AsyncNetworkStream: read(n, timeout), write(b, timeout), aclose(), start_tls
-
-
-def _mapped(e: BaseException) -> BaseException:
-    """httpcore's stream errors as this module's (timeouts keep their names)."""
-    if isinstance(e, httpcore.ConnectTimeout):
-        return ConnectTimeout(str(e))
-    if isinstance(e, httpcore.ReadTimeout):
-        return ReadTimeout(str(e))
-    if isinstance(e, httpcore.WriteTimeout):
-        return WriteTimeout(str(e))
-    if isinstance(e, httpcore.TimeoutException):
-        return ReadTimeout(str(e))
-    return NetworkError(str(e) or type(e).__name__)
+#: read(n, timeout), write(b, timeout), aclose(), start_tls(...), get_extra_info(name); raising this
+#: module's errors (the guard's streams, :mod:`.guard`)
+Stream = Any
 
 
 class Connection:
@@ -335,17 +331,11 @@ class Connection:
         self.closed = False
 
     async def read_some(self) -> bytes:
-        try:
-            data: bytes = await self.stream.read(READ_SIZE, self.timeout)
-        except (httpcore.TimeoutException, httpcore.NetworkError) as e:
-            raise _mapped(e) from e
+        data: bytes = await self.stream.read(READ_SIZE, self.timeout)
         return data
 
     async def write(self, data: bytes) -> None:
-        try:
-            await self.stream.write(data, self.timeout)
-        except (httpcore.TimeoutException, httpcore.NetworkError) as e:
-            raise _mapped(e) from e
+        await self.stream.write(data, self.timeout)
 
     async def read_head(self) -> Head:
         """The next final response head (1xx ones dropped)."""
@@ -516,10 +506,7 @@ class Pool:
 
     async def _open(self, origin: tuple[str, str, int]) -> Connection:
         scheme, host, port = origin
-        try:
-            stream = await self.connect(scheme, host, port, self.connect_timeout)
-        except (httpcore.TimeoutException, httpcore.NetworkError) as e:
-            raise _mapped(e) from e
+        stream = await self.connect(scheme, host, port, self.connect_timeout)
         return Connection(stream, origin, self.read_timeout)
 
     async def _give_back(self, conn: Connection, keep: bool) -> None:
