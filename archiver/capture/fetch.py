@@ -485,13 +485,16 @@ class Fetcher:
         cap: int | _Prefix | None,
         exchange: Exchange | None,
     ) -> FetchResult:
-        kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+        kept = {k: v for k, v in response.headers.items() if k in _KEPT_HEADERS}  # names lowercase
         media, charset = parse_content_type(response.headers.get("content-type"))
         status = response.status_code
         result = FetchResult(url, current, "ok", status, "", media, charset, kept)
         if status in _REDIRECT_STATUS:
             if exchange is not None:
                 await exchange.drain(response.aiter_raw(), _REDIRECT_BODY_LIMIT)
+            return result
+        if response.bodiless and exchange is None:  # a 304 (or 204): no body to read or decode
+            result.body = b""
             return result
         prefix = isinstance(cap, _Prefix)
         size_cap = cap.size if isinstance(cap, _Prefix) else cap

@@ -294,7 +294,10 @@ class _Stream:
             self._counter.writes += 1
         try:
             self._writer.write(buffer)
-            async with asyncio.timeout(timeout):
+            if self._writer.transport.get_write_buffer_size():  # left waiting: the wait is bounded
+                async with asyncio.timeout(timeout):
+                    await self._writer.drain()
+            else:  # all sent at once (a request): drain returns at once, or raises a lost connection
                 await self._writer.drain()
         except TimeoutError as e:
             raise WriteTimeout("timed out writing") from e
