@@ -12,11 +12,13 @@ a new time in the third state, nothing else) and text of its own; ``--removed`` 
 the third state (their links then answer 404: gone), ``--added`` ones exist only there (404 before),
 ``--changed`` ones get a new paragraph.
 
-For each run: wall time, bytes nginx sent (its access log: status and body bytes of every request),
-new bytes stored (archiver: ``ls --versions``'s ``new_bytes``; wget: bytes of files it rewrote), and
-the ratios to the first capture. Then ``archiver diff`` between the last two versions, checked against
-the truth: every changed page named ``changed``, every removed page ``gone``, every added page
-``added``, the volatile-only pages ``unchanged, volatile`` (never ``changed``), and nothing else
+For each run: wall time and CPU time (user + system of the child, from its rusage: on a shared
+machine the wall time says more about the other processes than about archiver), bytes nginx sent
+(its access log: status and body bytes of every request), new bytes stored (archiver:
+``ls --versions``'s ``new_bytes``; wget: bytes of files it rewrote), and the ratios to the first
+capture (wall and CPU). Then ``archiver diff`` between the last two versions, checked against the truth:
+every changed page named ``changed``, every removed page ``gone``, every added page ``added``, the
+volatile-only pages ``unchanged, volatile`` (never ``changed``), and nothing else
 (false positives and misses are listed). The load average is printed; nothing is asserted.
 """
 
@@ -26,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -86,10 +89,17 @@ def _log_bytes(log: Path, since: int) -> tuple[int, int, int]:
     return len(lines), total, sum(1 for x in lines if x.startswith("304 "))
 
 
-def _run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def _cpu_of_children() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _run(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """(wall seconds, CPU seconds of the child and its own children, the finished process)."""
+    cpu = _cpu_of_children()
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-    return time.monotonic() - started, done
+    return time.monotonic() - started, _cpu_of_children() - cpu, done
 
 
 def _du(path: Path) -> int:
@@ -149,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--depth",
                     "3",
                 ] + (["--new-version"] if n else [])
-                seconds, done = _run(cmd)
+                seconds, cpu, done = _run(cmd)
                 if done.returncode not in (0, 3):
                     raise SystemExit(
                         f"bench_versions: archiver capture: exit {done.returncode}: {done.stderr[-400:]}"
@@ -167,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                         "tool": "archiver",
                         "run": label,
                         "seconds": round(seconds, 2),
+                        "cpu": round(cpu, 3),
                         "requests": requests,
                         "sent": sent,
                         "not_modified": not_modified,
@@ -175,13 +186,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 mark = log.stat().st_size
                 before = _du(mirror) if mirror.exists() else 0
-                seconds, done = _run(["wget", "-N", "--mirror", "--no-verbose", "-P", str(mirror), base])
+                seconds, cpu, done = _run(["wget", "-N", "--mirror", "--no-verbose", "-P", str(mirror), base])
                 requests, sent, not_modified = _log_bytes(log, mark)
                 rows.append(
                     {
                         "tool": "wget -N",
                         "run": label,
                         "seconds": round(seconds, 2),
+                        "cpu": round(cpu, 3),
                         "requests": requests,
                         "sent": sent,
                         "not_modified": not_modified,
@@ -214,10 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         base_row = firsts[r["tool"]]
         t_ratio = r["seconds"] / base_row["seconds"] if base_row["seconds"] else 0
+        c_ratio = r["cpu"] / base_row["cpu"] if base_row["cpu"] else 0
         s_ratio = r["sent"] / base_row["sent"] if base_row["sent"] else 0
         st_ratio = r["stored"] / base_row["stored"] if base_row["stored"] else 0
         print(
-            f"  {r['tool']:9} {r['run']:9} {r['seconds']:7.2f} s ({t_ratio:.2f}x)  {r['requests']:5} "
+            f"  {r['tool']:9} {r['run']:9} {r['seconds']:7.2f} s ({t_ratio:.2f}x)  CPU {r['cpu']:6.2f} s "
+            f"({c_ratio:.2f}x)  {r['requests']:5} "
             f"requests ({r['not_modified']} x 304)  sent {r['sent']:>10} B ({s_ratio:.3f}x)  "
             f"stored {r['stored']:>10} B ({st_ratio:.3f}x)"
         )
@@ -225,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         f"  diff: {len(truth) - len(misses)}/{len(truth)} pages named rightly, {len(false)} false positives, "
         f"{volatile_ok}/{len(volatile)} volatile-only pages 'unchanged, volatile'"
     )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if misses:
         print(f"  misses: {dict(sorted(misses.items())[:10])}")
     if false:

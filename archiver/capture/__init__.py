@@ -113,7 +113,7 @@ def capture(
 
     Safety: hosts that resolve to non-public addresses are refused, except the seeds' own hosts and
     ``allow_hosts`` (all of them with ``allow_private``); ``resolver`` replaces DNS and
-    ``network_backend`` (an httpcore backend) the sockets, for tests that must not leave loopback.
+    ``network_backend`` (a backend of httpcore's shape) the sockets, for tests that must not leave loopback.
     ``transport`` replaces the live network altogether (:mod:`.transport`; the WARC import,
     :mod:`archiver.warc.importer`, answers from records).
 

@@ -41,7 +41,7 @@ Address guard
     to globally routable addresses: loopback, private, link-local, unique-local, multicast,
     reserved, unspecified and shared addresses are refused, and an IPv4-mapped or NAT64 IPv6
     address is judged by the IPv4 address inside it. ``allow_private=True`` turns the guard off.
-    The check runs inside the connection itself (an httpcore network backend, told the request's
+    The check runs inside the connection itself (the guard's network backend, told the request's
     scheme by the HTTP/1.1 pool of :mod:`.http1` that opens every connection through it): the host
     is resolved once, the addresses are checked, and the socket is opened to a checked address,
     never re-resolved, so DNS rebinding has no window; every
@@ -68,15 +68,12 @@ import asyncio
 import contextlib
 import functools
 import os
-import sys
 import tempfile
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-
-import httpcore
 
 from archiver import urls
 from archiver.capture import http1
@@ -126,14 +123,6 @@ __all__ = [
     "redirect_step",
     "system_resolver",
 ]
-
-# httpcore asks "which async library?" by trying `import sniffio` on every lock it creates; without
-# sniffio installed, each failed import walks sys.path (a third of a no-render capture's time). A None
-# entry in sys.modules makes that import fail at once, exactly as it would have.
-try:
-    import sniffio  # noqa: F401
-except ImportError:
-    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
 
 SPOOL_LIMIT = 1 << 20
 _HAND_OVER_TURNS = 8  # turns of the event loop a waiting request gets to reach the wire
@@ -188,7 +177,7 @@ class Fetcher:
         *,
         guard: AddressGuard | None = None,
         tmp_dir: Path | None = None,
-        backend: httpcore.AsyncNetworkBackend | None = None,
+        backend: Any = None,
         recorder: Recorder | None = None,
         politeness: HostPoliteness | None = None,
     ) -> None:
@@ -496,13 +485,16 @@ class Fetcher:
         cap: int | _Prefix | None,
         exchange: Exchange | None,
     ) -> FetchResult:
-        kept = {k.lower(): v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+        kept = {k: v for k, v in response.headers.items() if k in _KEPT_HEADERS}  # names lowercase
         media, charset = parse_content_type(response.headers.get("content-type"))
         status = response.status_code
         result = FetchResult(url, current, "ok", status, "", media, charset, kept)
         if status in _REDIRECT_STATUS:
             if exchange is not None:
                 await exchange.drain(response.aiter_raw(), _REDIRECT_BODY_LIMIT)
+            return result
+        if response.bodiless and exchange is None:  # a 304 (or 204): no body to read or decode
+            result.body = b""
             return result
         prefix = isinstance(cap, _Prefix)
         size_cap = cap.size if isinstance(cap, _Prefix) else cap

@@ -7,7 +7,6 @@ request target of a URL. No network, no clock but ``Retry-After``'s date."""
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +104,8 @@ def retry_after(value: str | None) -> float | None:
     value = value.strip()
     if value.isdigit():
         return float(value)
+    import email.utils  # only for a date (tens of milliseconds at the start of every run otherwise)
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -3,10 +3,15 @@ guard" section of :mod:`archiver.capture.fetch`'s docstring).
 
 :class:`AddressGuard` decides by origin (scheme, host, port; :class:`HostRule` for the allowed ones)
 and by the addresses a name resolves to (:data:`Resolver`, :func:`address_is_public`, every spelling
-of an address made canonical by :func:`guard_host`). :class:`GuardedBackend`, an httpcore network
-backend, runs the check inside each connection and opens the socket to a checked address, never
-re-resolved; :meth:`GuardedBackend.open` tells it the scheme of each connection (the fetcher's
-HTTP/1.1 pool, :mod:`.http1`, opens every connection through it).
+of an address made canonical by :func:`guard_host`). :class:`GuardedBackend`, a network backend
+(``connect_tcp`` → a stream with ``read``, ``write``, ``start_tls``, ``get_extra_info`` and
+``aclose``, the shape of httpcore's), runs the check inside each connection and opens the socket to a
+checked address, never re-resolved; :meth:`GuardedBackend.open` tells it the scheme of each
+connection (the fetcher's HTTP/1.1 pool, :mod:`.http1`, opens every connection through it).
+
+The streams raise :mod:`.http1`'s errors (``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``,
+``ConnectError``, ``NetworkError``). A backend a test hands in (``network_backend``, an httpcore one)
+keeps its own: its errors are translated by their class names, so httpcore is never imported here.
 """
 
 from __future__ import annotations
@@ -22,9 +27,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpcore
-
 from archiver import urls
+from archiver.capture.http1 import ConnectError, ConnectTimeout, NetworkError, ReadTimeout, WriteTimeout
 from archiver.errors import CaptureError, URLError
 
 __all__ = [
@@ -228,9 +232,9 @@ class AddressGuard:
         try:
             found = await self.resolver(name, port)
         except OSError as e:
-            raise httpcore.ConnectError(f"cannot resolve {name}: {e}") from e
+            raise ConnectError(f"cannot resolve {name}: {e}") from e
         if not found:
-            raise httpcore.ConnectError(f"{name} resolves to no address")
+            raise ConnectError(f"{name} resolves to no address")
         return found
 
     async def addresses(self, host: str, port: int, scheme: str | None = None) -> list[str]:
@@ -262,10 +266,10 @@ class AddressGuard:
         return public
 
 
-class _Stream(httpcore.AsyncNetworkStream):
-    """An httpcore network stream on asyncio's own streams. httpcore's default (anyio) adds a
-    cancel scope to every read and write and rebuilds a dict of socket attributes each time it
-    asks whether an idle connection is still usable: a third of the fetcher's time on a fast site."""
+class _Stream:
+    """A network stream on asyncio's own streams. httpcore's default (anyio) added a cancel scope
+    to every read and write and rebuilt a dict of socket attributes each time it asked whether an
+    idle connection was still usable: a third of the fetcher's time on a fast site."""
 
     def __init__(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: _Counter | None = None
@@ -279,9 +283,9 @@ class _Stream(httpcore.AsyncNetworkStream):
             async with asyncio.timeout(timeout):
                 return await self._reader.read(max_bytes)
         except TimeoutError as e:
-            raise httpcore.ReadTimeout("timed out reading") from e
+            raise ReadTimeout("timed out reading") from e
         except OSError as e:
-            raise httpcore.ReadError(str(e) or type(e).__name__) from e
+            raise NetworkError(str(e) or type(e).__name__) from e
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
@@ -290,34 +294,37 @@ class _Stream(httpcore.AsyncNetworkStream):
             self._counter.writes += 1
         try:
             self._writer.write(buffer)
-            async with asyncio.timeout(timeout):
+            if self._writer.transport.get_write_buffer_size():  # left waiting: the wait is bounded
+                async with asyncio.timeout(timeout):
+                    await self._writer.drain()
+            else:  # all sent at once (a request): drain returns at once, or raises a lost connection
                 await self._writer.drain()
         except TimeoutError as e:
-            raise httpcore.WriteTimeout("timed out writing") from e
+            raise WriteTimeout("timed out writing") from e
         except OSError as e:
-            raise httpcore.WriteError(str(e) or type(e).__name__) from e
+            raise NetworkError(str(e) or type(e).__name__) from e
 
     async def aclose(self) -> None:
         self._writer.close()
 
     async def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> _Stream:
         try:
             async with asyncio.timeout(timeout):
                 await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
         except TimeoutError as e:
             self._writer.close()
-            raise httpcore.ConnectTimeout("timed out in the TLS handshake") from e
+            raise ConnectTimeout("timed out in the TLS handshake") from e
         except (ssl.SSLError, OSError) as e:
             self._writer.close()
-            raise httpcore.ConnectError(str(e) or type(e).__name__) from e
+            raise ConnectError(str(e) or type(e).__name__) from e
         return self
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
             # asked of an idle connection before reusing it: the server closed it, or sent
-            # something nobody asked for (either way httpcore drops it and opens another)
+            # something nobody asked for (either way the pool drops it and opens another)
             return (
                 self._writer.is_closing()
                 or self._reader.at_eof()
@@ -335,7 +342,7 @@ class _Counter:
     writes: int = 0  # writes to any connection so far (a request goes out as one or more)
 
 
-class _AsyncioBackend(httpcore.AsyncNetworkBackend):
+class _AsyncioBackend:
     """Opens TCP connections to an address (the guard has already resolved the name) as
     :class:`_Stream` objects, counting their writes in ``counter``."""
 
@@ -349,7 +356,7 @@ class _AsyncioBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> _Stream:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -363,10 +370,10 @@ class _AsyncioBackend(httpcore.AsyncNetworkBackend):
             reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
         except TimeoutError as e:
             sock.close()
-            raise httpcore.ConnectTimeout(f"timed out connecting to {host}") from e
+            raise ConnectTimeout(f"timed out connecting to {host}") from e
         except OSError as e:
             sock.close()
-            raise httpcore.ConnectError(str(e) or type(e).__name__) from e
+            raise ConnectError(str(e) or type(e).__name__) from e
         except BaseException:
             sock.close()
             raise
@@ -374,20 +381,81 @@ class _AsyncioBackend(httpcore.AsyncNetworkBackend):
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not used by a capture")
+    ) -> _Stream:
+        raise ConnectError("unix sockets are not used by a capture")
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """An httpcore network backend that opens sockets only to addresses the guard checked."""
+def _ours(e: Exception, network: type[NetworkError] = NetworkError) -> Exception:
+    """A foreign backend's error as :mod:`.http1`'s, by the names of its classes (httpcore's
+    ``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``, other ``TimeoutException``, and
+    ``NetworkError``: ``ConnectError``, ``ReadError``, ``WriteError``); ``e`` itself otherwise."""
+    if isinstance(e, OSError):  # ours already, or the system's (a network error to the fetcher)
+        return e
+    names = {c.__name__ for c in type(e).__mro__}
+    text = str(e) or type(e).__name__
+    if "ConnectTimeout" in names:
+        return ConnectTimeout(text)
+    if "WriteTimeout" in names:
+        return WriteTimeout(text)
+    if "TimeoutException" in names:
+        return ReadTimeout(text)
+    if "ConnectError" in names:
+        return ConnectError(text)
+    if "NetworkError" in names:
+        return network(text)
+    return e
 
-    def __init__(self, guard: AddressGuard, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
-        self.guard = guard
-        self.counter = _Counter()  # stays 0 with an injected ``inner``
-        self.inner = inner if inner is not None else _AsyncioBackend(self.counter)
+
+class _ForeignStream:
+    """A foreign backend's stream (see the module docstring) raising :mod:`.http1`'s errors."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            data: bytes = await self.inner.read(max_bytes, timeout)
+        except Exception as e:
+            if (mapped := _ours(e)) is e:
+                raise
+            raise mapped from e
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        try:
+            await self.inner.write(buffer, timeout)
+        except Exception as e:
+            if (mapped := _ours(e)) is e:
+                raise
+            raise mapped from e
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> _ForeignStream:
+        try:
+            inner = await self.inner.start_tls(ssl_context, server_hostname=server_hostname, timeout=timeout)
+        except Exception as e:
+            if (mapped := _ours(e, ConnectError)) is e:
+                raise
+            raise mapped from e
+        return _ForeignStream(inner)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class _Foreign:
+    """A foreign network backend (a test's ``network_backend``) whose streams and errors are
+    :mod:`.http1`'s."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
 
     async def connect_tcp(
         self,
@@ -396,7 +464,40 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> _ForeignStream:
+        try:
+            stream = await self.inner.connect_tcp(
+                host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+            )
+        except Exception as e:
+            if (mapped := _ours(e, ConnectError)) is e:
+                raise
+            raise mapped from e
+        return _ForeignStream(stream)
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+class GuardedBackend:
+    """A network backend that opens sockets only to addresses the guard checked: through
+    asyncio's streams, or through ``inner``, a test's backend (see the module docstring)."""
+
+    def __init__(self, guard: AddressGuard, inner: Any = None) -> None:
+        self.guard = guard
+        self.counter = _Counter()  # stays 0 with an injected ``inner``
+        self.inner: _AsyncioBackend | _Foreign = (
+            _Foreign(inner) if inner is not None else _AsyncioBackend(self.counter)
+        )
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> _Stream | _ForeignStream:
         addresses = await self.guard.addresses(host, port, _SCHEME.get())
         error: Exception | None = None
         for address in addresses:
@@ -404,20 +505,20 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 return await self.inner.connect_tcp(
                     address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
                 )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as e:
+            except (ConnectError, ConnectTimeout) as e:
                 error = e
         assert error is not None
         raise error
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not used by a capture")
+    ) -> _Stream:
+        raise ConnectError("unix sockets are not used by a capture")
 
     async def sleep(self, seconds: float) -> None:
         await self.inner.sleep(seconds)
 
-    async def open(self, scheme: str, host: str, port: int, timeout: float) -> httpcore.AsyncNetworkStream:
+    async def open(self, scheme: str, host: str, port: int, timeout: float) -> _Stream | _ForeignStream:
         """A stream to ``host:port`` for a ``scheme`` request (the guard decides by that origin),
         TLS done for ``https`` (:mod:`.http1`'s ``Pool.connect``)."""
         token = _SCHEME.set(scheme)
@@ -437,8 +538,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
 @functools.lru_cache(maxsize=1)
 def _ssl_context() -> ssl.SSLContext:
-    # Loading the CA bundle takes tens of milliseconds: do it once per process, and only for https
-    # (httpx builds it as every earlier release did: certifi's bundle, no environment).
-    import httpx
+    # Loading the CA bundle takes tens of milliseconds: do it once per process, and only for https:
+    # certifi's bundle, no environment (httpx.create_ssl_context(trust_env=False) of httpx 0.28,
+    # what every earlier release used, without importing httpx and httpcore for it).
+    import certifi
 
-    return httpx.create_ssl_context(trust_env=False)
+    return ssl.create_default_context(cafile=certifi.where())

@@ -3,9 +3,10 @@
 httpx through httpcore and h11 spent about 1.6 ms of CPU on each request of a capture (the
 bench's generated site, loopback nginx), more than wget spends on a whole URL; this client spends a
 few tens of microseconds. It speaks only what a capture sends: ``GET`` over HTTP/1.1 with keep-alive,
-one request at a time per connection, on the connections of an httpcore network backend (the
-address guard's :class:`~archiver.capture.guard.GuardedBackend`, or a test's), TLS by the stream's
-``start_tls``. No proxies, no cookies, no HTTP/2, no redirects (the fetcher follows them itself).
+one request at a time per connection, on the streams of a network backend (the address guard's
+:class:`~archiver.capture.guard.GuardedBackend`, which may wrap a test's), TLS by the stream's
+``start_tls``; nothing of httpx, httpcore, h11 or anyio is imported. No proxies, no cookies, no
+HTTP/2, no redirects (the fetcher follows them itself).
 
 The parsing is pure (:func:`parse_head`, :func:`framing`, :func:`chunk_size`, :func:`request_head`)
 and bounded, since every byte of a response may lie:
@@ -21,13 +22,14 @@ and bounded, since every byte of a response may lie:
 - interim 1xx responses (100, 103) are read and dropped, at most :data:`MAX_INTERIM` of them;
 - a body that ends before its length or its last chunk is an error (:class:`RemoteProtocolError`).
 
-Errors are :class:`OSError` subclasses (a network error to the fetcher, retried by its rules) or,
-for timeouts, :class:`TimeoutError` subclasses named as httpx named them (``ConnectTimeout``,
-``ReadTimeout``, ``WriteTimeout``). A connection is kept for the next request only when its
-response was read to the end, is HTTP/1.1 and did not say ``Connection: close``; a kept one that the
-server has closed (or that holds unasked-for bytes) is dropped before use, and a request whose kept
-connection fails before the first byte of an answer is sent again once on a new connection (a GET
-is safe to repeat).
+Errors are :class:`OSError` subclasses (a network error to the fetcher, retried by its rules:
+:class:`NetworkError`, :class:`ConnectError` when a connection cannot be opened) or, for timeouts,
+:class:`TimeoutError` subclasses named as httpx named them (``ConnectTimeout``, ``ReadTimeout``,
+``WriteTimeout``); the streams raise these themselves. A connection is kept for the next request
+only when its response was read to the end, is HTTP/1.1 and did not say ``Connection: close``; a
+kept one that the server has closed (or that holds unasked-for bytes) is dropped before use, and a
+request whose kept connection fails before the first byte of an answer is sent again once on a new
+connection (a GET is safe to repeat).
 """
 
 from __future__ import annotations
@@ -40,14 +42,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpcore
-
 __all__ = [
     "MAX_FIELDS",
     "MAX_HEAD",
+    "ConnectError",
     "ConnectTimeout",
     "Head",
     "Headers",
+    "NetworkError",
     "Pool",
     "ReadTimeout",
     "RemoteProtocolError",
@@ -89,22 +91,31 @@ class WriteTimeout(TimeoutError):
 
 
 class NetworkError(ConnectionError):
-    pass
+    """A stream that failed to read or write (the system's error as text)."""
+
+
+class ConnectError(NetworkError):
+    """A connection that could not be opened (refused, unreachable, a name that does not resolve,
+    a TLS handshake that failed)."""
 
 
 # ---- pure: the request
 
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_TARGET_SAFE = frozenset(
-    b"!$&'()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz~%"
+#: the names the fetcher sends, known to be tokens (any other is checked by :data:`_TOKEN`)
+_SENT_NAMES = frozenset(
+    b"User-Agent Accept Accept-Encoding Accept-Language Referer If-None-Match If-Modified-Since".split()
 )
+_TARGET_SAFE_BYTES = b"!$&'()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz~%"
+_TARGET_SAFE = frozenset(_TARGET_SAFE_BYTES)
+_NOT_IN_HOST = frozenset(" \t\r\n\0")
 
 
 def _target_bytes(target: str) -> bytes:
     """The request target as sent: ASCII, every other byte percent-encoded (UTF-8), as browsers do."""
     raw = target.encode("utf-8")
-    if all(b in _TARGET_SAFE for b in raw):
+    if not raw.translate(None, _TARGET_SAFE_BYTES):  # nothing left once the safe bytes are gone
         return raw
     return b"".join(bytes((b,)) if b in _TARGET_SAFE else b"%%%02X" % b for b in raw)
 
@@ -117,10 +128,10 @@ def split_url(url: str) -> tuple[str, str, int, str, bytes]:
     if not sep or scheme not in ("http", "https"):
         raise LocalProtocolError(f"not an http(s) URL: {url[:200]!r}")
     end = len(rest)
-    for i, ch in enumerate(rest):
-        if ch in "/?#":
-            end = i
-            break
+    for mark in "/?#":  # the authority ends at the first of them
+        found = rest.find(mark, 0, end)
+        if found >= 0:
+            end = found
     authority, path = rest[:end], rest[end:]
     authority = authority.rpartition("@")[2]
     if authority.startswith("["):
@@ -134,17 +145,15 @@ def split_url(url: str) -> tuple[str, str, int, str, bytes]:
     if port_text and not (port_text.isdigit() and port_text.isascii() and 0 < int(port_text) < 65536):
         raise LocalProtocolError(f"bad port in {url[:200]!r}")
     port = int(port_text) if port_text else default
-    if not host or any(c in host for c in " \t\r\n\0"):
+    if not host or not _NOT_IN_HOST.isdisjoint(host):
         raise LocalProtocolError(f"bad host in {url[:200]!r}")
     path = path.partition("#")[0]
     if not path.startswith("/"):
         path = "/" + path
     shown = f"[{host}]" if ":" in host else host
     host_header = shown if port == default else f"{shown}:{port}"
-    try:
-        host_header.encode("ascii")
-    except UnicodeEncodeError:
-        raise LocalProtocolError(f"non-ASCII host in {url[:200]!r}") from None
+    if not host_header.isascii():
+        raise LocalProtocolError(f"non-ASCII host in {url[:200]!r}")
     return scheme, host, port, host_header, _target_bytes(path)
 
 
@@ -155,7 +164,12 @@ def request_head(target: bytes, host: str, headers: list[tuple[str, str]]) -> by
     for name, value in headers:
         raw_name = name.encode("latin-1", "replace")
         raw_value = value.encode("latin-1", "replace")
-        if not _TOKEN.fullmatch(raw_name) or any(c in raw_value for c in b"\r\n\0"):
+        if (
+            (raw_name not in _SENT_NAMES and not _TOKEN.fullmatch(raw_name))
+            or b"\r" in raw_value
+            or b"\n" in raw_value
+            or b"\0" in raw_value
+        ):
             raise LocalProtocolError(f"header {name[:60]!r} cannot be sent")
         lines += [raw_name, b": ", raw_value, b"\r\n"]
     lines.append(b"\r\n")
@@ -241,6 +255,8 @@ def reusable(head: Head, kind: str) -> bool:
     if kind == "close" or head.version != b"HTTP/1.1":
         return False
     tokens = b",".join(_values(head.fields, b"connection")).lower()
+    if b"close" not in tokens:  # no such token (``keep-alive``, or no field at all)
+        return True
     return b"close" not in {t.strip(b" \t") for t in tokens.split(b",")}
 
 
@@ -257,26 +273,31 @@ def chunk_size(line: bytes) -> int:
 
 
 class Headers:
-    """A response's fields: ``raw`` pairs as received; :meth:`get` joins repeated fields with
-    ``", "`` and :meth:`items` yields one (name, value) per field name, as httpx's did."""
+    """A response's fields: ``raw`` pairs as received (never changed); :meth:`get` joins repeated
+    fields with ``", "`` and :meth:`items` yields one (lowercase name, value) per field name, as
+    httpx's did. The fields are merged once, on the first question (a fetch asks several)."""
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
         self.raw = raw
+        self._merged: dict[str, str] | None = None
+
+    def _by_name(self) -> dict[str, str]:
+        merged = self._merged
+        if merged is None:
+            merged = self._merged = {}
+            for name, value in self.raw:  # names are tokens (ASCII): str.lower is bytes.lower
+                key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+                merged[key] = f"{merged[key]}, {text}" if key in merged else text
+        return merged
 
     def get(self, name: str, default: str | None = None) -> str | None:
-        key = name.lower().encode("latin-1")
-        values = [v for n, v in self.raw if n.lower() == key]
-        return b", ".join(values).decode("latin-1") if values else default
+        return self._by_name().get(name.lower(), default)
 
     def items(self) -> list[tuple[str, str]]:
-        merged: dict[str, list[bytes]] = {}
-        for name, value in self.raw:
-            merged.setdefault(name.decode("latin-1").lower(), []).append(value)
-        return [(k, b", ".join(v).decode("latin-1")) for k, v in merged.items()]
+        return list(self._by_name().items())
 
     def __contains__(self, name: str) -> bool:
-        key = name.lower().encode("latin-1")
-        return any(n.lower() == key for n, _ in self.raw)
+        return name.lower() in self._by_name()
 
 
 @dataclass
@@ -288,9 +309,19 @@ class _URL:
         return self.text
 
 
-@dataclass
 class _RequestHeaders:
-    raw: list[tuple[bytes, bytes]]
+    """The request's fields as sent, ``raw`` (``Host`` first): built when asked (by the WARC
+    recorder only)."""
+
+    def __init__(self, host_header: str, headers: list[tuple[str, str]]) -> None:
+        self._host = host_header
+        self._headers = headers
+
+    @functools.cached_property
+    def raw(self) -> list[tuple[bytes, bytes]]:
+        return [(b"Host", self._host.encode())] + [
+            (n.encode("latin-1"), v.encode("latin-1", "replace")) for n, v in self._headers
+        ]
 
 
 @dataclass
@@ -306,20 +337,9 @@ class Request:
 # ---- IO: connections and the pool
 
 
-Stream = Any  # an httpcore.AsyncNetworkStream: read(n, timeout), write(b, timeout), aclose(), start_tls
-
-
-def _mapped(e: BaseException) -> BaseException:
-    """httpcore's stream errors as this module's (timeouts keep their names)."""
-    if isinstance(e, httpcore.ConnectTimeout):
-        return ConnectTimeout(str(e))
-    if isinstance(e, httpcore.ReadTimeout):
-        return ReadTimeout(str(e))
-    if isinstance(e, httpcore.WriteTimeout):
-        return WriteTimeout(str(e))
-    if isinstance(e, httpcore.TimeoutException):
-        return ReadTimeout(str(e))
-    return NetworkError(str(e) or type(e).__name__)
+#: read(n, timeout), write(b, timeout), aclose(), start_tls(...), get_extra_info(name); raising this
+#: module's errors (the guard's streams, :mod:`.guard`)
+Stream = Any
 
 
 class Connection:
@@ -335,17 +355,11 @@ class Connection:
         self.closed = False
 
     async def read_some(self) -> bytes:
-        try:
-            data: bytes = await self.stream.read(READ_SIZE, self.timeout)
-        except (httpcore.TimeoutException, httpcore.NetworkError) as e:
-            raise _mapped(e) from e
+        data: bytes = await self.stream.read(READ_SIZE, self.timeout)
         return data
 
     async def write(self, data: bytes) -> None:
-        try:
-            await self.stream.write(data, self.timeout)
-        except (httpcore.TimeoutException, httpcore.NetworkError) as e:
-            raise _mapped(e) from e
+        await self.stream.write(data, self.timeout)
 
     async def read_head(self) -> Head:
         """The next final response head (1xx ones dropped)."""
@@ -465,6 +479,8 @@ class Response:
         self._head = head
         self._conn = conn
         self._kind, self._length = framing(head)
+        #: the response has no body by its framing (1xx, 204, 304): nothing to read
+        self.bodiless = self._kind == "none"
         self._on_done = on_done
         self._finished = False
         self._read = False
@@ -516,10 +532,7 @@ class Pool:
 
     async def _open(self, origin: tuple[str, str, int]) -> Connection:
         scheme, host, port = origin
-        try:
-            stream = await self.connect(scheme, host, port, self.connect_timeout)
-        except (httpcore.TimeoutException, httpcore.NetworkError) as e:
-            raise _mapped(e) from e
+        stream = await self.connect(scheme, host, port, self.connect_timeout)
         return Connection(stream, origin, self.read_timeout)
 
     async def _give_back(self, conn: Connection, keep: bool) -> None:
@@ -527,9 +540,8 @@ class Pool:
             await conn.aclose()
             return
         conn.idle_since = time.monotonic()
-        kept = [c for cs in self.idle.values() for c in cs]
-        if len(kept) >= MAX_IDLE:  # drop the oldest idle connection of all
-            oldest = min(kept, key=lambda c: c.idle_since)
+        if sum(map(len, self.idle.values())) >= MAX_IDLE:  # drop the oldest idle connection of all
+            oldest = min((c for cs in self.idle.values() for c in cs), key=lambda c: c.idle_since)
             self.idle[oldest.origin].remove(oldest)
             await oldest.aclose()
         self.idle.setdefault(conn.origin, []).append(conn)
@@ -540,14 +552,7 @@ class Pool:
         has arrived; the body is read through :meth:`Response.aiter_raw` inside the block."""
         scheme, host, port, host_header, target = split_url(url)
         head_bytes = request_head(target, host_header, headers)
-        request = Request(
-            "GET",
-            _URL(url, target),
-            _RequestHeaders(
-                [(b"Host", host_header.encode())]
-                + [(n.encode("latin-1"), v.encode("latin-1", "replace")) for n, v in headers]
-            ),
-        )
+        request = Request("GET", _URL(url, target), _RequestHeaders(host_header, headers))
         origin = (scheme, host, port)
         conn = await self._take(origin)
         fresh = conn is None

@@ -73,7 +73,7 @@ def live(
     backend: Any = None, recorder: Any = None, politeness: HostPoliteness | None = None
 ) -> TransportFactory:
     """The live network: a :class:`~archiver.capture.fetch.Fetcher` with the crawl's rules (and an
-    httpcore network ``backend`` when a test gives one; a ``recorder``,
+    network ``backend`` of httpcore's shape when a test gives one, :mod:`.guard`; a ``recorder``,
     :class:`archiver.warc.record.Recorder`, when every exchange is to be kept as WARC;
     ``politeness``: the crawl-wide host clocks and robots.txt of a shared crawl state,
     :mod:`.politeness`)."""

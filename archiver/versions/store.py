@@ -212,46 +212,80 @@ def _hash_fd(fd: int) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _store_blob(root: Path, r: Record, folders: set[str]) -> int:
-    """Store the blob of ``r``, not in the store yet (:func:`record` looked: formats/history.md §2);
-    the bytes it added (0 for a hard link). The file is linked (or copied) to a temporary name first
-    and that inode is the one hashed, so what is stored is what was checked. ``folders``: the blob
-    folders known to exist (a first recording of a large tree would otherwise ask the system to make
-    each of them again for every file: a third of its time)."""
-    target = os.fspath(blob_path(root, r.sha256))  # refuses a record whose sha256 is not one
+class _TreeFolders:
+    """Descriptors of the tree's folders for one recording, each opened once from its parent's
+    without following a symbolic link (as :func:`_parent_fd` does), at most :data:`_KEPT_FDS` kept
+    open: a recording no longer opens every folder of a file's path again for each file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fds: dict[str, int] = {}
+
+    def parent(self, rel: str) -> tuple[int, str]:
+        """A descriptor of the folder holding ``rel`` (kept: not to be closed) and ``rel``'s leaf."""
+        folder, _, leaf = rel.rpartition("/")
+        try:
+            return self._fd(folder), leaf
+        except OSError as e:
+            raise FormatError(f"cannot be read: {e.strerror or e}", subject=rel) from None
+
+    def _fd(self, folder: str) -> int:
+        fd = self.fds.get(folder)
+        if fd is not None:
+            return fd
+        if len(self.fds) >= _KEPT_FDS:
+            self.close()
+        if folder:
+            up, _, name = folder.rpartition("/")
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd(up))
+        else:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        self.fds[folder] = fd
+        return fd
+
+    def close(self) -> None:
+        fds, self.fds = self.fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+
+#: the tree folders a recording keeps open at most
+_KEPT_FDS = 64
+
+
+def _store_blob(root: Path, r: Record, target: str, tree: _TreeFolders, pid: int) -> int:
+    """Store the blob of ``r`` at ``target`` (its :func:`_blob_name` in the store, whose folder
+    exists), not in the store yet (:func:`record` looked: formats/history.md §2); the bytes it added
+    (0 for a hard link). The file is linked (or copied) to a temporary name first and that inode is
+    the one hashed, so what is stored is what was checked. ``tree``: the tree's folders, ``pid``
+    this process's (both asked once for the whole recording)."""
     folder = os.path.dirname(target)
-    if folder not in folders:
-        os.makedirs(folder, exist_ok=True)
-        folders.add(folder)
-    tmp = os.path.join(folder, f"{_TMP}{r.sha256}-{os.getpid()}")  # none left: record() cleaned them
-    pfd, leaf = _parent_fd(root, r.path)
+    tmp = os.path.join(folder, f"{_TMP}{r.sha256}-{pid}")  # none left: record() cleaned them
+    pfd, leaf = tree.parent(r.path)
     added = 0
     try:
+        os.link(leaf, tmp, src_dir_fd=pfd, follow_symlinks=False)
+        st = os.lstat(tmp)
+        if not stat.S_ISREG(st.st_mode):
+            os.unlink(tmp)
+            raise FormatError("is not a regular file", subject=str(root / r.path))
+    except FileNotFoundError:
+        raise FormatError("is missing", subject=str(root / r.path)) from None
+    except FileExistsError:
+        raise FormatError(
+            "is being recorded by another process (a temporary blob exists)", subject=tmp
+        ) from None
+    except OSError:  # another file system, or no hard links there: copy
+        fd = _open_in_tree(root, r.path)
         try:
-            os.link(leaf, tmp, src_dir_fd=pfd, follow_symlinks=False)
-            st = os.lstat(tmp)
-            if not stat.S_ISREG(st.st_mode):
-                os.unlink(tmp)
-                raise FormatError("is not a regular file", subject=str(root / r.path))
-        except FileNotFoundError:
-            raise FormatError("is missing", subject=str(root / r.path)) from None
-        except FileExistsError:
-            raise FormatError(
-                "is being recorded by another process (a temporary blob exists)", subject=tmp
-            ) from None
-        except OSError:  # another file system, or no hard links there: copy
-            fd = _open_in_tree(root, r.path)
-            try:
-                with open(tmp, "wb") as out:
-                    while chunk := os.read(fd, _CHUNK):
-                        out.write(chunk)
-                    out.flush()
-                    os.fsync(out.fileno())
-            finally:
-                os.close(fd)
-            added = r.size
-    finally:
-        os.close(pfd)
+            with open(tmp, "wb") as out:
+                while chunk := os.read(fd, _CHUNK):
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+        finally:
+            os.close(fd)
+        added = r.size
     size, sha = _hash_path(tmp)
     if (size, sha) != (r.size, r.sha256):
         os.unlink(tmp)
@@ -263,6 +297,15 @@ def _store_blob(root: Path, r: Record, folders: set[str]) -> int:
     os.chmod(tmp, 0o444)
     os.replace(tmp, target)
     return added
+
+
+def _made(folder: str) -> bool:
+    """Make ``folder`` (and its parents); False when it was there already."""
+    try:
+        os.makedirs(folder)
+    except FileExistsError:
+        return False
+    return True
 
 
 def _hash_path(path: str | Path) -> tuple[int, str]:
@@ -312,15 +355,36 @@ def record(root: Path) -> Recorded:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
     files = added = 0
-    folders: set[str] = set()
-    for r in read_records(root):
-        why = _safe_path(r.path)
-        if why:
-            raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
-        files += 1
-        if _HEX64.match(r.sha256) and os.path.isfile(os.path.join(folder, _blob_name(r.sha256))):
-            continue  # stored already (the common case of a re-capture: checked without pathlib)
-        added += _store_blob(root, r, folders)  # (a sha256 that is not one is refused there)
+    base = os.fspath(folder)
+    #: blob folders this recording made (they hold only the blobs it stored, ``stored``: no system
+    #: call needed to know) and those it found there (a blob there is looked for)
+    made: set[str] = set()
+    found: set[str] = set()
+    stored: set[str] = set()
+    tree = _TreeFolders(root)
+    pid = os.getpid()
+    try:
+        for r in read_records(root):
+            why = _safe_path(r.path)
+            if why:
+                raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
+            files += 1
+            sha = r.sha256
+            if not _HEX64.match(sha):
+                blob_path(root, sha)  # raises: not a SHA-256
+            target = os.path.join(base, _blob_name(sha))  # text, not pathlib: once a file
+            sub = os.path.dirname(target)
+            if sub in made:
+                if sha in stored:
+                    continue
+            elif os.path.isfile(target):
+                continue  # stored already (the common case of a re-capture)
+            elif sub not in found:
+                (made if _made(sub) else found).add(sub)
+            added += _store_blob(root, r, target, tree, pid)
+            stored.add(sha)
+    finally:
+        tree.close()
     vid = current.id
     body = _version_body(_manifest_bytes(root), vid)
     _write_atomic(folder / f"{vid}.jsonl", body)

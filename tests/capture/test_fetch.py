@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -400,6 +402,46 @@ def test_every_connection_goes_through_the_guarded_backend(server: FixtureServer
     assert isinstance(backend, GuardedBackend)
     assert writes >= 3  # robots.txt and the two pages, each written through the guarded stream
     assert kept == 1  # one connection, kept alive for all three
+
+
+def test_a_fetch_imports_nothing_of_httpx_httpcore_h11_or_anyio(server: FixtureServer) -> None:
+    """The fetcher's streams and errors are its own (http1, guard): a capture process imports none
+    of httpx, httpcore, h11 or anyio (about 0.1 s of CPU at the start of every run), nor email
+    (its date parser is imported for a Retry-After date only)."""
+    code = (
+        "import asyncio, sys\n"
+        "import archiver.capture, archiver.capture.crawl\n"
+        "from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy\n"
+        "async def go():\n"
+        "    guard = AddressGuard(frozenset({'127.0.0.1'}))\n"
+        "    async with Fetcher(FetchPolicy(delay=0), guard=guard) as f:\n"
+        f"        return (await f.fetch({server.url + 'about.html'!r})).outcome\n"
+        "outcome = asyncio.run(go())\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "print(outcome, sorted(loaded & {'httpx', 'httpcore', 'h11', 'anyio', 'email'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert done.stdout.split() == ["ok", "[]"]
+
+
+def test_a_test_backend_keeps_its_errors_names() -> None:
+    """A backend handed in by a test (an httpcore one here) raises httpcore's errors: the guard
+    translates them, so a read that times out through it is a ReadTimeout as through the fetcher's
+    own streams, and a refused connection a network error."""
+
+    async def go(silent: int, closed: int) -> tuple[FetchResult, FetchResult]:
+        policy = FetchPolicy(**{**FAST, "retries": 0, "read_timeout": 0.3, "obey_robots": False})
+        async with Fetcher(policy, guard=_guard(), backend=_Recorder()) as f:  # type: ignore[arg-type]
+            return await f.fetch(f"http://127.0.0.1:{silent}/"), await f.fetch(f"http://127.0.0.1:{closed}/")
+
+    with socket.socket() as silent, socket.socket() as closed:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # connections land in the kernel's backlog and are never answered
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: refused
+        slow, refused = run(go(silent.getsockname()[1], closed.getsockname()[1]))
+    assert (slow.outcome, slow.reason) == ("unconfirmed", "timed out (ReadTimeout)")
+    assert refused.outcome == "failed" and refused.reason.startswith("network error: "), refused.reason
 
 
 # ---- the asyncio network stream under httpcore: plain HTTP is every test above; TLS here

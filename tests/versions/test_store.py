@@ -138,6 +138,49 @@ def test_a_symlink_in_the_tree_is_not_followed(tmp_path: Path) -> None:
     assert not list(store.store_dir(root).glob("*.jsonl"))
 
 
+def test_a_tree_of_many_folders_and_repeated_bytes_is_stored_once_each(tmp_path: Path) -> None:
+    """More folders than a recording keeps open at once (it reopens them), nested ones, and files
+    with the same bytes in different folders: every file's blob is its own inode, each distinct
+    content stored once, nothing left behind; a second state of the tree stores only what changed."""
+    root = tmp_path / "site"
+    files: dict[str, str | bytes] = {"index.html": page("Home", "<p>Welcome.</p>")}
+    for i in range(store._KEPT_FDS + 6):
+        files[f"d{i}/deep/er/page.html"] = page(f"Page {i}", f"<p>{i}</p>")
+        files[f"d{i}/same.css"] = "body{color:#333}"  # one content in every folder
+    write_tree(root, files, "2026-11-30T09:00:00Z")
+    first = store.record(root)
+    assert (first.new, first.files, first.bytes_added) == (True, len(files), 0)
+    blobs = [p for p in (store.store_dir(root) / "blobs").rglob("*") if p.is_file()]
+    assert len(blobs) == len(set(files.values()))
+    for r in read_records(root):
+        blob = store.blob_path(root, r.sha256)
+        if r.path.endswith("same.css"):  # the first of them was linked; the others share its bytes
+            assert blob.read_bytes() == (root / r.path).read_bytes()
+        else:
+            assert os.stat(blob).st_ino == os.stat(root / r.path).st_ino
+    files["d3/deep/er/page.html"] = page("Page 3", "<p>changed</p>")
+    write_tree(root, files, "2026-12-01T09:00:00Z")
+    second = store.record(root)
+    assert second.new and second.files == len(files)
+    later = [p for p in (store.store_dir(root) / "blobs").rglob("*") if p.is_file()]
+    assert len(later) == len(blobs) + 1
+    _no_temporaries(root)
+    assert _cli("verify", str(root)).returncode == 0
+
+
+def test_a_symlinked_folder_in_the_tree_is_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    write_tree(root, V1, "2026-11-30T09:00:00Z")
+    elsewhere = tmp_path / "elsewhere"
+    (root / "docs").rename(elsewhere)  # the same bytes, reached through a link to another folder
+    (root / "docs").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(FormatError, match="cannot be read"):
+        store.record(root)
+    assert not list(store.store_dir(root).glob("*.jsonl"))
+    assert [p.name for p in elsewhere.iterdir()] == ["intro.html"]  # nothing stored from there
+    _no_temporaries(root)
+
+
 def _hostile_version(two: Path, edit: object) -> Path:
     manifest = store.store_dir(two) / "20261130T090000Z.jsonl"
     os.chmod(manifest, 0o644)
