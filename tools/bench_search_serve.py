@@ -12,13 +12,19 @@ time and the index sizes, and writes ``DIR/queries.txt``: one-word and two-word 
 the vocabulary by the same distribution, and two-character Chinese and Japanese words.
 
 Then (given trees, gwtar or ZIM files, or ``--corpus DIR`` for every tree and archive in DIR):
-``archiver serve --workers W`` mounts them all. **Cold**: every query once from 2×W clients at once,
-each client the whole list in its own order, so each server process decodes what each query needs
-once (formats/search.md §6.5: the first time a process meets a word): p50, p95, max of those first
-answers. **Warm**: one client asks each query once in turn (p50, p95), then wrk (``-t2
--c<connections>``) asks ``/~/api/search?q=…&limit=10`` on the bare host, cycling through the
-queries, for ``--duration`` seconds: requests/s, p50, p95, p99 (wrk's own latency histogram),
-non-2xx answers and socket errors. Then the server processes' resident memory (VmRSS, VmHWM).
+``archiver serve --workers W`` mounts them all and is asked **queries never asked before in the
+run** (a server process answers a repeated query from the answers it keeps, formats/serve.md §8:
+that measures the kept answers, not the engine): ``--distinct`` of them (40,000), generated from
+the corpus's vocabulary (``--seed``: the corpus's), one-word and two-word by the pages' own
+distribution, one in ten a Chinese or Japanese word (:func:`distinct_queries`), or each line of
+``--queries FILE`` once; each part below asks its own. **Cold**: ``--cold`` queries (2,000) shared
+out among 2×W clients at once: p50, p95, max. **Warm**: one client asks 200 in turn (p50, p95),
+then wrk (``-t2 -c<connections>``) asks ``/~/api/search?q=…&limit=10`` on the bare host for
+``--duration`` seconds, its two threads each their own share of the rest: requests/s, p50, p95,
+p99 (wrk's own latency histogram), non-2xx answers and socket errors. It prints how many queries
+were asked, how many distinct and how many repeated (wrk asking more than it was given).
+``--cycle``: the old bench, the corpus's ``queries.txt`` (500), every cold client asking all of
+them, wrk's threads cycling through them. Then the server processes' resident memory (VmRSS, VmHWM).
 ``--compare N``: the first N queries' results (mount, path, score, in order) from the API against
 :func:`archiver.search.query.search` run in this process over the same archives (the ranking
 before the serve engine); mismatches are printed. The load average is printed first. No timing is
@@ -145,6 +151,55 @@ def queries(
     return out
 
 
+def distinct_queries(words: Sequence[str], weights: Sequence[float], n: int, seed: int) -> list[str]:
+    """``n`` queries, none twice (issue 23: a query asked again is answered from the answers a
+    server process keeps, so a bench that repeats queries measures that, not the engine): by the
+    pages' own distribution, two in three one word and one in three two words, one in ten a
+    two-character Chinese or Japanese word (the corpus's alphabets: nearly every pair occurs). A
+    query drawn before is drawn again; a one-word draw that keeps meeting words already asked (the
+    frequent words run out first) becomes a two-word one."""
+    rng = random.Random(f"distinct-{seed}")
+    zh, ja = _HANZI[:600], _HIRAGANA + _HANZI[:300]
+    seen: set[str] = set()
+    out: list[str] = []
+    i = 0
+    while len(out) < n:
+        i += 1
+        q = ""
+        for _ in range(20):
+            if i % 10 == 9:
+                alphabet = zh if rng.random() < 0.5 else ja
+                q = rng.choice(alphabet) + rng.choice(alphabet)
+            elif i % 3 == 2:
+                q = " ".join(rng.choices(words, cum_weights=weights, k=2))
+            else:
+                q = rng.choices(words, cum_weights=weights, k=1)[0]
+            if q not in seen:
+                break
+        else:
+            while q in seen:
+                q = " ".join(rng.choices(words, cum_weights=weights, k=2))
+        seen.add(q)
+        out.append(q)
+    return out
+
+
+def corpus_queries(seed: int, n: int) -> list[str]:
+    """:func:`distinct_queries` from the vocabulary of the corpus ``--make`` writes with ``seed``."""
+    words = vocabulary(20_000, random.Random(seed))  # make_corpus's first draw: the same words
+    return distinct_queries(words, zipf_weights(len(words)), n, seed)
+
+
+def parts(qs: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
+    """``qs`` cut into consecutive parts of ``sizes`` (the last part: the rest), none shared."""
+    out, at = [], 0
+    for size in sizes:
+        out.append(list(qs[at : at + size]))
+        at += size
+    out.append(list(qs[at:]))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # IO
 
@@ -234,13 +289,14 @@ def cpu(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def cold(port: int, qs: Sequence[str], clients: int) -> dict[str, Any]:
-    """Every query once from ``clients`` clients at once, each in its own order."""
+def cold(port: int, qs: Sequence[str], clients: int, *, each: bool = False) -> dict[str, Any]:
+    """``clients`` clients at once, each its share of ``qs`` (``each``: every query, in its own
+    order: a query is then asked ``clients`` times)."""
     times: list[float] = []
     resets: list[str] = []
 
     def run(seed: int) -> None:
-        order = list(qs)
+        order = list(qs) if each else list(qs[seed::clients])
         random.Random(seed).shuffle(order)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         for q in order:
@@ -369,15 +425,27 @@ def one_client(port: int, qs: Sequence[str]) -> dict[str, Any]:
     }
 
 
+# Each wrk thread runs its own copy of the script: ``tid`` (set by setup) and ``asked`` are its
+# globals. Thread t asks paths t, t + stride, t + 2 stride, … (stride 1, spread 0: every thread
+# cycles through all of them from the first, the old bench).
 _LUA = """
 local paths = {}
 for line in io.lines("%s") do paths[#paths + 1] = line end
-local i = 0
+local stride, spread = %d, %d
+local threads, started = {}, 0
+tid, asked = 0, 0
+setup = function(thread)
+  thread:set("tid", started)
+  started = started + 1
+  threads[#threads + 1] = thread
+end
 request = function()
-  i = i %% #paths + 1
-  return wrk.format("GET", paths[i])
+  local k = (asked * stride + tid * spread) %% #paths + 1
+  asked = asked + 1
+  return wrk.format("GET", paths[k])
 end
 done = function(summary, latency, requests)
+  for _, t in ipairs(threads) do io.write(string.format("ASKED %%d\\n", t:get("asked"))) end
   io.write(string.format("P95US %%d\\n", latency:percentile(95)))
   io.write(string.format("P50US %%d\\n", latency:percentile(50)))
   io.write(string.format("P99US %%d\\n", latency:percentile(99)))
@@ -385,12 +453,18 @@ end
 """
 
 
-def load(port: int, qs: Sequence[str], seconds: int, connections: int, work: Path) -> dict[str, Any]:
+def load(
+    port: int, qs: Sequence[str], seconds: int, connections: int, work: Path, *, cycle: bool = False
+) -> dict[str, Any]:
+    """wrk over ``qs``: its two threads ask different queries, each once until they run out
+    (``cycle``: both cycle through all of them, the old bench); ``repeated``: requests that asked
+    a query asked before in this wrk run."""
     paths = work / "paths.txt"
     paths.write_text("\n".join(api_path(q) for q in qs) + "\n", encoding="utf-8")
     script = work / "rotate.lua"
-    script.write_text(_LUA % paths, encoding="utf-8")
-    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(script)]
+    threads = 2
+    script.write_text(_LUA % (paths, *((1, 0) if cycle else (threads, 1))), encoding="utf-8")
+    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(script)]
     cmd += ["-H", f"Host: localhost:{port}", f"http://127.0.0.1:{port}/"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120).stdout
 
@@ -400,11 +474,17 @@ def load(port: int, qs: Sequence[str], seconds: int, connections: int, work: Pat
                 return int(line.split()[1]) / 1000
         return float("nan")
 
+    asked = [int(x.split()[1]) for x in out.splitlines() if x.startswith("ASKED ")]
+    if cycle:
+        repeated = sum(asked) - min(len(qs), max(asked)) if asked else 0
+    else:  # thread t's own share: the paths t, t + threads, …
+        share = [len(range(t, len(qs), threads)) for t in range(len(asked))]
+        repeated = sum(max(0, a - n) for a, n in zip(asked, share, strict=True))
     rps = next((float(x.split()[1]) for x in out.splitlines() if x.startswith("Requests/sec:")), 0.0)
     non = next((int(x.split(":")[1]) for x in out.splitlines() if "Non-2xx" in x), 0)
     errors = next((x.strip() for x in out.splitlines() if "Socket errors" in x), "")
     return {"rps": rps, "p50_ms": grab("P50US"), "p95_ms": grab("P95US"), "p99_ms": grab("P99US"),
-            "non_2xx": non, "socket_errors": errors}  # fmt: skip
+            "non_2xx": non, "socket_errors": errors, "asked": sum(asked), "repeated": repeated}  # fmt: skip
 
 
 def targets(args: argparse.Namespace) -> list[Path]:
@@ -427,7 +507,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=int, default=20)
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--queries", type=Path, help="one query a line (default: the corpus's queries.txt)")
+    ap.add_argument("--queries", type=Path, help="one query a line, each asked once (default: generated)")
+    ap.add_argument("--distinct", type=int, default=40_000, metavar="N", help="queries generated")
+    ap.add_argument("--cold", type=int, default=2_000, metavar="N", help="queries of the cold pass")
+    ap.add_argument(
+        "--cycle",
+        action="store_true",
+        help="the old bench: the corpus's queries.txt, every cold client asks all, wrk cycles through them",
+    )
     ap.add_argument("--compare", type=int, default=0, metavar="N", help="check the first N queries' results")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -438,20 +525,29 @@ def main(argv: list[str] | None = None) -> int:
     paths = targets(args)
     if not paths:
         ap.error("give archives, --corpus DIR or --make DIR")
-    qfile = args.queries or (args.corpus / "queries.txt" if args.corpus else None)
-    if qfile is None or not qfile.is_file():
-        ap.error("give --queries FILE (one query a line)")
-    qs = [q for q in qfile.read_text(encoding="utf-8").splitlines() if q.strip()]
+    qfile = args.queries or (args.corpus / "queries.txt" if args.corpus and args.cycle else None)
+    if qfile is not None:
+        if not qfile.is_file():
+            ap.error("give --queries FILE (one query a line)")
+        qs = [q for q in qfile.read_text(encoding="utf-8").splitlines() if q.strip()]
+        if not args.cycle:
+            qs = list(dict.fromkeys(qs))  # each once
+    else:
+        qs = corpus_queries(args.seed, args.distinct)
+    if args.cycle:  # every part asks the same queries again
+        compared, first, client, rest = qs[: args.compare], qs, qs[:200], qs
+    else:
+        compared, first, client, rest = parts(qs, [args.compare, args.cold, 200])
     report: dict[str, Any] = {"mounts": len(paths), "load": os.getloadavg()}
     with (
         tempfile.TemporaryDirectory(prefix="bench-search-serve-") as scratch,
         serving(paths, args.workers) as (port, pid),
     ):
         if args.compare:
-            report["compare"] = compare(port, paths, qs[: args.compare])
+            report["compare"] = compare(port, paths, compared)
             print(f"compared {report['compare']['queries']} queries: {report['compare']['differ']} differ")
         before = cpu(pid)
-        report["cold"] = cold(port, qs, 2 * args.workers)
+        report["cold"] = cold(port, first, 2 * args.workers, each=args.cycle)
         k = report["cold"]
         k["cpu_ms_per_answer"] = (cpu(pid) - before) * 1000 / max(1, k["answers"])
         print(
@@ -460,12 +556,26 @@ def main(argv: list[str] | None = None) -> int:
             f"server CPU {k['cpu_ms_per_answer']:.1f} ms an answer; {memory(pid)}",
             flush=True,
         )
-        report["one_client"] = one_client(port, qs[:200])
+        report["one_client"] = one_client(port, client)
         before = cpu(pid)
-        report["wrk"] = load(port, qs, args.duration, args.connections, Path(scratch))
+        report["wrk"] = load(port, rest, args.duration, args.connections, Path(scratch), cycle=args.cycle)
         report["wrk"]["server_cpu_s"] = cpu(pid) - before
         report["memory"] = memory(pid)
     c, w = report["one_client"], report["wrk"]
+    k = report["cold"]
+    asked = len(compared) + k["answers"] + k["resets"] + c["queries"] + w["asked"]
+    distinct = len(set(compared) | set(first) | set(client) | set(rest[: w["asked"]]))
+    if not args.cycle:
+        distinct = asked - w["repeated"]
+    report["queries"] = {
+        "asked": asked,
+        "distinct": min(asked, distinct),
+        "repeated": asked - min(asked, distinct),
+    }
+    print(
+        f"queries: {asked} asked, {report['queries']['distinct']} distinct, "
+        f"{report['queries']['repeated']} repeated" + (" (--cycle)" if args.cycle else "")
+    )
     print(
         f"memory of the {report['memory']['processes']} server processes: RSS "
         f"{report['memory']['rss_mb']:.0f} MB (anonymous {report['memory']['anon_mb']:.0f} MB, "

@@ -41,6 +41,10 @@ def _number(text: str) -> int:
 
 
 _TERMINAL = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUV")
+# _walk's tables, built once (not for every term it decodes): the step over n positions, and a
+# heading count's part of the impact (the same operations as query.impact's)
+_SKIP_MATCH = [s.match for s in _SKIP]
+_HEADING = [HEADING * h / (h + 0.5) for h in range(64)]
 
 
 def valid_postings(value: str) -> bool:
@@ -175,8 +179,7 @@ def _walk(text: str, td: TermData, titles: list[int], lengths: list[int], avgdl:
     the same operations in the same order)."""
     docs, imps, offs = td.docs, td.impact, td.offs
     pos, end, doc, ndocs = 0, len(text), 0, len(lengths) // 2
-    head, skip, one, number = _HEAD.match, [s.match for s in _SKIP], _ONE.get, _number
-    heading = [HEADING * h / (h + 0.5) for h in range(64)]
+    head, skip, one, number, heading = _HEAD.match, _SKIP_MATCH, _ONE.get, _number, _HEADING
     k1_1, k1, b_, title = K1 + 1, K1, B, TITLE
     while pos < end:
         m = head(text, pos)

@@ -7,8 +7,9 @@ import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from unicodedata import is_normalized
 
-from archiver.search.tokens import MAX_TERM, tokens
+from archiver.search.tokens import _WORD, MAX_TERM, fold, tokens
 
 __all__ = ["Snippet", "snippet"]
 
@@ -32,11 +33,28 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
-    return [
-        (t.start, t.end, t.term)
-        for t in tokens(text)
-        if t.term in terms or (prefix and t.term.startswith(prefix))
-    ]
+    """The matches of a text that is not all ASCII: each word (a run of letters, marks and digits,
+    as the tokenizer cuts them) tokenized alone, except a word that cannot hold one. A word that
+    folding leaves as it is (formats/search.md §3: NFKC, lower case, accents) and that is in NFKD
+    form (nothing a segment's folding could change) gives only terms that are substrings of it (its
+    CJK bigrams, its runs); when no query term nor the prefix is a substring, it has no match. A
+    Chinese or Japanese page is a few long words whose bigrams are all new to the tokenizer's
+    cache: tokenizing them all was most of a CJK answer's snippets."""
+    needles = [t for t in terms if t]
+    if prefix:
+        needles.append(prefix)
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group()
+        if not any(n in word for n in needles) and is_normalized("NFKD", word) and fold(word) == word:
+            continue
+        base = m.start()
+        out += [
+            (base + t.start, base + t.end, t.term)
+            for t in tokens(word)
+            if t.term in terms or (prefix and t.term.startswith(prefix))
+        ]
+    return out
 
 
 def _ascii_hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:

@@ -20,6 +20,7 @@ import hashlib
 import heapq
 import json
 from array import array
+from bisect import bisect_left
 from typing import Any
 
 from archiver.search.build import order_key
@@ -32,6 +33,8 @@ MAGIC = b"archiver-search-table\n"
 VERSION = 1
 #: A term of at least this many numbers in its postings string is stored decoded (about 8 postings).
 HEAVY = 48
+#: One key in this many is kept decoded in memory for the lookups (:attr:`Table.sample`).
+SAMPLE = 32
 _LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
 _SIZES = {"I": 4, "i": 4, "d": 8}
 _ARRAYS = {
@@ -161,6 +164,10 @@ class Table:
         self.s = s
         self.kstart, self.keys, self.count, self.heavy = s["kstart"], s["keys"], s["count"], s["heavy"]
         self.bytes = len(view)
+        #: Every SAMPLE-th key, decoded once: a word's first lookup bisects these in C, then at most
+        #: SAMPLE keys of the table (about 1.7 KB of memory a thousand terms: 250 KB a table of the
+        #: generated corpus, 148,000 terms).
+        self.sample = [self.key(j) for j in range(0, self.terms, SAMPLE)]
 
     def key(self, j: int) -> bytes:
         return bytes(self.keys[self.kstart[j] : self.kstart[j + 1]])
@@ -172,8 +179,15 @@ class Table:
         return int(self.s["shard"][j])
 
     def _first(self, want: bytes, prefix: bool) -> int:
-        """The first term whose key is ≥ ``want`` (``prefix``: no longer starts with it)."""
-        lo, hi = 0, self.terms
+        """The first term whose key is ≥ ``want`` (``prefix``: no longer starts with it): the sampled
+        keys bisected first (in C), then the keys between two samples."""
+        sample = self.sample
+        if prefix:  # the keys that start with ``want`` are those from it up to its successor
+            top = want.rstrip(b"\xff")
+            s = bisect_left(sample, top[:-1] + bytes([top[-1] + 1])) if top else len(sample)
+        else:
+            s = bisect_left(sample, want)
+        lo, hi = max(0, (s - 1) * SAMPLE), min(self.terms, s * SAMPLE)
         while lo < hi:
             mid = (lo + hi) // 2
             k = self.key(mid)
