@@ -7,7 +7,9 @@ form controls, elements hidden by ``hidden``, ``aria-hidden="true"`` or an inlin
 ``display:none``/``visibility:hidden``, and the navigation of the site: ``nav``, ``aside``,
 ``[role=navigation|banner|contentinfo|search]``, and ``header``/``footer`` that are not inside an
 ``article``, ``main`` or ``section``. The walk is iterative (any depth of nesting), the input is cut
-at :data:`MAX_HTML` bytes and the text at :data:`MAX_TEXT` characters.
+at :data:`MAX_HTML` bytes and the text at :data:`MAX_TEXT` characters, and its nesting is bounded
+before parsing by :func:`archiver.html_depth.bound_depth` (Blink's 512 levels; the parser's time grows
+with the square of the depth).
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ import codecs
 import operator
 import re
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archiver.html_depth import bound_depth
 
-__all__ = ["MAX_DEPTH", "MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract", "flatten"]
+__all__ = ["MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract"]
 
 #: Bytes of HTML read from a page; the rest is not indexed.
 MAX_HTML = 8 << 20
@@ -53,19 +54,6 @@ _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hi
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 #: Whitespace is collapsed with ``" ".join(text.split())``: ``str.split`` and ``str.strip`` take the
 #: characters ``re``'s ``\s`` matches (every code point checked), at a quarter of ``re.sub``'s CPU.
-#: Elements nested deeper than this lose their tags (a space each; their text stays), before parsing:
-#: the parser's time grows with the square of the depth (20,000 nested ``<div>``: 6 s), and browsers
-#: cap it too (Chromium's parser at 512).
-MAX_DEPTH = 256
-_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
-_RAW = frozenset({"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes"})
-_NO_DEPTH = frozenset(
-    {
-        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-        "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "tbody",
-        "thead", "tfoot", "colgroup", "caption", "param", "keygen",
-    }
-)  # fmt: skip
 
 
 @dataclass
@@ -103,66 +91,6 @@ def decode(data: bytes) -> str:
     return data.decode(name, "replace")
 
 
-def _either_case(names: list[str]) -> str:
-    """A regex matching exactly ``names`` (lower-case ASCII) in any case, as a trie of alternatives
-    (one branch per first letter: Python's ``re`` tries every branch of a flat alternation)."""
-    heads: dict[str, list[str]] = {}
-    for name in names:
-        heads.setdefault(name[0], []).append(name[1:])
-    out = []
-    for c, rests in sorted(heads.items()):
-        more = [r for r in rests if r]
-        inner = f"(?:{_either_case(more)})" if more else ""
-        out.append(f"[{c}{c.upper()}]" + (inner + "?" if more and "" in rests else inner))
-    return "|".join(out)
-
-
-# flatten's tags at C speed, with the same extents as ``_TAG`` (from "<" and an ASCII letter to the
-# first ">"): a raw-text or uncounted name leaves the depth alone (no group: ""), any other tag is a
-# start (its first letter) or an end ("/" and its first letter). A self-closed start tag counts as a
-# start here (flatten does not count it: the estimate can only be higher); a self-closed end tag
-# would count lower, so its presence sends the page to flatten itself. Names are spelled in both
-# cases, not matched with re.I (which would take "ſ" for "s").
-_STEP = re.compile(rf"<(?:/?(?:{_either_case(sorted(_RAW | _NO_DEPTH))})(?=[\s/>])[^>]*>|(/?[A-Za-z])[^>]*>)")
-_SELF_CLOSED_END = re.compile(r"</[A-Za-z][^>]*/>")
-_DEPTH = (0, 1, -1)  # by the length of _STEP's group
-
-
-def too_deep(html: str) -> bool:
-    """Whether :func:`flatten` may change ``html`` (never False when it would), at C speed: the depth
-    walk of its pass (a start tag +1, an end tag −1, never below 0) as prefix sums of the tags found
-    by ``_STEP``. An ordinary page costs a fifth of flatten's own pass."""
-    if "\u212a" in html or _SELF_CLOSED_END.search(html):  # KELVIN SIGN lowers to "k"
-        return True
-    sums = list(accumulate(map(_DEPTH.__getitem__, map(len, _STEP.findall(html)))))
-    # The walk floored at 0 is each prefix sum less the lowest negative prefix sum before it: at most
-    # the highest sum less the lowest (below 0); only above that bound is the exact walk needed.
-    if not sums or max(sums) - min(0, min(sums)) <= MAX_DEPTH:
-        return False
-    floors = accumulate(sums, min, initial=0)
-    return max(map(operator.sub, sums, floors)) > MAX_DEPTH
-
-
-def flatten(html: str) -> str:
-    """``html`` with the tags of elements nested over :data:`MAX_DEPTH` deep replaced by a space
-    (counting neither void elements nor those whose end tag is optional; raw-text elements such as
-    ``script`` keep their tags, so their text stays out)."""
-    depth = 0
-
-    def tag(m: re.Match[str]) -> str:
-        nonlocal depth
-        name = m.group(2).lower()
-        if name in _RAW or name in _NO_DEPTH or m.group(3):
-            return m.group()
-        if m.group(1):
-            depth = max(0, depth - 1)
-            return m.group() if depth < MAX_DEPTH else " "
-        depth += 1
-        return m.group() if depth <= MAX_DEPTH else " "
-
-    return _TAG.sub(tag, html)
-
-
 #: The elements whose attributes can hide them; Lexbor finds them at C speed, so the walk reads the
 #: attributes of these few instead of every element's (the attribute dict was a sixth of the build).
 _MAY_HIDE = "[hidden],[aria-hidden],[role],[style]"
@@ -182,8 +110,6 @@ def _hidden_by(attrs: dict[str, str | None]) -> bool:
 def extract(html: bytes) -> Page:
     """The title and the blocks of ``html`` (formats/search.md §2)."""
     text = decode(html)
-    if text.count("<") > 4 * MAX_DEPTH and too_deep(text):  # only a page with many tags can be that deep
-        text = flatten(text)
     tree = LexborHTMLParser(bound_depth(text))
     page = Page()
     title = tree.css_first("title")
