@@ -107,6 +107,64 @@ def _hidden_by(attrs: dict[str, str | None]) -> bool:
     return bool(style and _HIDDEN_STYLE.search(style))
 
 
+# Each element's part in the walk, by Lexbor's tag id (an int: reading ``tag`` makes a new string an
+# element, and a name is looked up in several sets): flags of :data:`_KINDS`.
+_SKIPPED, _BLOCK, _HEADING, _SECTION, _HEADER = 1, 2, 4, 8, 16
+
+
+def _kind(name: str) -> int:
+    return (
+        _SKIPPED * (name in _SKIP)
+        | _BLOCK * (name in _BLOCKS or name in _HEADINGS)
+        | _HEADING * (name in _HEADINGS)
+        | _SECTION * (name in _SECTIONING)
+        | _HEADER * (name in ("header", "footer"))
+    )
+
+
+def _tag_ids() -> tuple[int, dict[int, int], dict[str, int]]:
+    """The text node's tag id, the flags of the names of the sets above by their tag id, and the
+    names whose id is not fixed (Lexbor numbers a name it does not know a document at a time:
+    found by numbering some unknown names first in one of two documents), to be looked up in each
+    document. The comment's and doctype's ids are read from a parsed document."""
+    probe = LexborHTMLParser("<!DOCTYPE html><body>t<!--c-->")
+    fresh, busy = LexborHTMLParser(""), LexborHTMLParser("")
+    for i in range(3):
+        busy.create_node(f"x-archiver-probe-{i}")
+    kinds: dict[int, int] = {}
+    moving: dict[str, int] = {}
+    for name in sorted(_SKIP | _BLOCKS | _HEADINGS | _SECTIONING | {"header", "footer"}):
+        if name.startswith("-"):
+            continue
+        tag_id = fresh.create_node(name).tag_id
+        if tag_id == busy.create_node(name).tag_id:
+            kinds[tag_id] = _kind(name)
+        else:
+            moving[name] = _kind(name)
+    text = comment = None
+    assert probe.body is not None and probe.root is not None
+    for node in probe.body.traverse(include_text=True):
+        if node.tag == "-text":
+            text = node.tag_id
+        elif node.tag == "-comment":
+            comment = node.tag_id
+    doctype = probe.root.prev
+    assert text is not None and comment is not None and doctype is not None
+    kinds[comment] = kinds[doctype.tag_id] = _SKIPPED
+    return text, kinds, moving
+
+
+_TEXT_ID, _KINDS, _MOVING = _tag_ids()
+
+
+def _kinds_of(tree: LexborHTMLParser) -> dict[int, int]:
+    """:data:`_KINDS` with the ids this document gave the names of :data:`_MOVING` (none in
+    selectolax 1.0.2: every name of the sets has a fixed id)."""
+    if not _MOVING:
+        return _KINDS
+    return {**_KINDS, **{tree.create_node(name).tag_id: kind for name, kind in _MOVING.items()}}
+
+
 def extract(html: bytes) -> Page:
     """The title and the blocks of ``html`` (formats/search.md §2)."""
     text = decode(html)
@@ -144,57 +202,51 @@ def extract(html: bytes) -> Page:
 
     node: LexborNode | None = body.child
     stack: list[LexborNode] = [body]  # the open elements above ``node``
+    kinds_open: list[int] = [_BLOCK]  # their flags
     nodes = 0
     # Each of Lexbor's node properties makes a new Python object: each is read once a node here
-    # (tag, child, next), and what is skipped or ends a block is tested inline: 8 % less extraction CPU.
-    skip_tags = _SKIP
-    blocks = _BLOCKS | _HEADINGS
+    # (tag_id, child, next), an element's flags come from one dict by its tag id and are kept on the
+    # stack for its end, and what is skipped or ends a block is tested inline.
+    kinds = _kinds_of(tree)
+    text_id = _TEXT_ID
     while node is not None and budget > 0:
         nodes += 1
         if nodes > MAX_NODES:
             page.cut = True
             break
-        tag = node.tag or ""
-        child = None
-        if tag == "-text":
+        tag_id = node.tag_id
+        if tag_id == text_id:
             text = node.text_content or ""
             parts.append(text)
             pending += len(text)
             if pending > budget:
                 flush(heading_depth > 0)
-        elif not (
-            tag in skip_tags
-            or (tag.startswith("-") and tag != "-text")
-            or (hidden and node.mem_id in hidden)
-            or (tag in ("header", "footer") and not sectioned)
-        ):
-            if tag in blocks:
-                flush(heading_depth > 0)
-            if tag in _HEADINGS:
-                heading_depth += 1
-            if tag in _SECTIONING:
-                sectioned += 1
-            child = node.child
-            if child is None:
-                if tag in blocks:
+        else:
+            kind = kinds.get(tag_id, 0)
+            if not (
+                kind & _SKIPPED or (hidden and node.mem_id in hidden) or (kind & _HEADER and not sectioned)
+            ):
+                if kind & _BLOCK:
                     flush(heading_depth > 0)
-                heading_depth -= tag in _HEADINGS
-                sectioned -= tag in _SECTIONING
-        if child is not None:
-            stack.append(node)
-            node = child
-            continue
+                child = node.child
+                if child is not None:  # (a childless block has nothing more to flush)
+                    heading_depth += kind & _HEADING  # counted in steps of the flag
+                    sectioned += kind & _SECTION
+                    stack.append(node)
+                    kinds_open.append(kind)
+                    node = child
+                    continue
         # Next sibling, else climb until an ancestor has one (leaving each element climbed out of).
         following = node.next
         while following is None:
             if len(stack) <= 1:
                 break
             node = stack.pop()
-            t = node.tag or ""
-            if t in blocks:
+            kind = kinds_open.pop()
+            if kind & _BLOCK:
                 flush(heading_depth > 0)
-            heading_depth -= t in _HEADINGS
-            sectioned -= t in _SECTIONING
+            heading_depth -= kind & _HEADING
+            sectioned -= kind & _SECTION
             following = node.next
         node = following
     flush(heading_depth > 0)
