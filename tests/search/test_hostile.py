@@ -56,7 +56,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "longterm.html").write_bytes(_page("Long term", b"<p>before " + b"x" * 10_000 + b" after</p>"))
     (root / "normal.html").write_bytes(_page("Normal page", b"<p>an ordinary needle in the text</p>"))
     nested = b"<div>" * 50_000 + b"<p>deepword</p><script>scriptword</script>" + b"</div>" * 50_000
-    (root / "nested.html").write_bytes(_page("Nested", nested))  # quadratic in the parser unflattened
+    (root / "nested.html").write_bytes(_page("Nested", nested))  # quadratic in the parser unbounded
     (root / "elements.html").write_bytes(_page("Elements", b"<span>w</span> " * 250_000 + b"lastspan"))
     return root
 
