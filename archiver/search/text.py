@@ -7,7 +7,9 @@ form controls, elements hidden by ``hidden``, ``aria-hidden="true"`` or an inlin
 ``display:none``/``visibility:hidden``, and the navigation of the site: ``nav``, ``aside``,
 ``[role=navigation|banner|contentinfo|search]``, and ``header``/``footer`` that are not inside an
 ``article``, ``main`` or ``section``. The walk is iterative (any depth of nesting), the input is cut
-at :data:`MAX_HTML` bytes and the text at :data:`MAX_TEXT` characters.
+at :data:`MAX_HTML` bytes and the text at :data:`MAX_TEXT` characters, and its nesting is bounded
+before parsing by :func:`archiver.html_depth.bound_depth` (Blink's 512 levels; the parser's time grows
+with the square of the depth).
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ import codecs
 import operator
 import re
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archiver.html_depth import bound_depth
 
-__all__ = ["MAX_DEPTH", "MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract", "flatten"]
+__all__ = ["MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract"]
 
 #: Bytes of HTML read from a page; the rest is not indexed.
 MAX_HTML = 8 << 20
@@ -53,19 +54,6 @@ _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hi
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 #: Whitespace is collapsed with ``" ".join(text.split())``: ``str.split`` and ``str.strip`` take the
 #: characters ``re``'s ``\s`` matches (every code point checked), at a quarter of ``re.sub``'s CPU.
-#: Elements nested deeper than this lose their tags (a space each; their text stays), before parsing:
-#: the parser's time grows with the square of the depth (20,000 nested ``<div>``: 6 s), and browsers
-#: cap it too (Chromium's parser at 512).
-MAX_DEPTH = 256
-_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
-_RAW = frozenset({"script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes"})
-_NO_DEPTH = frozenset(
-    {
-        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-        "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "tbody",
-        "thead", "tfoot", "colgroup", "caption", "param", "keygen",
-    }
-)  # fmt: skip
 
 
 @dataclass
@@ -103,66 +91,6 @@ def decode(data: bytes) -> str:
     return data.decode(name, "replace")
 
 
-def _either_case(names: list[str]) -> str:
-    """A regex matching exactly ``names`` (lower-case ASCII) in any case, as a trie of alternatives
-    (one branch per first letter: Python's ``re`` tries every branch of a flat alternation)."""
-    heads: dict[str, list[str]] = {}
-    for name in names:
-        heads.setdefault(name[0], []).append(name[1:])
-    out = []
-    for c, rests in sorted(heads.items()):
-        more = [r for r in rests if r]
-        inner = f"(?:{_either_case(more)})" if more else ""
-        out.append(f"[{c}{c.upper()}]" + (inner + "?" if more and "" in rests else inner))
-    return "|".join(out)
-
-
-# flatten's tags at C speed, with the same extents as ``_TAG`` (from "<" and an ASCII letter to the
-# first ">"): a raw-text or uncounted name leaves the depth alone (no group: ""), any other tag is a
-# start (its first letter) or an end ("/" and its first letter). A self-closed start tag counts as a
-# start here (flatten does not count it: the estimate can only be higher); a self-closed end tag
-# would count lower, so its presence sends the page to flatten itself. Names are spelled in both
-# cases, not matched with re.I (which would take "ſ" for "s").
-_STEP = re.compile(rf"<(?:/?(?:{_either_case(sorted(_RAW | _NO_DEPTH))})(?=[\s/>])[^>]*>|(/?[A-Za-z])[^>]*>)")
-_SELF_CLOSED_END = re.compile(r"</[A-Za-z][^>]*/>")
-_DEPTH = (0, 1, -1)  # by the length of _STEP's group
-
-
-def too_deep(html: str) -> bool:
-    """Whether :func:`flatten` may change ``html`` (never False when it would), at C speed: the depth
-    walk of its pass (a start tag +1, an end tag −1, never below 0) as prefix sums of the tags found
-    by ``_STEP``. An ordinary page costs a fifth of flatten's own pass."""
-    if "\u212a" in html or _SELF_CLOSED_END.search(html):  # KELVIN SIGN lowers to "k"
-        return True
-    sums = list(accumulate(map(_DEPTH.__getitem__, map(len, _STEP.findall(html)))))
-    # The walk floored at 0 is each prefix sum less the lowest negative prefix sum before it: at most
-    # the highest sum less the lowest (below 0); only above that bound is the exact walk needed.
-    if not sums or max(sums) - min(0, min(sums)) <= MAX_DEPTH:
-        return False
-    floors = accumulate(sums, min, initial=0)
-    return max(map(operator.sub, sums, floors)) > MAX_DEPTH
-
-
-def flatten(html: str) -> str:
-    """``html`` with the tags of elements nested over :data:`MAX_DEPTH` deep replaced by a space
-    (counting neither void elements nor those whose end tag is optional; raw-text elements such as
-    ``script`` keep their tags, so their text stays out)."""
-    depth = 0
-
-    def tag(m: re.Match[str]) -> str:
-        nonlocal depth
-        name = m.group(2).lower()
-        if name in _RAW or name in _NO_DEPTH or m.group(3):
-            return m.group()
-        if m.group(1):
-            depth = max(0, depth - 1)
-            return m.group() if depth < MAX_DEPTH else " "
-        depth += 1
-        return m.group() if depth <= MAX_DEPTH else " "
-
-    return _TAG.sub(tag, html)
-
-
 #: The elements whose attributes can hide them; Lexbor finds them at C speed, so the walk reads the
 #: attributes of these few instead of every element's (the attribute dict was a sixth of the build).
 _MAY_HIDE = "[hidden],[aria-hidden],[role],[style]"
@@ -179,11 +107,67 @@ def _hidden_by(attrs: dict[str, str | None]) -> bool:
     return bool(style and _HIDDEN_STYLE.search(style))
 
 
+# Each element's part in the walk, by Lexbor's tag id (an int: reading ``tag`` makes a new string an
+# element, and a name is looked up in several sets): flags of :data:`_KINDS`.
+_SKIPPED, _BLOCK, _HEADING, _SECTION, _HEADER = 1, 2, 4, 8, 16
+
+
+def _kind(name: str) -> int:
+    return (
+        _SKIPPED * (name in _SKIP)
+        | _BLOCK * (name in _BLOCKS or name in _HEADINGS)
+        | _HEADING * (name in _HEADINGS)
+        | _SECTION * (name in _SECTIONING)
+        | _HEADER * (name in ("header", "footer"))
+    )
+
+
+def _tag_ids() -> tuple[int, dict[int, int], dict[str, int]]:
+    """The text node's tag id, the flags of the names of the sets above by their tag id, and the
+    names whose id is not fixed (Lexbor numbers a name it does not know a document at a time:
+    found by numbering some unknown names first in one of two documents), to be looked up in each
+    document. The comment's and doctype's ids are read from a parsed document."""
+    probe = LexborHTMLParser("<!DOCTYPE html><body>t<!--c-->")
+    fresh, busy = LexborHTMLParser(""), LexborHTMLParser("")
+    for i in range(3):
+        busy.create_node(f"x-archiver-probe-{i}")
+    kinds: dict[int, int] = {}
+    moving: dict[str, int] = {}
+    for name in sorted(_SKIP | _BLOCKS | _HEADINGS | _SECTIONING | {"header", "footer"}):
+        if name.startswith("-"):
+            continue
+        tag_id = fresh.create_node(name).tag_id
+        if tag_id == busy.create_node(name).tag_id:
+            kinds[tag_id] = _kind(name)
+        else:
+            moving[name] = _kind(name)
+    text = comment = None
+    assert probe.body is not None and probe.root is not None
+    for node in probe.body.traverse(include_text=True):
+        if node.tag == "-text":
+            text = node.tag_id
+        elif node.tag == "-comment":
+            comment = node.tag_id
+    doctype = probe.root.prev
+    assert text is not None and comment is not None and doctype is not None
+    kinds[comment] = kinds[doctype.tag_id] = _SKIPPED
+    return text, kinds, moving
+
+
+_TEXT_ID, _KINDS, _MOVING = _tag_ids()
+
+
+def _kinds_of(tree: LexborHTMLParser) -> dict[int, int]:
+    """:data:`_KINDS` with the ids this document gave the names of :data:`_MOVING` (none in
+    selectolax 1.0.2: every name of the sets has a fixed id)."""
+    if not _MOVING:
+        return _KINDS
+    return {**_KINDS, **{tree.create_node(name).tag_id: kind for name, kind in _MOVING.items()}}
+
+
 def extract(html: bytes) -> Page:
     """The title and the blocks of ``html`` (formats/search.md §2)."""
     text = decode(html)
-    if text.count("<") > 4 * MAX_DEPTH and too_deep(text):  # only a page with many tags can be that deep
-        text = flatten(text)
     tree = LexborHTMLParser(bound_depth(text))
     page = Page()
     title = tree.css_first("title")
@@ -218,57 +202,51 @@ def extract(html: bytes) -> Page:
 
     node: LexborNode | None = body.child
     stack: list[LexborNode] = [body]  # the open elements above ``node``
+    kinds_open: list[int] = [_BLOCK]  # their flags
     nodes = 0
     # Each of Lexbor's node properties makes a new Python object: each is read once a node here
-    # (tag, child, next), and what is skipped or ends a block is tested inline: 8 % less extraction CPU.
-    skip_tags = _SKIP
-    blocks = _BLOCKS | _HEADINGS
+    # (tag_id, child, next), an element's flags come from one dict by its tag id and are kept on the
+    # stack for its end, and what is skipped or ends a block is tested inline.
+    kinds = _kinds_of(tree)
+    text_id = _TEXT_ID
     while node is not None and budget > 0:
         nodes += 1
         if nodes > MAX_NODES:
             page.cut = True
             break
-        tag = node.tag or ""
-        child = None
-        if tag == "-text":
+        tag_id = node.tag_id
+        if tag_id == text_id:
             text = node.text_content or ""
             parts.append(text)
             pending += len(text)
             if pending > budget:
                 flush(heading_depth > 0)
-        elif not (
-            tag in skip_tags
-            or (tag.startswith("-") and tag != "-text")
-            or (hidden and node.mem_id in hidden)
-            or (tag in ("header", "footer") and not sectioned)
-        ):
-            if tag in blocks:
-                flush(heading_depth > 0)
-            if tag in _HEADINGS:
-                heading_depth += 1
-            if tag in _SECTIONING:
-                sectioned += 1
-            child = node.child
-            if child is None:
-                if tag in blocks:
+        else:
+            kind = kinds.get(tag_id, 0)
+            if not (
+                kind & _SKIPPED or (hidden and node.mem_id in hidden) or (kind & _HEADER and not sectioned)
+            ):
+                if kind & _BLOCK:
                     flush(heading_depth > 0)
-                heading_depth -= tag in _HEADINGS
-                sectioned -= tag in _SECTIONING
-        if child is not None:
-            stack.append(node)
-            node = child
-            continue
+                child = node.child
+                if child is not None:  # (a childless block has nothing more to flush)
+                    heading_depth += kind & _HEADING  # counted in steps of the flag
+                    sectioned += kind & _SECTION
+                    stack.append(node)
+                    kinds_open.append(kind)
+                    node = child
+                    continue
         # Next sibling, else climb until an ancestor has one (leaving each element climbed out of).
         following = node.next
         while following is None:
             if len(stack) <= 1:
                 break
             node = stack.pop()
-            t = node.tag or ""
-            if t in blocks:
+            kind = kinds_open.pop()
+            if kind & _BLOCK:
                 flush(heading_depth > 0)
-            heading_depth -= t in _HEADINGS
-            sectioned -= t in _SECTIONING
+            heading_depth -= kind & _HEADING
+            sectioned -= kind & _SECTION
             following = node.next
         node = following
     flush(heading_depth > 0)
