@@ -10,17 +10,21 @@ element, so the parser builds at most :data:`MAX_DEPTH` levels. A document that 
 limit is returned as the same string (not a copy), so ordinary pages parse and serialise exactly as
 before.
 
-The count is the tokenizer's view, not the tree builder's: void elements, elements whose end tag may be
-omitted (``p``, ``li``, ``td``...) and self-closed tags do not count; comments and the text of raw-text
-elements (``script``, ``style``...) are skipped; an end tag closes the deepest counted element of its
-name if one is open (else it is ignored, as a stray end tag is).
+The count is the tokenizer's view, not the tree builder's: void elements and elements the tree builder
+closes when the next one opens (``p``, ``li``, ``td``...) do not count; a self-closed tag counts (HTML
+ignores the "/" of any other element); comments (ended as the tokenizer ends them) and the text of
+raw-text elements (``script``, ``style``...: names in ASCII letters, ended by their own end tag) are
+skipped; an end tag closes the deepest counted element of its name if one is open (else it is
+ignored, as a stray end tag is). The tree builder does more than this count sees (misnested end
+tags, the scope of an end tag, formatting elements it reopens): formats/tree.md §9.5 says what the
+count does not bound.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_ATTRIBUTES", "MAX_DEPTH", "bound_depth", "bound_depth_bytes", "too_deep"]
+__all__ = ["MAX_ATTRIBUTES", "MAX_DEPTH", "bound_depth", "bound_depth_bytes"]
 
 #: Blink's limit (HTMLConstructionSite's maximum DOM tree depth).
 MAX_DEPTH = 512
@@ -33,40 +37,49 @@ _ATTRIBUTE = re.compile(r"""[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]
 # Each alternative is linear: no part can scan past the next '<' (a quoted attribute value holding
 # one ends the tag there: the count stays an estimate) except a comment or a raw-text element, and
 # an unclosed one of those takes the rest of the document in one match.
-_RAW_TEXT = "script style textarea title xmp iframe noembed noframes noscript plaintext".split()
+# Lexbor parses without scripting, so ``noscript`` holds markup (its elements count).
+_RAW_TEXT = "script style textarea title xmp iframe noembed noframes plaintext".split()
+# What ends a tag's name in the tokenizer (HTML's whitespace, "/" and ">"), or the document's end.
+_NAME_END = r"(?=[\t\n\f\r />]|\Z)"
+# A comment as the tokenizer ends it: "<!-->" and "<!--->" are empty comments, "--!>" ends one too.
+_COMMENT = r"!--(?:-?>|.*?--!?>|.*\Z)"
+# re.A: the tokenizer folds ASCII letters only ("<ſtyle>" is no style element, and "ſ" no letter).
 _TOKEN = re.compile(
-    r"<!--(?:.*?-->|.*\Z)"
-    r"|<(" + "|".join(_RAW_TEXT) + r")\b[^<>]*>"
-    r"(?:.*?</\1\s*>|.*\Z)"
+    "<" + _COMMENT + r"|<(" + "|".join(_RAW_TEXT) + ")" + _NAME_END + r"[^<>]*>"
+    r"(?:.*?</\1" + _NAME_END + r"[^<>]*>?|.*\Z)"
     r"|<(/?)([A-Za-z][^\s/<>]*)((?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+)(?:>|\Z)",
-    re.S | re.I,
+    re.S | re.I | re.A,
 )
 # The tokens of _TOKEN (the same alternatives in the same order, so the same matches), as findall's
-# pairs: a tag's "/"-prefixed or bare name, and "/" when its attributes end with one (self-closed);
-# a comment or raw-text element gives ("", ""). The raw-text names are spelled out, one alternative
-# each, instead of a back-reference, so a pair has no third group; the "/" is captured by a
-# look-behind in an optional group, which cannot change what matches. The "<" is written once
-# before the alternatives (the regex engine then skips to each "<" at C speed) and the raw-text
-# names behind a look-ahead of their first letters (the other tags try none of them): a fifth less
-# CPU, the same matches.
+# strings: a tag's "/"-prefixed or bare name; a comment or raw-text element gives "". The raw-text
+# names are spelled out, one alternative each, instead of a back-reference, so a match has one
+# group. The "<" is written once before the alternatives (the regex engine then skips to each "<"
+# at C speed) and the raw-text names behind a look-ahead of their first letters (the other tags try
+# none of them): a fifth less CPU, the same matches.
 _PAIRS = re.compile(
-    r"<(?:!--(?:.*?-->|.*\Z)"
+    "<(?:"
+    + _COMMENT
     + f"|(?=[{''.join(sorted({name[0] for name in _RAW_TEXT}))}])(?:"
-    + "|".join(rf"{name}\b[^<>]*>(?:.*?</{name}\s*>|.*\Z)" for name in _RAW_TEXT)
-    + r")|(/?[A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+(?:(?<=(/)))?(?:>|\Z))",
-    re.S | re.I,
+    + "|".join(rf"{name}{_NAME_END}[^<>]*>(?:.*?</{name}{_NAME_END}[^<>]*>?|.*\Z)" for name in _RAW_TEXT)
+    + r")|(/?[A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+(?:>|\Z))",
+    re.S | re.I | re.A,
 )
 # Start and end tags of one name with no tag between (" name /name" in _fits' joined keys): a pair
 # leaves the walk's stack as it found it, one level deeper in between.
 _EMPTY_PAIR = re.compile(r" ([^/ ][^ ]*) /\1(?= |\Z)")
 #: Rounds of :data:`_EMPTY_PAIR` taken out before :func:`_fits`' walk (each round an inner level).
 _PAIR_ROUNDS = 2
+#: The tokenizer lowers ASCII letters only ("<aİ>" and "</ai̇>" are two names).
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: Elements that never hold a counted element of their own name: void elements, and those the tree
+#: builder closes when the next one opens (``p``, ``li``, ``td``...). Not ``optgroup``, ``menuitem``
+#: or the ruby elements: Lexbor nests those without limit (tests/test_html_depth.py checks each).
 _NOT_COUNTED = frozenset(
     {
         "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-        "param", "keygen", "frame", "basefont", "bgsound", "image", "menuitem",
-        "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rtc", "rp", "tbody",
-        "thead", "tfoot", "colgroup", "caption", "html", "head", "body",
+        "param", "keygen", "frame", "basefont", "bgsound", "image",
+        "p", "li", "dt", "dd", "tr", "td", "th", "option", "tbody", "thead", "tfoot", "colgroup", "caption",
+        "html", "head", "body",
     }
 )  # fmt: skip
 
@@ -99,8 +112,8 @@ def _over(text: str, limit: int) -> list[tuple[int, int, str]]:
             cut = _attributes_cut(m.group(), MAX_ATTRIBUTES)
             if cut is not None:
                 edits.append((m.start(), m.end(), cut))
-        name = name.lower()
-        if name in _NOT_COUNTED or rest.endswith("/"):
+        name = name.translate(_ASCII_LOWER)
+        if name in _NOT_COUNTED:  # a self-closed tag counts: HTML ignores the "/" of a non-void one
             continue
         if slash:
             if counts.get(name):
@@ -141,11 +154,11 @@ def _fits(text: str, limit: int) -> bool:
     C speed in :data:`_PAIR_ROUNDS` rounds (the tags of a documentation page: about a third fewer
     steps; the walk then stops that many levels early, as a pair nested so deep would reach past
     the levels it sees)."""
-    keys = [key for key, closed in _PAIRS.findall(text) if key and not closed]
+    keys = [key for key in _PAIRS.findall(text) if key]
     if not keys:
         return True
     # names hold no space (the tag's name ends at one): joined by spaces, lowered, split back
-    joined = " " + " ".join(keys).lower()
+    joined = " " + " ".join(keys).translate(_ASCII_LOWER)
     # A pair taken out in round r reached r levels past the stack the walk sees where it was, and
     # that stack passed the walk's check (at least r levels under ``limit``) when it was built, so
     # only a pair at the top level needs ``limit`` >= the rounds.
@@ -182,11 +195,6 @@ def _may_need(text: str, limit: int) -> bool:
     # every level needs a start tag, and each start tag is a "<" not followed by "/"
     starts = text.count("<") - text.count("</")
     return starts > max(limit, _FEW_TAGS) or _LONG_START_TAG.search(text) is not None
-
-
-def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``text`` opens an element past ``limit`` levels (by the count above)."""
-    return bool(_over(text, limit))
 
 
 def bound_depth(text: str, limit: int = MAX_DEPTH) -> str:
