@@ -4,10 +4,11 @@
 Each input is generated here (nothing fetched), parsed by ``archiver.capture.rewrite_html.parse`` (the
 depth pre-pass, then Lexbor) in a child process of its own with limits (``--cpu`` seconds of CPU,
 ``--memory`` MiB of address space), and reported with its size, its start tags, the parse's CPU
-and the child's peak RSS, or the limit it hit. The ``bounded`` rows are kept by the pre-pass (about
-a second or less each); the ``open`` rows are the tree-construction moves the pre-pass does not
-see: a page of a few hundred kilobytes that costs seconds or gigabytes is a denial of service for a
-capture, an import or an index of someone else's archive.
+and the child's peak RSS, or the limit it hit; then what ``archiver.markup_guard.vet`` says of it
+(passed, or refused, and in how long). The ``bounded`` rows are kept by the pre-pass (a fraction of
+a second each); the ``open`` rows are the tree-construction moves the pre-pass does not see: a page
+of a few hundred kilobytes that costs seconds or gigabytes, which the guard refuses before archiver
+parses it.
 
     .venv/bin/python tools/markup_bombs.py [--units 30000] [--cpu 30] [--memory 4096] [--json]
 """
@@ -54,6 +55,20 @@ def _child(prefix: str, unit: str, units: int) -> None:
     print(json.dumps({"bytes": len(page.encode()), "start_tags": tags, "cpu": cpu, "rss": peak}))
 
 
+def _guard(n: int, units: int) -> dict[str, object]:
+    from archiver import markup_guard
+
+    _, _, prefix, unit = CASES[n]
+    page = "<!doctype html><body>" + prefix + unit * units
+    started = time.monotonic()
+    try:
+        markup_guard.vet(page)
+        said = "passed"
+    except markup_guard.CostlyMarkup as e:
+        said = f"refused ({e})"
+    return {"guard": said, "guard_seconds": round(time.monotonic() - started, 3)}
+
+
 def _limits(cpu: int, memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (memory << 20, memory << 20))
@@ -79,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd, capture_output=True, text=True, cwd=REPO, preexec_fn=lambda: _limits(args.cpu, args.memory)
         )
         row: dict[str, object] = {"input": name, "state": state}
+        row.update(_guard(n, args.units))
         if done.returncode == 0:
             row.update(json.loads(done.stdout.splitlines()[-1]))
         else:
@@ -90,11 +106,16 @@ def main(argv: list[str] | None = None) -> int:
         elif "cpu" in row:
             print(
                 f"{state:8} {name:40} {row['bytes'] / 1024:8.0f} KiB {row['start_tags']:8} tags "
-                f"{row['cpu']:7.2f} s CPU {int(row['rss']) >> 20:6} MiB peak",  # type: ignore[call-overload]
+                f"{row['cpu']:7.2f} s CPU {int(row['rss']) >> 20:6} MiB peak  "  # type: ignore[call-overload]
+                f"guard: {row['guard']} in {row['guard_seconds']:.2f} s",
                 flush=True,
             )
         else:
-            print(f"{state:8} {name:40} over a limit ({row['limit']})", flush=True)
+            print(
+                f"{state:8} {name:40} over a limit ({row['limit']})  "
+                f"guard: {row['guard']} in {row['guard_seconds']:.2f} s",
+                flush=True,
+            )
     return 0
 
 

@@ -8,10 +8,11 @@ redirects or is no HTML leaves a redirect stub (:mod:`.redirects`)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import TYPE_CHECKING
 
-from archiver import urls
+from archiver import markup_guard, urls
 from archiver.capture import redirects, rewrite_html, searchbox
 from archiver.capture.conditional import request_headers, validator
 from archiver.capture.stage import Stage
@@ -74,6 +75,12 @@ async def page(stage: Stage, row: Row) -> None:
             rendered = True
         except CaptureError as e:
             note = f"{e.message}; stored as fetched, unrendered"
+    if markup_guard.needs_check(text):  # formats/tree.md §9.5: checked in a child, off the loop
+        try:
+            await asyncio.to_thread(markup_guard.vet, text)
+        except markup_guard.CostlyMarkup as e:
+            await stage.finish(key, state="failed", outcome="failed", reason=str(e), status=result.status)
+            return
     doc = rewrite_html.parse(text)
     base = rewrite_html.base_url(doc, result.final_url)
     stage.budget.charge_links(text, base, row.depth)

@@ -94,10 +94,19 @@ class _Failed(NamedTuple):
     subject: str | None
 
 
+def _extracted(root: Path, rel: str) -> Page:
+    """The page at ``rel`` extracted; an error about its text names it."""
+    try:
+        return extract(_read_page(root, rel))
+    except FormatError as e:
+        e.subject = e.subject or rel
+        raise
+
+
 def _extract_one(root: str, rel: str) -> Page | _Failed:
     """A worker's job: the page, or the error reading it raised."""
     try:
-        return extract(_read_page(Path(root), rel))
+        return _extracted(Path(root), rel)
     except FormatError as e:
         return _Failed(e.message, e.subject)
 
@@ -106,7 +115,7 @@ def _prepare_one(root: str, job: str | Page) -> build.Prepared | _Failed:
     """A worker's job: the page at path ``job`` (or the page ``job``, already extracted) made ready
     for the builder (:func:`archiver.search.build.prepare`), or the error as :func:`_extract_one`."""
     try:
-        page = job if isinstance(job, Page) else extract(_read_page(Path(root), job))
+        page = job if isinstance(job, Page) else _extracted(Path(root), job)
     except FormatError as e:
         return _Failed(e.message, e.subject)
     return build.prepare(page, _skip)
@@ -213,7 +222,7 @@ class _Extractor:
     def pages(self, rels: Iterable[str]) -> Iterator[Page]:
         if self._pool is None:
             for rel in rels:
-                yield extract(_read_page(self._root, rel))
+                yield _extracted(self._root, rel)
             return
         yield from self._ordered(_extract_one, rels)
 
@@ -221,7 +230,7 @@ class _Extractor:
         """Each job (a page's path, or a page already extracted) extracted and prepared."""
         if self._pool is None:
             for job in jobs:
-                page = job if isinstance(job, Page) else extract(_read_page(self._root, job))
+                page = job if isinstance(job, Page) else _extracted(self._root, job)
                 yield build.prepare(page, self._skip)
             return
         yield from self._ordered(_prepare_one, jobs)

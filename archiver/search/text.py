@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from archiver import markup_guard
+from archiver.errors import FormatError
 from archiver.html_depth import bound_depth
 
 __all__ = ["MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract"]
@@ -168,6 +170,10 @@ def _kinds_of(tree: LexborHTMLParser) -> dict[int, int]:
 def extract(html: bytes) -> Page:
     """The title and the blocks of ``html`` (formats/search.md §2)."""
     text = decode(html)
+    try:
+        markup_guard.vet(text)
+    except markup_guard.CostlyMarkup as e:
+        raise FormatError(str(e)) from None
     tree = LexborHTMLParser(bound_depth(text))
     page = Page()
     title = tree.css_first("title")

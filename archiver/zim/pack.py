@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from archiver import __version__, safefs
+from archiver import __version__, markup_guard, safefs
 from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.progress import Meter
 from archiver.search import archive as search_archive
@@ -536,7 +536,10 @@ def _spec(
             raise FormatError(f"{STORED_EDITS}: {e.path!r}: {err}") from None
     made: list[Edit] = []
     if html:
-        data, made = zimcheck_safe(data, switch_off(data), undo_markers)
+        try:
+            data, made = zimcheck_safe(data, switch_off(data), undo_markers)
+        except markup_guard.CostlyMarkup as err:
+            raise FormatError(str(err), subject=e.path) from None
     elif e.media_type == "text/css":
         data, made = stylesheet(data)
     if made:

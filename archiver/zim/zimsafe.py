@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 
+from archiver import markup_guard
 from archiver.html_depth import bound_depth_bytes
 
 __all__ = [
@@ -231,6 +232,7 @@ def apply_edits(data: bytes, found: list[tuple[int, bytes, bytes]]) -> tuple[byt
 
 
 def _dom(data: bytes) -> str | None:
+    markup_guard.vet(data)  # CostlyMarkup: formats/tree.md §9.5
     html = LexborHTMLParser(bound_depth_bytes(data)).html
     return html
 

@@ -109,3 +109,48 @@ def test_a_hostile_page_archiver_did_not_capture_is_packed_verified_and_indexed(
         code, rise, err = _run(["verify", archive], tmp_path)
         assert code == 0, err
         assert rise < LIMIT, f"verify {fmt}: peak RSS rose by {rise >> 20} MiB"
+
+
+# The tree builder's own moves, which no text pass before the parser bounds (archiver/markup_guard.py,
+# formats/tree.md §9.5): before session 17 the first parsed for 20 s or more, the second built 3 GiB
+# of elements out of 400 KiB.
+BUILDER: dict[str, Callable[[], str]] = {
+    "misnested-40k": lambda: "<span><div></span>x" * 40_000,
+    "reopened-formatting": lambda: "<p>" + "".join(f"<b a{i}>" for i in range(500)) + "</p><p>x" * 40_000,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDER))
+def test_a_page_the_tree_builder_would_blow_up_is_refused_by_capture_and_index(
+    tmp_path: Path, kind: str
+) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<!doctype html><a href="bomb.html">b</a> ' + LINK)
+    (root / "bomb.html").write_text(f"<!doctype html><html><body>{LINK}{BUILDER[kind]()}</body></html>")
+    (root / "next.html").write_text("<!doctype html><title>next</title><p>next page</p>")
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=root, robots=None)) as server:
+        code, rise, err = _run(
+            ["capture", server.url, "-o", out, "--no-render", "--delay", "0", "--json"], tmp_path
+        )
+    assert code == 3, err  # some URL failed
+    assert rise < LIMIT, f"capture: peak RSS rose by {rise >> 20} MiB"
+    assert (out / "next.html").is_file() and not (out / "bomb.html").exists()
+    code, rise, err = _run(["verify", out], tmp_path)
+    assert code == 0, err
+    tree = tmp_path / "by-hand"
+    tree.mkdir()
+    # an external image: the ZIM pack switches it off, and checks the page's DOM with Lexbor after
+    (tree / "index.html").write_text(
+        '<img src="https://example.org/x.png">' + (root / "bomb.html").read_text()
+    )
+    # the index and the ZIM's zimcheck-safety check parse with Lexbor: refused, one line naming the page
+    for args in (["index", tree], ["pack", tree, "--format", "zim", "-o", tmp_path / "a.zim"]):
+        code, rise, err = _run(args, tmp_path)
+        assert code == 1 and rise < LIMIT, (args, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert "index.html: markup too costly to parse" in err, err
+    # a gwtar's references are read by html.parser, which builds no tree: packed as it is
+    code, rise, err = _run(["pack", tree, "--format", "gwtar", "-o", tmp_path / "a.gwtar.html"], tmp_path)
+    assert code == 0 and rise < LIMIT, err

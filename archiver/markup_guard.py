@@ -1,0 +1,197 @@
+"""Refuse HTML whose parsing would cost far more than its size, before archiver parses it
+(formats/tree.md §9.5).
+
+:func:`archiver.html_depth.bound_depth` bounds the nesting the tokenizer can see, but the HTML tree
+builder has moves a linear text pass does not follow (an end tag that closes through elements, the
+adoption agency, formatting elements reopened in every paragraph): a page of 160 KiB can make
+Lexbor build millions of elements (3 GiB) or take seconds (tools/markup_bombs.py). So a page with
+more than :data:`TRUSTED_TAGS` ``<`` is parsed first in a child process of its own, under an
+address-space limit and a time limit; only a page that child parsed within both is parsed here.
+Below :data:`TRUSTED_TAGS` no construction found costs more than about 0.1 s and 100 MB (the
+worst known: a few hundred formatting elements reopened in each of a few hundred paragraphs).
+
+The child is started on first use (one a process, a fresh interpreter that imports only the depth
+pass and Lexbor), reads pages from a pipe and answers each; one that went over a limit is killed and
+the next page starts another. Its time is its CPU, read from /proc while it parses, so a loaded
+machine refuses no more than a quiet one. It dies with its parent (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from archiver.errors import EnvironmentProblem
+
+__all__ = [
+    "LIMIT_MIB",
+    "LIMIT_SECONDS",
+    "LIMIT_SECONDS_A_MIB",
+    "TRUSTED_TAGS",
+    "CostlyMarkup",
+    "limit_seconds",
+    "vet",
+]
+
+#: pages with at most this many "<" are parsed without the child's check
+TRUSTED_TAGS = 1500
+#: the child's address space, MiB (Lexbor's DOM of a 13 MB single-page specification fits easily)
+LIMIT_MIB = 2048
+#: seconds of CPU the child may take to parse one page: this, and LIMIT_SECONDS_A_MIB more for
+#: each MiB of it (Lexbor parses documentation at 50-100 MiB/s: ten times the room at least). CPU,
+#: not wall time, so that a loaded machine refuses no more than a quiet one.
+LIMIT_SECONDS = 2.0
+LIMIT_SECONDS_A_MIB = 1.0
+#: seconds (wall) the child may take to start, or to answer once past its CPU (a backstop)
+_START_SECONDS = 60.0
+#: how often the parent reads the child's CPU while it parses, seconds
+_POLL = 0.05
+
+_OK, _MEMORY, _READY = b"k", b"m", b"r"
+_HEAD = struct.Struct(">Qc")  # the document's length, and b"t" (UTF-8 text) or b"b" (bytes as fetched)
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class CostlyMarkup(ValueError):
+    """The page's markup would cost the parser more than the limits: the message says which."""
+
+
+class _Child:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from archiver.markup_guard import _serve; _serve()", str(LIMIT_MIB)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], _START_SECONDS)
+        if not ready or self.proc.stdout.read(1) != _READY:  # its start is not counted in a page's limit
+            self.close()
+            raise EnvironmentProblem(f"the markup check's process ({sys.executable}) did not start")
+
+    def cpu(self) -> float:
+        """Seconds of CPU the child has used (user and system, from /proc)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+
+    def ask(self, data: bytes, kind: bytes, seconds: float) -> bytes:
+        """The child's answer about ``data``: b"k" parsed, b"m" out of memory (or the child died
+        parsing it), b"" not parsed within ``seconds`` of its CPU."""
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        start = self.cpu()
+        try:
+            proc.stdin.write(_HEAD.pack(len(data), kind))
+            proc.stdin.write(data)
+            proc.stdin.flush()
+        except OSError:
+            return _MEMORY  # it died
+        deadline = time.monotonic() + seconds + _START_SECONDS
+        while not select.select([proc.stdout], [], [], _POLL)[0]:
+            if self.cpu() - start > seconds or time.monotonic() > deadline:
+                return b""
+        return proc.stdout.read(1) or _MEMORY  # no byte: it died (Lexbor failing to allocate may abort)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            if f is not None:
+                f.close()
+
+
+_lock = threading.Lock()
+_child: _Child | None = None
+_owner = 0  # the pid that started _child: a forked worker starts its own
+
+
+def _close() -> None:
+    global _child
+    if _child is not None and _owner == os.getpid():
+        _child.close()
+    _child = None
+
+
+atexit.register(_close)
+
+
+def needs_check(doc: str | bytes) -> bool:
+    """Whether :func:`vet` would ask the child about ``doc`` (False: it returns at once)."""
+    return (doc.count(b"<") if isinstance(doc, bytes) else doc.count("<")) > TRUSTED_TAGS
+
+
+def vet(doc: str | bytes) -> None:
+    """Return if parsing ``doc`` is bounded (few tags, or the child parsed it within the limits);
+    raise :class:`CostlyMarkup` otherwise. ``doc`` is a decoded document or, as bytes, one that
+    :func:`archiver.html_depth.bound_depth_bytes` reads."""
+    if not needs_check(doc):
+        return
+    global _child, _owner
+    if isinstance(doc, bytes):
+        data, kind = doc, b"b"
+    else:
+        data, kind = doc.encode("utf-8", "surrogatepass"), b"t"
+    with _lock:
+        if _child is None or _owner != os.getpid():
+            _child, _owner = _Child(), os.getpid()
+        seconds = limit_seconds(len(data))
+        answer = _child.ask(data, kind, seconds)
+        if answer == _OK:
+            return
+        _child.close()
+        _child = None
+    if answer == _MEMORY:
+        raise CostlyMarkup(f"markup too costly to parse (more than {LIMIT_MIB} MiB)")
+    raise CostlyMarkup(f"markup too costly to parse (more than {seconds:.1f} s of CPU)")
+
+
+def limit_seconds(size: int) -> float:
+    """Seconds the check of a page of ``size`` bytes may take."""
+    return LIMIT_SECONDS + LIMIT_SECONDS_A_MIB * size / (1 << 20)
+
+
+def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup_guard.py drives it)
+    """The child: limits itself, then parses each page it is sent and answers b"k", or b"m" when
+    memory ran out (Lexbor failing to allocate may also end the process: the parent sees it die)."""
+    import contextlib
+    import ctypes
+    import resource
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):  # die with the parent
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    limit = int(sys.argv[1]) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from selectolax.lexbor import LexborHTMLParser
+
+    from archiver.html_depth import bound_depth, bound_depth_bytes
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdout.write(_READY)
+    stdout.flush()
+    while head := stdin.read(_HEAD.size):
+        n, kind = _HEAD.unpack(head)
+        data = stdin.read(n)
+        try:
+            if kind == b"b":
+                LexborHTMLParser(bound_depth_bytes(data))
+            else:
+                LexborHTMLParser(bound_depth(data.decode("utf-8", "surrogatepass")))
+            answer = _OK
+        except MemoryError:
+            answer = _MEMORY
+        del data
+        stdout.write(answer)
+        stdout.flush()

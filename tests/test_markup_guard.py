@@ -1,0 +1,68 @@
+"""archiver/markup_guard.py: a page the depth pre-pass cannot bound (the tree builder's own moves) is
+parsed first in a child under a memory and a time limit, and refused when it goes over either; a page
+of few tags never starts the child; an ordinary large page passes. The inputs are tools/markup_bombs.py's
+(each made a capture parse for seconds or build gigabytes before, session 17)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from archiver import markup_guard
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from markup_bombs import CASES
+
+# 40,000 units: each parses for 6 s or more quiet (the time grows with the square of the units), far
+# past its limit of about 2.5 s, so the answer does not depend on the machine's load
+_OPEN = {name: prefix + unit * 40000 for name, state, prefix, unit in CASES if state == "open"}
+
+
+def _ordinary(sections: int) -> str:
+    """A well-formed documentation-like page of many tags."""
+    part = '<div class="s"><h2>T<a href="#x">¶</a></h2><p>Some <code>text</code> and <em>x</em>.</p></div>'
+    return "<!doctype html><html><head><title>t</title></head><body>" + part * sections + "</body></html>"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_child() -> None:
+    markup_guard._close()
+
+
+def test_a_page_of_few_tags_starts_no_child() -> None:
+    page = _ordinary(50)
+    assert not markup_guard.needs_check(page)
+    markup_guard.vet(page)
+    assert markup_guard._child is None
+
+
+@pytest.mark.parametrize("name", sorted(_OPEN))
+def test_a_page_the_tree_builder_would_blow_up_is_refused_and_the_next_page_passes(name: str) -> None:
+    with pytest.raises(markup_guard.CostlyMarkup, match=r"^markup too costly to parse \(more than "):
+        markup_guard.vet("<!doctype html><body>" + _OPEN[name])
+    markup_guard.vet(_ordinary(5000))  # a child of its own again
+    assert markup_guard._child is not None
+
+
+def test_memory_is_bounded_before_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reopened formatting elements: 160 KiB that Lexbor makes 3 GiB of; with time to spare the
+    child's address-space limit ends it."""
+    monkeypatch.setattr(markup_guard, "LIMIT_MIB", 512)
+    monkeypatch.setattr(markup_guard, "LIMIT_SECONDS", 120.0)
+    with pytest.raises(markup_guard.CostlyMarkup, match=r"more than 512 MiB"):
+        markup_guard.vet("<!doctype html><body>" + _OPEN["reopened formatting elements"])
+
+
+def test_ordinary_large_pages_pass() -> None:
+    markup_guard.vet(_ordinary(20000))  # 2 MB, 180,000 tags
+    markup_guard.vet("<!doctype html><body>" + "<div>x" * 100_000)  # cut to 512 levels by the pre-pass
+
+
+def test_the_limit_grows_with_the_page() -> None:
+    assert markup_guard.limit_seconds(0) == markup_guard.LIMIT_SECONDS
+    assert (
+        markup_guard.limit_seconds(10 << 20)
+        == markup_guard.LIMIT_SECONDS + 10 * markup_guard.LIMIT_SECONDS_A_MIB
+    )
