@@ -132,6 +132,13 @@ class Table:
     :func:`build` wrote for the index ``identity`` of ``documents`` documents, or its bytes changed."""
 
     def __init__(self, data: Any, identity: str, documents: int) -> None:
+        try:
+            self._open(data, identity, documents)
+        except (KeyError, TypeError, AttributeError, IndexError, OverflowError):
+            # a header whose hash checks but whose fields are missing or of the wrong kind (planted)
+            raise ValueError("its header is malformed") from None
+
+    def _open(self, data: Any, identity: str, documents: int) -> None:
         if not _usable():
             raise ValueError("tables are for little-endian 32-bit arrays")
         view = memoryview(data)
