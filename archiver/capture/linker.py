@@ -82,7 +82,7 @@ class Linker:
             )
         elif hint == "stylesheet" and not self.new[key].stylesheet:
             old = self.new[key]
-            self.new[key] = NewURL(**{**old.__dict__, "stylesheet": True})
+            self.new[key] = old._replace(stylesheet=True)
         return c.tree.rel(self.from_path, path) + decision.fragment
 
     def _note_skip(self, ref: str, hint: Hint, decision: Decision) -> None:

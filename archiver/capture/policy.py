@@ -217,6 +217,8 @@ class Scope:
     def priority(self, key: str) -> int:
         """Frontier order under a page budget: 0 for a path matching a ``prefer`` keyword, 2 for one
         matching an ``avoid`` keyword (avoid wins over prefer), 1 otherwise."""
+        if not self.avoid and not self.prefer:  # no keywords (most runs): no path to look at
+            return 1
         path = unquote(key.split("://", 1)[-1].partition("/")[2].partition("?")[0]).lower()
         if any(word in path for word in self.avoid):
             return 2

@@ -300,15 +300,15 @@ class _Rewriter:
                     del node.attrs[name]
 
     def document(self, doc: LexborHTMLParser) -> None:
-        for tag in ("script", "base"):
-            for node in doc.css(tag):
-                node.decompose()
+        for node in doc.css("script, base"):  # neither holds an element: none frees another
+            node.decompose()
         for node in doc.css("noscript"):
             if self.noscript == "unwrap":
                 node.unwrap()
             elif self.noscript == "drop":
                 node.decompose()
         root = doc.root
+        boxes = False  # an element a search box can be (the rules below remove none)
         if root is not None:
             for node in list(root.traverse(include_text=False)):
                 tag = node.tag
@@ -320,8 +320,10 @@ class _Rewriter:
                     self._strip_handlers(node, node.attributes)
                     continue
                 if tag and not tag.startswith("-"):
-                    self.element(node, tag.lower())
-        if self.search is not None:
+                    tag = tag.lower()
+                    boxes = boxes or tag in searchbox.BOX_TAGS
+                    self.element(node, tag)
+        if self.search is not None and boxes:  # searchbox's queries cost more than the walk's look
             searchbox.rewrite(doc, self.search)
         _ensure_charset(doc)
 

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-__all__ = ["QUERY_NAMES", "Target", "rewrite"]
+__all__ = ["BOX_TAGS", "QUERY_NAMES", "Target", "rewrite"]
 
 #: Names a site gives its query field.
 QUERY_NAMES = frozenset({"q", "query", "search", "searchbar", "s", "term", "k", "keywords"})
@@ -241,6 +241,10 @@ def _owner(node: LexborNode, by_id: dict[str, LexborNode]) -> LexborNode | None:
     if "form" in node.attributes:
         return by_id.get(node.attributes.get("form") or "")
     return _form_of(node)
+
+
+#: the tags of every element :func:`rewrite` looks at (a document with none has no box to rewrite)
+BOX_TAGS = frozenset({"input", "button", "rustdoc-search"})
 
 
 def rewrite(doc: LexborHTMLParser, target: Target) -> int:
