@@ -99,6 +99,23 @@ def test_an_unchanged_site_adds_no_bytes(site: Path, tmp_path: Path) -> None:
     assert diff.returncode == 0 and diff.stdout.strip().endswith("no pages"), diff.stdout
 
 
+def test_the_tree_files_keep_their_mode_after_a_re_capture(site: Path, tmp_path: Path) -> None:
+    """A blob hard-linked to a tree file is that file: the store once made it read-only (0444), and so
+    the tree's own files after the first re-capture (formats/history.md §1)."""
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        files = [p for p in out.rglob("*") if p.is_file() and "_archiver" not in p.relative_to(out).parts[:1]]
+        files += [p for p in (out / "_archiver").rglob("*") if p.is_file() and p.suffix == ".css"]
+        modes = {p: p.stat().st_mode & 0o777 for p in files}
+        assert modes and all(m & 0o200 for m in modes.values())
+        time.sleep(1.1)
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+    assert {p: p.stat().st_mode & 0o777 for p in files} == modes
+    assert [v.recorded for v in store.versions(out)] == [True, True]
+
+
 def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_path: Path) -> None:
     for i in range(40):
         (site / f"p{i}.html").write_text(_page(f"P{i}", f"<p>page {i}</p>"))
