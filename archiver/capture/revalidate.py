@@ -50,9 +50,13 @@ Asked = tuple[Row, "Record | None"]
 Pending = Callable[[str, "tuple[int, int, int] | None", int], list[Row]]
 
 
-async def sweep(stage: Stage, pending: Pending, slots: int, run: Callable[[Row], Awaitable[None]]) -> Swept:
+async def sweep(
+    stage: Stage, pending: Pending, read: Callable[[list[str]], dict[str, Record]], slots: int,
+    run: Callable[[Row], Awaitable[None]],
+) -> Swept:  # fmt: skip
     """The first pass over the pending rows of ``stage``'s run (see the module docstring), read from
-    the frontier a page at a time by ``pending``: each row once, whatever became of those before."""
+    the frontier a page at a time by ``pending``, their records by ``read`` (tree path → record):
+    each row once, whatever became of those before."""
     c = stage.context
     out = Swept()
     for kind in ("page", "asset"):
@@ -60,9 +64,12 @@ async def sweep(stage: Stage, pending: Pending, slots: int, run: Callable[[Row],
         while rows := pending(kind, after, BATCH):
             after = (rows[-1].priority, rows[-1].depth, rows[-1].seq)
             asked: list[Asked] = []
+            # the rows' previous records in one read (a query each cost ~60 µs of a re-capture's
+            # ~0.8 ms a URL)
+            known = read([row.path for row in rows if row.path])
             for row in rows:
                 rerender = kind == "page" and c.options.rerender
-                previous = None if rerender else stage.previous(row)
+                previous = None if rerender or not row.path else stage.usable(row, known.get(row.path))
                 if previous is not None or row.outcome == "failed":  # a known failure: asked again
                     asked.append((row, previous))
                 else:

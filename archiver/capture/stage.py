@@ -21,11 +21,12 @@ from archiver import urls
 from archiver.capture.budget import PageBudget
 from archiver.capture.conditional import request_headers, validator
 from archiver.capture.context import Context
+from archiver.capture.kept import finish_kept
 from archiver.capture.linker import Linker
 from archiver.capture.policy import redact
 from archiver.capture.relink import public
 from archiver.capture.responses import Responses
-from archiver.capture.state import NewURL, Row
+from archiver.capture.state import NewURL, Row, State
 from archiver.capture.writer import hash_file, now
 from archiver.tree import Record
 
@@ -82,19 +83,21 @@ class Stage:
         (:meth:`fail`'s outcome) in one transaction, then the kept ones' manifest lines: what
         :meth:`finish` does for each, with one commit for all."""
         c = self.context
-        records = []
+        records = [self.kept(previous, row, result) for row, previous, result in kept]
         with c.state.transaction():
             for row, result in failed:
                 state = _failed_state(result)
                 c.state.finish(
                     row.key, state=state, outcome=state, reason=result.reason, status=result.status
                 )
-            for row, previous, result in kept:
-                record = self.kept(previous, row, result)
-                c.state.finish(row.key, state="done", outcome="ok", status=result.status,
-                               final_url=result.final_url, record=record,
-                               blob=(record.sha256, record.path))  # fmt: skip
-                records.append(record)
+            done = [(row.key, result.status, result.final_url, record)
+                    for (row, _previous, result), record in zip(kept, records, strict=True)]  # fmt: skip
+            if isinstance(c.state, State):  # three statements for all
+                finish_kept(c.state, done)
+            else:
+                for key, status, final_url, record in done:
+                    c.state.finish(key, state="done", outcome="ok", status=status, final_url=final_url,
+                                   record=record, blob=(record.sha256, record.path))  # fmt: skip
         for row, _result in failed:
             self.budget.release(row.key)
         for record in records:
@@ -112,7 +115,10 @@ class Stage:
         not reached through a redirect) with a validator, whose file is there and hashes to it."""
         if not row.path:
             return None
-        record = self.context.state.record(row.path)
+        return self.usable(row, self.context.state.record(row.path))
+
+    def usable(self, row: Row, record: Record | None) -> Record | None:
+        """:meth:`previous` of ``row`` whose record at its path is ``record`` (read by the caller)."""
         if record is None or not record.urls or record.urls[0] != row.key:
             return None
         if not (record.etag or record.last_modified) or not (200 <= (record.status or 0) < 300):
