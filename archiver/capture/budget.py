@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archiver.capture import rewrite_html
 from archiver.capture.state import NewURL
 
 if TYPE_CHECKING:
@@ -111,6 +110,8 @@ class PageBudget:
         order, before its links are written: the budget goes to the pages the user cares about."""
         if self.limit is None:
             return
+        from archiver.capture import rewrite_html  # a run without a budget never parses here
+
         c = self.context
         found: dict[str, int] = {}
 

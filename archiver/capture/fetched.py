@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from archiver.tree import WarcRef
 
 __all__ = [
+    "HTML_ACCEPT",
     "ROBOTS_AGENT",
     "USER_AGENT",
     "FetchPolicy",
@@ -32,6 +33,8 @@ __all__ = [
 
 USER_AGENT = f"archiver/{__version__} (web archiving tool; +https://pypi.org/project/archiver/)"
 ROBOTS_AGENT = "archiver"
+#: what a page is asked with (the page stage, and a re-capture's first pass: :mod:`.revalidate`)
+HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 Outcome = Literal["ok", "redirected", "failed", "unconfirmed", "skipped", "refused"]
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from archiver import markup_guard, urls
 from archiver.capture import redirects, rewrite_html, searchbox
 from archiver.capture.conditional import request_headers, validator
+from archiver.capture.fetched import HTML_ACCEPT
 from archiver.capture.stage import Stage
 from archiver.capture.state import Row
 from archiver.capture.textcodec import decode_html
@@ -32,7 +33,6 @@ __all__ = ["HTML_ACCEPT", "SEARCH_PAGE", "page"]
 #: search package costs ~80 ms to import, 5 % of a small capture, and most runs do not build an index)
 SEARCH_PAGE = f"{RESERVED_DIR}/search/index.html"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
 async def page(stage: Stage, row: Row) -> None:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import msgspec
+
 from archiver import urls
-from archiver.capture import rewrite_html
 from archiver.capture.crawlstate import CrawlState
 from archiver.capture.policy import Hint, redact, split_fragment
 from archiver.capture.state import Row
 from archiver.capture.writer import TreeWriter
-from archiver.css_refs import rewrite_stylesheet
 from archiver.errors import URLError
 from archiver.tree import Record
 
@@ -88,6 +88,10 @@ def _relink_one(
     moves: dict[str, str] | None = None,
     drop_candidates: bool = False,
 ) -> None:
+    # the parsers only when a document is to be rewritten (an unchanged re-capture rewrites none)
+    from archiver.capture import rewrite_html
+    from archiver.css_refs import rewrite_stylesheet
+
     links: dict[str, bool] = {}
     unstored: set[str] = set()  # references (as written) to what the tree does not hold
 
@@ -198,9 +202,18 @@ def final_records(state: CrawlState, rows: Iterable[Row] | None = None) -> Itera
 
 
 def public(record: Record) -> Record:
-    """The record as the manifest shows it: secret query values redacted (tree.md §8.1)."""
-    fields = {f: getattr(record, f) for f in record.__struct_fields__}
-    fields["urls"] = [redact(u) for u in record.urls]
-    fields["redirects"] = [redact(u) for u in record.redirects]
-    fields["referrer"] = redact(record.referrer) if record.referrer else None
-    return Record(**fields)
+    """The record as the manifest shows it: secret query values redacted (tree.md §8.1); a copy
+    when anything is, else ``record`` itself (a URL without a query has nothing to redact)."""
+    referrer = record.referrer
+    if (
+        "?" not in (referrer or "")
+        and not any("?" in u for u in record.urls)
+        and not any("?" in u for u in record.redirects)
+    ):
+        return record
+    return msgspec.structs.replace(
+        record,
+        urls=[redact(u) for u in record.urls],
+        redirects=[redact(u) for u in record.redirects],
+        referrer=redact(referrer) if referrer else None,
+    )

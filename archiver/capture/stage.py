@@ -21,26 +21,27 @@ from archiver import urls
 from archiver.capture.budget import PageBudget
 from archiver.capture.conditional import request_headers, validator
 from archiver.capture.context import Context
+from archiver.capture.kept import finish_kept
 from archiver.capture.linker import Linker
 from archiver.capture.policy import redact
 from archiver.capture.relink import public
 from archiver.capture.responses import Responses
-from archiver.capture.state import NewURL, Row
-from archiver.capture.textcodec import decode_css
+from archiver.capture.state import NewURL, Row, State
 from archiver.capture.writer import hash_file, now
-from archiver.css_refs import rewrite_stylesheet
 from archiver.tree import Record
 
 if TYPE_CHECKING:
     from archiver.capture.fetch import FetchResult
 
-__all__ = ["Kept", "Links", "Stage"]
+__all__ = ["Failed", "Kept", "Links", "Stage"]
 
 #: what a stored document links to: its tree path, and each key it names → written as a local link
 #: (True) or absolute (False); the state keeps it for the relinking at the end (tree.md §8)
 Links = tuple[str, dict[str, bool]]
 #: a URL whose conditional request was answered 304: its row, its previous record, the answer
 Kept = tuple[Row, Record, "FetchResult"]
+#: a URL that failed (its row, the answer), finished with the kept ones (:meth:`Stage.finish_kept`)
+Failed = tuple[Row, "FetchResult"]
 
 
 class Stage:
@@ -77,18 +78,28 @@ class Stage:
             for line in [*(extra or []), *([record] if record else [])]:
                 manifest.add(public(line))
 
-    def finish_kept(self, kept: list[Kept]) -> None:
-        """Finish URLs answered 304 (their previous bytes stand: :meth:`kept`) in one transaction,
-        then their manifest lines: what :meth:`finish` does for each, with one commit for all."""
+    def finish_kept(self, kept: list[Kept], failed: list[Failed] = []) -> None:  # noqa: B006 (not mutated)
+        """Finish URLs answered 304 (their previous bytes stand: :meth:`kept`) and URLs that failed
+        (:meth:`fail`'s outcome) in one transaction, then the kept ones' manifest lines: what
+        :meth:`finish` does for each, with one commit for all."""
         c = self.context
-        records = []
+        records = [self.kept(previous, row, result) for row, previous, result in kept]
         with c.state.transaction():
-            for row, previous, result in kept:
-                record = self.kept(previous, row, result)
-                c.state.finish(row.key, state="done", outcome="ok", status=result.status,
-                               final_url=result.final_url, record=record,
-                               blob=(record.sha256, record.path))  # fmt: skip
-                records.append(record)
+            for row, result in failed:
+                state = _failed_state(result)
+                c.state.finish(
+                    row.key, state=state, outcome=state, reason=result.reason, status=result.status
+                )
+            done = [(row.key, result.status, result.final_url, record)
+                    for (row, _previous, result), record in zip(kept, records, strict=True)]  # fmt: skip
+            if isinstance(c.state, State):  # three statements for all
+                finish_kept(c.state, done)
+            else:
+                for key, status, final_url, record in done:
+                    c.state.finish(key, state="done", outcome="ok", status=status, final_url=final_url,
+                                   record=record, blob=(record.sha256, record.path))  # fmt: skip
+        for row, _result in failed:
+            self.budget.release(row.key)
         for record in records:
             if record.kind == "page":
                 c.pages_done += 1
@@ -104,7 +115,10 @@ class Stage:
         not reached through a redirect) with a validator, whose file is there and hashes to it."""
         if not row.path:
             return None
-        record = self.context.state.record(row.path)
+        return self.usable(row, self.context.state.record(row.path))
+
+    def usable(self, row: Row, record: Record | None) -> Record | None:
+        """:meth:`previous` of ``row`` whose record at its path is ``record`` (read by the caller)."""
         if record is None or not record.urls or record.urls[0] != row.key:
             return None
         if not (record.etag or record.last_modified) or not (200 <= (record.status or 0) < 300):
@@ -128,9 +142,7 @@ class Stage:
         )  # fmt: skip
 
     async def fail(self, row: Row, result: FetchResult) -> None:
-        state = (
-            result.outcome if result.outcome in ("failed", "unconfirmed", "skipped", "refused") else "failed"
-        )
+        state = _failed_state(result)
         await self.finish(row.key, state=state, outcome=state, reason=result.reason, status=result.status)
 
     async def store_asset_bytes(
@@ -143,7 +155,10 @@ class Stage:
         is_css = row.stylesheet or result.media_type == "text/css" or urls.ext(row.key) == ".css"
         new: list[NewURL] = []
         links: dict[str, bool] = {}
-        if is_css:
+        if is_css:  # the stylesheet parser only when there is one to rewrite
+            from archiver.capture.textcodec import decode_css
+            from archiver.css_refs import rewrite_stylesheet
+
             text = decode_css(result.read(), result.charset)
             linker = self.linker(path, result.final_url, row.depth, row.key)
             css = rewrite_stylesheet(
@@ -209,6 +224,11 @@ class Stage:
             links=links,
         )
         self.context.assets_done += 1
+
+
+def _failed_state(result: FetchResult) -> str:
+    """The state (and outcome) of a URL whose answer stores nothing."""
+    return result.outcome if result.outcome in ("failed", "unconfirmed", "skipped", "refused") else "failed"
 
 
 def _media_from_path(path: str) -> str:

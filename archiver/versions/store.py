@@ -294,7 +294,9 @@ def _store_blob(root: Path, r: Record, target: str, tree: _TreeFolders, pid: int
             "run archiver verify on the tree",
             subject=str(root / r.path),
         )
-    os.chmod(tmp, 0o444)
+    if added:  # a copy is the blob's own inode: read-only, so an in-place edit fails loudly
+        os.chmod(tmp, 0o444)
+    # a hard link is the tree's file itself: its mode stays the tree's (formats/history.md §1)
     os.replace(tmp, target)
     return added
 

@@ -99,6 +99,55 @@ def test_an_unchanged_site_adds_no_bytes(site: Path, tmp_path: Path) -> None:
     assert diff.returncode == 0 and diff.stdout.strip().endswith("no pages"), diff.stdout
 
 
+def test_the_tree_files_keep_their_mode_after_a_re_capture(site: Path, tmp_path: Path) -> None:
+    """A blob hard-linked to a tree file is that file: the store once made it read-only (0444), and so
+    the tree's own files after the first re-capture (formats/history.md §1)."""
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        files = [p for p in out.rglob("*") if p.is_file() and "_archiver" not in p.relative_to(out).parts[:1]]
+        files += [p for p in (out / "_archiver").rglob("*") if p.is_file() and p.suffix == ".css"]
+        modes = {p: p.stat().st_mode & 0o777 for p in files}
+        assert modes and all(m & 0o200 for m in modes.values())
+        time.sleep(1.1)
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+    assert {p: p.stat().st_mode & 0o777 for p in files} == modes
+    assert [v.recorded for v in store.versions(out)] == [True, True]
+
+
+#: parse or rewrite a document: an unchanged re-capture has none to parse (formats/history.md §6.1)
+#: (html.parser is imported by every capture for bookmarks files: archiver/capture/seeds.py)
+PARSERS = ("archiver.capture.page", "archiver.capture.rewrite_html", "archiver.css_refs", "tinycss2")
+
+
+def test_an_unchanged_re_capture_imports_no_parser(site: Path, tmp_path: Path) -> None:
+    """Each module imported costs CPU at every start (about 0.1 s for the parsers): a re-capture
+    whose every page and stylesheet is answered 304 parses nothing, so imports none; a page that
+    failed before and fails again is finished by the first pass (formats/history.md §6.3), not by
+    the page stage."""
+    out = tmp_path / "tree"
+    (site / "index.html").write_text(
+        _page("Home", '<p><a href="/a.html">A</a> <a href="/gone.html">G</a></p>')
+    )
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        time.sleep(1.1)
+        run = (
+            "import json, sys\nfrom archiver.cli import main\n"
+            f"code = main(['capture', {server.url!r}, '-o', {str(out)!r}, '--no-render', '--delay', '0',"
+            " '--json', '--new-version'])\n"
+            "print(json.dumps([code, sorted(sys.modules)]))"
+        )
+        done = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0 and "recorded" in done.stderr
+    report = json.loads(done.stdout.splitlines()[-2])
+    assert report["this_run"]["unchanged"] == 3 and report["counts"]["failed"] == 1  # index, a, s.css
+    assert [m for m in PARSERS if m in modules] == []
+
+
 def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_path: Path) -> None:
     for i in range(40):
         (site / f"p{i}.html").write_text(_page(f"P{i}", f"<p>page {i}</p>"))
