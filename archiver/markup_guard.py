@@ -33,9 +33,13 @@ __all__ = [
     "LIMIT_MIB",
     "LIMIT_SECONDS",
     "LIMIT_SECONDS_A_MIB",
+    "MAX_RESULT",
+    "SEARCH_TEXT",
     "TRUSTED_TAGS",
     "CostlyMarkup",
     "limit_seconds",
+    "needs_check",
+    "run",
     "vet",
 ]
 
@@ -55,6 +59,13 @@ _POLL = 0.05
 
 _OK, _MEMORY, _READY = b"k", b"m", b"r"
 _HEAD = struct.Struct(">Qc")  # the document's length, and b"t" (UTF-8 text) or b"b" (bytes as fetched)
+_RESULT = struct.Struct(">Q")  # a job's result's length
+#: a job's result larger than this is taken for the child's fault (a search page's text is 1 MiB at most)
+MAX_RESULT = 64 << 20
+#: jobs the child does with a document (besides parsing it) and answers with a result: b"s" the
+#: search text of a decoded page (:func:`archiver.search.text.page_of`, as JSON)
+SEARCH_TEXT = b"s"
+_JOBS = frozenset({SEARCH_TEXT})
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -86,9 +97,9 @@ class _Child:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
 
-    def ask(self, data: bytes, kind: bytes, seconds: float) -> bytes:
-        """The child's answer about ``data``: b"k" parsed, b"m" out of memory (or the child died
-        parsing it), b"" not parsed within ``seconds`` of its CPU."""
+    def ask(self, data: bytes, kind: bytes, seconds: float) -> tuple[bytes, bytes]:
+        """The child's answer about ``data``: b"k" parsed (with the job's result, if it has one), b"m"
+        out of memory (or the child died parsing it), b"" not parsed within ``seconds`` of its CPU."""
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         start = self.cpu()
@@ -97,12 +108,18 @@ class _Child:
             proc.stdin.write(data)
             proc.stdin.flush()
         except OSError:
-            return _MEMORY  # it died
+            return _MEMORY, b""  # it died
         deadline = time.monotonic() + seconds + _START_SECONDS
         while not select.select([proc.stdout], [], [], _POLL)[0]:
             if self.cpu() - start > seconds or time.monotonic() > deadline:
-                return b""
-        return proc.stdout.read(1) or _MEMORY  # no byte: it died (Lexbor failing to allocate may abort)
+                return b"", b""
+        answer = proc.stdout.read(1) or _MEMORY  # no byte: it died (Lexbor failing to allocate may abort)
+        if answer != _OK or kind not in _JOBS:
+            return answer, b""
+        head = proc.stdout.read(_RESULT.size)
+        (n,) = _RESULT.unpack(head) if len(head) == _RESULT.size else (MAX_RESULT + 1,)
+        result = proc.stdout.read(n) if n <= MAX_RESULT else b""
+        return (answer, result) if len(result) == n else (_MEMORY, b"")
 
     def close(self) -> None:
         self.proc.kill()
@@ -136,20 +153,29 @@ def vet(doc: str | bytes) -> None:
     """Return if parsing ``doc`` is bounded (few tags, or the child parsed it within the limits);
     raise :class:`CostlyMarkup` otherwise. ``doc`` is a decoded document or, as bytes, one that
     :func:`archiver.html_depth.bound_depth_bytes` reads."""
-    if not needs_check(doc):
-        return
+    if needs_check(doc):
+        if isinstance(doc, bytes):
+            _ask(doc, b"b")
+        else:
+            _ask(doc.encode("utf-8", "surrogatepass"), b"t")
+
+
+def run(text: str, job: bytes) -> bytes:
+    """The result of ``job`` (:data:`SEARCH_TEXT`) done by the child with the decoded document
+    ``text`` under its limits, so that a document that needs the check is parsed once, there;
+    :class:`CostlyMarkup` when it goes over them."""
+    return _ask(text.encode("utf-8", "surrogatepass"), job)
+
+
+def _ask(data: bytes, kind: bytes) -> bytes:
     global _child, _owner
-    if isinstance(doc, bytes):
-        data, kind = doc, b"b"
-    else:
-        data, kind = doc.encode("utf-8", "surrogatepass"), b"t"
     with _lock:
         if _child is None or _owner != os.getpid():
             _child, _owner = _Child(), os.getpid()
         seconds = limit_seconds(len(data))
-        answer = _child.ask(data, kind, seconds)
+        answer, result = _child.ask(data, kind, seconds)
         if answer == _OK:
-            return
+            return result
         _child.close()
         _child = None
     if answer == _MEMORY:
@@ -167,6 +193,7 @@ def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup
     memory ran out (Lexbor failing to allocate may also end the process: the parent sees it die)."""
     import contextlib
     import ctypes
+    import json
     import resource
     import signal
 
@@ -177,6 +204,7 @@ def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup
     from selectolax.lexbor import LexborHTMLParser
 
     from archiver.html_depth import bound_depth, bound_depth_bytes
+    from archiver.search.text import page_of
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     stdout.write(_READY)
@@ -184,9 +212,13 @@ def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup
     while head := stdin.read(_HEAD.size):
         n, kind = _HEAD.unpack(head)
         data = stdin.read(n)
+        result = b""
         try:
             if kind == b"b":
                 LexborHTMLParser(bound_depth_bytes(data))
+            elif kind == SEARCH_TEXT:
+                page = page_of(data.decode("utf-8", "surrogatepass"))
+                result = json.dumps([page.title, page.blocks, page.cut]).encode()
             else:
                 LexborHTMLParser(bound_depth(data.decode("utf-8", "surrogatepass")))
             answer = _OK
@@ -194,4 +226,7 @@ def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup
             answer = _MEMORY
         del data
         stdout.write(answer)
+        if answer == _OK and kind in _JOBS:
+            stdout.write(_RESULT.pack(len(result)))
+            stdout.write(result)
         stdout.flush()
