@@ -134,9 +134,8 @@ class Row:
 class NewURL(NamedTuple):
     """A reference to add to the frontier when the document that revealed it completes. ``source``:
     the key of that document, recorded as a discovery (``found``) with ``step`` and ``inherit``
-    (:mod:`.depths`); None for a seed, or a copy of a row known already. A named tuple, not a frozen
-    dataclass: every reference of every page makes one (a frozen dataclass of 13 fields took 4-5 µs
-    to build, a tuple 1)."""
+    (:mod:`.depths`); None for a seed, or a copy of a row known already. A named tuple: every
+    reference of every page makes one (a frozen dataclass took 4-5 µs, a tuple 1)."""
 
     key: str
     kind: str
@@ -170,8 +169,7 @@ class State:
 
     renew_every = 60.0  # nothing to renew: one process owns the file
     counts_pages = False  # the crawler keeps max_pages
-    #: an owner that fails hands its tree path to an alias (:mod:`.aliases`); a shared crawl's
-    #: local mirror leaves that to the shared state, which knows every alias
+    #: a failing owner hands its path to an alias (:mod:`.aliases`); not a shared crawl's mirror
     hands_over = True
 
     def __init__(self, path: Path) -> None:

@@ -138,7 +138,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _text(root: Path, v: Any, records: dict[str, Any], path: str) -> str | None:
-    from archiver.search.text import extract
+    from archiver.search.guarded import extract
     from archiver.versions import store
 
     r = records.get(path)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from archiver.errors import FormatError
 from archiver.search import build, page, store
+from archiver.search.guarded import extract
 from archiver.search.query import Index
-from archiver.search.text import MAX_HTML, extract
+from archiver.search.text import MAX_HTML
 
 __all__ = [
     "PREFIX",

@@ -19,8 +19,9 @@ from typing import Any, NamedTuple
 from archiver import forks
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
+from archiver.search.guarded import extract
 from archiver.search.query import Index
-from archiver.search.text import MAX_HTML, Page, extract
+from archiver.search.text import MAX_HTML, Page
 from archiver.tree import RESERVED_DIR, manifest_path, records
 
 __all__ = [

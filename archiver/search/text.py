@@ -19,11 +19,8 @@ import operator
 import re
 from dataclasses import dataclass, field
 
-import msgspec
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from archiver import markup_guard
-from archiver.errors import FormatError
 from archiver.html_depth import bound_depth
 
 __all__ = ["MAX_HTML", "MAX_NODES", "MAX_TEXT", "Page", "extract"]
@@ -69,9 +66,6 @@ class Page:
 
     def size(self) -> int:
         return len(self.title) + sum(map(len, map(operator.itemgetter(1), self.blocks)))
-
-
-_RESULT_DECODER = msgspec.json.Decoder(tuple[str, list[tuple[bool, str]], bool])
 
 
 def decode(data: bytes) -> str:
@@ -172,25 +166,13 @@ def _kinds_of(tree: LexborHTMLParser) -> dict[int, int]:
 
 
 def extract(html: bytes) -> Page:
-    """The title and the blocks of ``html`` (formats/search.md §2); a page of many tags is read in
-    the markup guard's child, under its limits (formats/tree.md §9.5), a FormatError when over them."""
-    text = decode(html)
-    if not markup_guard.needs_check(text):
-        return page_of(text)
-    try:
-        result = markup_guard.run(text, markup_guard.SEARCH_TEXT)
-    except markup_guard.CostlyMarkup as e:
-        raise FormatError(str(e)) from None
-    try:
-        title, blocks, cut = _RESULT_DECODER.decode(result)
-    except msgspec.ValidationError:  # only a broken child says something else
-        raise FormatError("the markup check's process answered garbage") from None
-    return Page(title, blocks, cut)
+    """The title and the blocks of ``html`` (formats/search.md §2), read in this process: a page of
+    someone else's is read through :func:`archiver.search.guarded.extract`."""
+    return page_of(decode(html))
 
 
 def page_of(text: str) -> Page:
-    """The title and the blocks of the decoded page ``text``, read in this process: for a page
-    :func:`archiver.markup_guard.needs_check` lets through, or in the guard's child."""
+    """The title and the blocks of the decoded page ``text``."""
     tree = LexborHTMLParser(bound_depth(text))
     page = Page()
     title = tree.css_first("title")

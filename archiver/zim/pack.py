@@ -537,7 +537,7 @@ def _spec(
     made: list[Edit] = []
     if html:
         try:
-            data, made = zimcheck_safe(data, switch_off(data), undo_markers)
+            data, made = zimcheck_safe(data, switch_off(data), undo_markers, markup_guard.vet)
         except markup_guard.CostlyMarkup as err:
             raise FormatError(str(err), subject=e.path) from None
     elif e.media_type == "text/css":

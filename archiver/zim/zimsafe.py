@@ -35,7 +35,6 @@ from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 
-from archiver import markup_guard
 from archiver.html_depth import bound_depth_bytes
 
 __all__ = [
@@ -231,8 +230,8 @@ def apply_edits(data: bytes, found: list[tuple[int, bytes, bytes]]) -> tuple[byt
     return b"".join(parts), edits
 
 
-def _dom(data: bytes) -> str | None:
-    markup_guard.vet(data)  # CostlyMarkup: formats/tree.md §9.5
+def _dom(data: bytes, vet: Callable[[bytes], None]) -> str | None:
+    vet(data)  # the caller's check before a parse (archiver.markup_guard.vet: formats/tree.md §9.5)
     html = LexborHTMLParser(bound_depth_bytes(data)).html
     return html
 
@@ -241,21 +240,23 @@ def zimcheck_safe(
     data: bytes,
     insertions: Sequence[tuple[int, bytes, bytes]] = (),
     undo: Callable[[str], str] | None = None,
+    vet: Callable[[bytes], None] = lambda data: None,
 ) -> tuple[bytes, list[Edit]]:
     """``data`` rewritten as the module docstring says, and the edits made (none: ``data`` itself).
     Edits that would change the DOM are not made. ``insertions`` (:func:`archiver.zim.offline.switch_off`)
-    are made too when ``undo`` of the result's serialised DOM is the original's, else left out."""
+    are made too when ``undo`` of the result's serialised DOM is the original's, else left out.
+    ``vet`` is called with each document before it is parsed (it raises to refuse one)."""
     if len(data) > _LIMIT:
         return data, []
     found, risky = _find_edits(data)
     if insertions and undo is not None:
         out, edits = apply_edits(data, sorted([*found, *insertions]))
-        if undo(_dom(out) or "") == (_dom(data) or ""):
+        if undo(_dom(out, vet) or "") == (_dom(data, vet) or ""):
             return out, edits
     if not found:
         return data, []
     out, edits = apply_edits(data, found)
-    if risky and _dom(out) != _dom(data):
+    if risky and _dom(out, vet) != _dom(data, vet):
         return data, []
     return out, edits
 
