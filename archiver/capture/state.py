@@ -1,11 +1,13 @@
 """A capture's resume state: ``_archiver/crawl.sqlite`` (SQLite, WAL), written as the crawl goes.
 
-Every completed page or asset is one transaction: its row becomes final, its manifest record is
-stored, and the references it revealed join the frontier, all or nothing. So a run stopped at any
-moment (Ctrl-C, a crash, ``kill -9``) loses nothing it had committed and, when resumed, repeats no
-finished work; a file written just before the stop is simply written again, atomically. Commits use
-WAL with ``synchronous=NORMAL``: a commit survives the process being killed; a power cut may lose
-the last few commits (never the database's consistency), which a resume then simply redoes.
+Every completed page or asset is one unit of work: its row becomes final, its manifest record is
+stored, and the references it revealed join the frontier, all or nothing. Units are committed in
+batches (:attr:`State.group` of them, or fewer once the batch is a second old: :mod:`.units`), each
+unit a savepoint of its batch. So a run stopped at any moment (Ctrl-C, a crash, ``kill -9``) loses
+nothing it had committed and, resumed, repeats no finished work but the open batch's units (after a
+``kill -9``; Ctrl-C and SIGTERM commit it), their files written again, atomically. Commits use WAL
+with ``synchronous=NORMAL``: a commit survives the process being killed; a power cut may lose the
+last few commits (never the database's consistency), which a resume then simply redoes.
 
 Schema (version 2; other tools may read it, only the capture writes it):
 
@@ -55,6 +57,7 @@ from typing import NamedTuple
 import msgspec
 
 from archiver.capture import aliases, depths, hosts
+from archiver.capture.units import GROUP, Batch, Transaction
 from archiver.tree import Record
 
 __all__ = [
@@ -171,6 +174,11 @@ class State:
     counts_pages = False  # the crawler keeps max_pages
     #: a failing owner hands its path to an alias (:mod:`.aliases`); not a shared crawl's mirror
     hands_over = True
+    #: units of work (:meth:`transaction`) committed together: a commit writes every page it changed
+    #: to the WAL, and consecutive units change mostly the same pages. A process killed loses at most
+    #: the units of the open batch (their files are written again, atomically, when resumed); a
+    #: shared crawl's local mirror commits each unit (1), as the shared state does
+    group = GROUP
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -179,6 +187,7 @@ class State:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=10000")
+        self.db.execute("PRAGMA temp_store=MEMORY")  # a unit's savepoint journal (.units) in memory
         # Checkpoint (copy the WAL into the database, with an fsync) every 8192 pages rather than
         # SQLite's 1000: a crawl commits tens of pages per URL, and each checkpoint stalls the loop.
         self.db.execute("PRAGMA wal_autocheckpoint=8192")
@@ -197,8 +206,10 @@ class State:
         #: every host a row names (a superset after a rollback), read on the first claim (hosts.pick)
         self._hosts: set[str] | None = None
         self._served = hosts.Served()
+        self._batch = Batch(self.db)
 
     def close(self) -> None:
+        self._batch.commit()
         self.db.close()
 
     # ---- meta and seeds
@@ -381,7 +392,8 @@ class State:
         return []
 
     def release(self) -> None:
-        """Nothing to give back: a claim is the set of keys in flight."""
+        """Nothing to give back (a claim is the set of keys in flight); the open batch is committed."""
+        self._batch.commit()
 
     def waiting(self) -> float | None:
         """Nothing is ever leased to another worker: no claim means no work left."""
@@ -474,9 +486,10 @@ class State:
 
     # ---- completing work
 
-    def transaction(self) -> _Transaction:
-        """One unit of work, all or nothing, committed when it ends (an inner one is part of the outer)."""
-        return _Transaction(self)
+    def transaction(self) -> Transaction:
+        """One unit of work, all or nothing (an inner one is part of the outer), committed with the
+        batch it ends (:attr:`group`)."""
+        return Transaction(self._batch, self.group, self._settled.clear)  # what it knew may be undone
 
     def finish(
         self,
@@ -577,24 +590,3 @@ class State:
         """Every stored record, sorted by path."""
         for (blob,) in self.db.execute("SELECT record FROM records ORDER BY path"):
             yield _record_decoder.decode(blob)
-
-
-class _Transaction:
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.outer = False
-
-    def __enter__(self) -> _Transaction:
-        self.outer = not self.state.db.in_transaction
-        if self.outer:
-            self.state.db.execute("BEGIN IMMEDIATE")
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if not self.outer:
-            return
-        if exc_type is None:
-            self.state.db.execute("COMMIT")
-        else:
-            self.state._settled.clear()  # what it knew may have been taken back
-            self.state.db.execute("ROLLBACK")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from archiver import urls
+from archiver.capture import units
 from archiver.capture.crawl import CaptureOptions, Crawler
 from archiver.capture.state import NewURL, State
 from archiver.errors import UsageError
@@ -69,6 +71,57 @@ def test_finish_is_one_transaction(tmp_path: Path) -> None:
     assert row is not None and row.state == "pending" and state.record("index.html") is None
     state.finish("https://ex.com/", state="done", outcome="ok", record=record)
     assert state.row("https://ex.com/").state == "done"  # type: ignore[union-attr]
+    state.close()
+
+
+def _committed(path: Path) -> set[str]:
+    """The done keys another connection sees (what a process killed now would leave)."""
+    db = sqlite3.connect(path)
+    try:
+        return {str(k) for (k,) in db.execute("SELECT key FROM urls WHERE state = 'done'")}
+    finally:
+        db.close()
+
+
+def _finish(state: State, key: str, fail: bool = False) -> None:
+    record = Record(path=key.rsplit("/", 1)[-1] or "index.html", kind="page", media_type="text/html",
+                    size=1, sha256="0" * 64)  # fmt: skip
+    found = [NewURL(key + "x", "page", 1, key, source=key)]
+    state.finish(key, state="done", outcome="ok", record=record, new=[*found, None] if fail else found)  # type: ignore[list-item]
+
+
+def test_units_are_committed_in_batches(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.sqlite"
+    state = State(db)
+    state.group = 4
+    keys = [f"https://ex.com/{i}" for i in range(6)]
+    state.add([NewURL(k, "page", 0, None) for k in keys])  # one unit
+    for k in keys[:2]:
+        _finish(state, k)
+    assert _committed(db) == set()  # three units of four: a kill -9 now loses them (re-fetched)
+    _finish(state, keys[2])
+    assert _committed(db) == set(keys[:3])  # the fourth unit commits the batch
+    _finish(state, keys[3])
+    with pytest.raises(AttributeError):  # a unit failing half-way rolls back itself, not the batch
+        _finish(state, keys[4], fail=True)
+    assert state.row(keys[4]).state == "pending" and state.row(keys[4] + "x") is None  # type: ignore[union-attr]
+    assert state.row(keys[3]).state == "done" and state.row(keys[3] + "x") is not None  # type: ignore[union-attr]
+    state.release()  # the end of a run (also Ctrl-C, SIGTERM) commits the open batch
+    assert _committed(db) == set(keys[:4])
+    _finish(state, keys[5])
+    state.close()
+    assert _committed(db) == set(keys[:4]) | {keys[5]}
+
+
+def test_a_batch_a_second_old_is_committed_by_its_next_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(units, "GROUP_SECONDS", 0.0)
+    db = tmp_path / "crawl.sqlite"
+    state = State(db)
+    state.add([NewURL("https://ex.com/", "page", 0, None)])
+    _finish(state, "https://ex.com/")
+    assert _committed(db) == {"https://ex.com/"}
     state.close()
 
 

@@ -94,6 +94,7 @@ class RedisLink:
         self._register(config, path)
         self.local = State(path)
         self.local.hands_over = False  # the FINISH script hands a failed owner's path on, crawl-wide
+        self.local.group = 1  # each unit committed before its writes go to Redis (crawl-state.md §6)
 
     # ---- talking to Redis
 
