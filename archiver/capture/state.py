@@ -174,16 +174,16 @@ class State:
     counts_pages = False  # the crawler keeps max_pages
     #: a failing owner hands its path to an alias (:mod:`.aliases`); not a shared crawl's mirror
     hands_over = True
-    #: units of work (:meth:`transaction`) committed together: a commit writes every page it changed
-    #: to the WAL, and consecutive units change mostly the same pages. A process killed loses at most
-    #: the units of the open batch (their files are written again, atomically, when resumed); a
-    #: shared crawl's local mirror commits each unit (1), as the shared state does
+    #: units of work (:meth:`transaction`) committed together (:mod:`.units`): a kill -9 loses at
+    #: most the open batch's units (done again when resumed); a shared crawl's local mirror commits
+    #: each unit (1), as the shared state does
     group = GROUP
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._batch = Batch(self.db)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=10000")
@@ -206,7 +206,6 @@ class State:
         #: every host a row names (a superset after a rollback), read on the first claim (hosts.pick)
         self._hosts: set[str] | None = None
         self._served = hosts.Served()
-        self._batch = Batch(self.db)
 
     def close(self) -> None:
         self._batch.commit()
@@ -220,6 +219,13 @@ class State:
 
     def set(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        self._durable()
+
+    def _durable(self) -> None:
+        """Outside a unit, commit the open batch now: a resumed run goes by the run's own decisions
+        (meta, refresh, requeue), so they never wait in a batch a kill -9 loses (.units)."""
+        if not self._batch.depth:
+            self._batch.commit()
 
     def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
         (n,) = self.db.execute("SELECT COUNT(*) FROM seeds").fetchone()
@@ -431,6 +437,7 @@ class State:
                 f"UPDATE urls SET state = 'pending' WHERE state IN ({marks}) AND attempts < ?",
                 (*states, max_attempts),
             )
+        self._durable()
         return int(cur.rowcount)
 
     def refresh(self) -> int:
@@ -440,6 +447,7 @@ class State:
                 "UPDATE urls SET state = 'pending', attempts = 0"
                 " WHERE state IN ('done', 'failed', 'unconfirmed')"
             )
+        self._durable()
         return int(cur.rowcount)
 
     # ---- paths

@@ -125,6 +125,28 @@ def test_a_batch_a_second_old_is_committed_by_its_next_unit(
     state.close()
 
 
+def test_a_runs_own_decisions_are_never_left_in_an_open_batch(tmp_path: Path) -> None:
+    """refresh, requeue and meta are what a resumed run goes by (a re-capture resumed after kill -9
+    does not refresh again): each commits the open batch at once, with the units before it."""
+    db = tmp_path / "crawl.sqlite"
+    state = State(db)
+    state.group = 4
+    keys = [f"https://ex.com/{i}" for i in range(3)]
+    state.add([NewURL(k, "page", 0, None) for k in keys])
+    for k in keys:
+        _finish(state, k)
+    state.release()
+    assert state.refresh() == 3
+    other = sqlite3.connect(db)
+    assert {s for (s,) in other.execute("SELECT state FROM urls")} == {"pending"}
+    state.finish(keys[0], state="failed", outcome="failed")  # a unit: waits in the batch
+    assert state.requeue(("failed",), max_attempts=5) == 1
+    state.set("complete", "0")
+    assert other.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone() == ("0",)
+    other.close()
+    state.close()
+
+
 def test_requeue_and_depth_improvement(tmp_path: Path) -> None:
     state = State(tmp_path / "crawl.sqlite")
     state.add(
