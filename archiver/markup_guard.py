@@ -204,7 +204,6 @@ def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup
     from selectolax.lexbor import LexborHTMLParser
 
     from archiver.html_depth import bound_depth, bound_depth_bytes
-    from archiver.search.text import page_of
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     stdout.write(_READY)
@@ -217,6 +216,10 @@ def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup
             if kind == b"b":
                 LexborHTMLParser(bound_depth_bytes(data))
             elif kind == SEARCH_TEXT:
+                # imported by the first such job (a capture's child never gets one): its CPU counts
+                # against that job's limit, a few tens of milliseconds of its seconds
+                from archiver.search.text import page_of
+
                 page = page_of(data.decode("utf-8", "surrogatepass"))
                 result = json.dumps([page.title, page.blocks, page.cut]).encode()
             else:
