@@ -76,15 +76,40 @@ class GonePages:
 
     def __init__(self) -> None:
         self._reports: dict[str, tuple[tuple[int, int, str], dict[str, Any]]] = {}
+        self._newest: dict[str, tuple[tuple[int, ...], Any]] = {}
+
+    def _newest_of(self, root: Path) -> Any:
+        """The tree's newest :class:`~archiver.versions.store.Version` (None: none), found again only
+        when its manifest or its store's folder changed: finding it reads and hashes the whole
+        manifest (is the current state recorded?), which a request for a gone page must not cost
+        each time (a client asking one gone path over and over made the server read all of a large
+        tree's manifest for each)."""
+        from archiver.tree import manifest_path
+        from archiver.versions import store
+
+        stamp: tuple[int, ...] = ()
+        for p in (manifest_path(root), store.store_dir(root)):
+            try:
+                st = os.stat(p)
+                stamp += (st.st_ino, st.st_mtime_ns, st.st_size)
+            except OSError:
+                stamp += (0, 0, 0)
+        cached = self._newest.get(str(root))
+        if cached is None or cached[0] != stamp:
+            found = store.versions(root)
+            if len(self._newest) >= 64:
+                self._newest.pop(next(iter(self._newest)))
+            cached = (stamp, found[-1] if found else None)
+            self._newest[str(root)] = cached
+        return cached[1]
 
     def _failures(self, root: Path) -> tuple[str, dict[str, Any]]:
         """(the newest state's date, URL → failure of its run), read again when the report changes."""
-        from archiver.versions import reports, store
+        from archiver.versions import reports
 
-        found = store.versions(root)
-        if not found:
+        newest = self._newest_of(root)
+        if newest is None:
             return "", {}
-        newest = found[-1]
         report = newest.manifest.with_name(f"{newest.id}.report.json") if newest.recorded else None
         if report is None:
             from archiver.urls import REPORT_NAME, RESERVED_DIR

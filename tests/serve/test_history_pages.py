@@ -125,3 +125,36 @@ def test_a_huge_report_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert reports.failures(root, v)  # read when it fits
     monkeypatch.setattr(reports, "MAX_REPORT_BYTES", 1000)
     assert reports.failures(root, v) == {}
+
+
+def test_asking_a_gone_page_again_does_not_read_the_manifest_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attack on the server's CPU: one gone path asked over and over. Finding the newest version
+    reads and hashes the whole manifest (store.versions); it is done again only when the tree or
+    its store changed, and then the answer follows the change."""
+    from archiver.serve.history_pages import GonePages
+
+    root = tmp_path / "site"
+    write_tree(root, {"index.html": page("Home", "<p>one</p>"), "old.html": page("Old", "<p>x</p>")},
+               "2026-11-30T09:00:00Z")  # fmt: skip
+    store.record(root)
+    write_tree(root, {"index.html": page("Home", "<p>two</p>")}, "2026-12-01T09:00:00Z")
+    calls: list[Path] = []
+    real = store.versions
+
+    def counted(where: Path) -> list[store.Version]:
+        calls.append(where)
+        return real(where)
+
+    monkeypatch.setattr(store, "versions", counted)
+    gone = GonePages()
+    for _ in range(50):
+        assert gone._failures(root)[0] == "2026-12-01T09:00:00Z"
+    assert len(calls) == 1
+    store.record(root)  # the store's folder changes: found again, the same newest date
+    write_tree(root, {"index.html": page("Home", "<p>three</p>")}, "2026-12-02T09:00:00Z")
+    calls.clear()  # record() asks too
+    for _ in range(5):
+        assert gone._failures(root)[0] == "2026-12-02T09:00:00Z"
+    assert len(calls) == 1
