@@ -195,8 +195,8 @@ def served_shares(
 
 
 # Every page wget or pywb saw (about 35), opened three times (live, gwtar, ZIM) with up to four
-# full-page screenshots each, plus the module's setup: 211 s + 65 s measured at load 25, and the
-# default 300 s ran out in a CI run (stop 32) while the comparisons were three quarters done.
+# full-page screenshots each, three pages at a time: 207–281 s at load 5–40 (session 18), and the
+# default 300 s ran out in a CI run (stop 32) while they went one at a time.
 @pytest.mark.timeout(900)
 def test_packed_pages_served_look_like_the_live_ones(
     wget: Wget, packed: Path, contexts: tuple[Any, Any]
