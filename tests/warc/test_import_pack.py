@@ -9,9 +9,7 @@ page and no exception, is tests/warc/test_import_pywb.py: Chromium through pywb'
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ from urllib.parse import quote
 
 import pytest
 
-from archiver.capture import browser
 from archiver.fixture import FixtureServer
 from archiver.serve import running
 from tests.capture.test_offline import SCROLL_THROUGH, STILL, _differing_share, settle_scrolled
@@ -106,62 +103,6 @@ def _open(context: Any, url: str, *, idle: bool) -> Any:
     return page
 
 
-#: Pages compared at once: one lane in the calling thread (the ``contexts`` fixture's Chromium), the
-#: others each in a thread with a Chromium of its own (Playwright's sync API is one per thread). A
-#: page's comparison mostly waits (loads, network idle, fonts, decodes), so lanes overlap the waits.
-LANES = 3
-
-
-def _compare(
-    contexts: tuple[Any, Any], live_url: str, archived: list[tuple[str, str]], name: str, looks: int
-) -> dict[str, float]:
-    """``kind → share`` of pixels that differ between the live page at ``live_url``, opened once, and
-    each ``(kind, url)`` of ``archived``. Its full-page screenshot is taken once and reused for each
-    archived page's first look; every further look settles both pages again and takes both anew."""
-    archived_context, live_context = contexts
-    want = _open(live_context, live_url, idle=True)
-    shot: list[bytes] = []
-    shares: dict[str, float] = {}
-    for kind, url in archived:
-        got = _open(archived_context, url, idle=False)
-        shoot_again = both(want, got, again=settle_scrolled, full_page=True)
-
-        def shoot(look: int, got: Any = got, shoot_again: Any = shoot_again) -> tuple[bytes, bytes]:
-            if look == 0 and shot:
-                return shot[-1], got.screenshot(full_page=True)
-            pair: tuple[bytes, bytes] = shoot_again(look)
-            shot.append(pair[0])
-            return pair
-
-        shares[kind] = settled_share(shoot, _differing_share, looks=looks, name=f"{kind}-{name}")
-        got.close()
-    want.close()
-    return shares
-
-
-def _lane(contexts: tuple[Any, Any] | None, todo: queue.SimpleQueue[Any]) -> dict[tuple[str, str], float]:
-    """Take ``(live URL, archived (kind, URL)s, page, looks)`` jobs off ``todo`` until it is empty,
-    in ``contexts`` or, if None, in two contexts of a Chromium launched here (same viewport)."""
-    if contexts is None:
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as pw:
-            b = browser.launch(pw)
-            try:
-                own = tuple(b.new_context(viewport={"width": 1280, "height": 800}) for _ in range(2))
-                return _lane((own[0], own[1]), todo)
-            finally:
-                b.close()
-    shares: dict[tuple[str, str], float] = {}
-    while True:
-        try:
-            live_url, archived, path, looks = todo.get_nowait()
-        except queue.Empty:
-            return shares
-        for kind, share in _compare(contexts, live_url, archived, path, looks).items():
-            shares[(kind, path)] = share
-
-
 def served_shares(
     contexts: tuple[Any, Any],
     port: int,
@@ -173,30 +114,31 @@ def served_shares(
     """``(kind, page) → share of pixels`` that differ between each page of the gwtar (its member
     URL) and of the ZIM (entries under ``site/``), served by ``archiver serve``, and the live page
     (the fixture server again on ``port``, the one the archive names); the pages in ``differing``,
-    known to differ, get one look instead of four. LANES pages at a time."""
+    known to differ, get one look instead of four."""
+    archived, live = contexts
     shares: dict[tuple[str, str], float] = {}
     with FixtureServer(port=port) as server, running([gwtar, zim]) as base:
-        todo: queue.SimpleQueue[Any] = queue.SimpleQueue()
         for path in pages:
-            archived = [
+            want = _open(live, server.url_for(path.replace("?", "%3F")), idle=True)
+            for kind, url in (
                 ("gwtar", f"{base}{gwtar.name}/~/{quote(path)}"),
                 ("zim", f"{base}{zim.stem}/{quote(path)}"),
-            ]
-            todo.put(
-                (server.url_for(path.replace("?", "%3F")), archived, path, 1 if path in differing else 4)
-            )
-        with ThreadPoolExecutor(LANES - 1) as pool:
-            others = [pool.submit(_lane, None, todo) for _ in range(LANES - 1)]
-            shares.update(_lane(contexts, todo))
-            for lane in others:
-                shares.update(lane.result())
-    assert sorted({path for _kind, path in shares}) == sorted(set(pages))  # every page compared
+            ):
+                got = _open(archived, url, idle=False)
+                shoot = both(want, got, again=settle_scrolled, full_page=True)
+                looks = 1 if path in differing else 4
+                shares[(kind, path)] = settled_share(
+                    shoot, _differing_share, looks=looks, name=f"{kind}-{path}"
+                )
+                got.close()
+            want.close()
     return shares
 
 
 # Every page wget or pywb saw (about 35), opened three times (live, gwtar, ZIM) with up to four
-# full-page screenshots each, three pages at a time: 207–281 s at load 5–40 (session 18), and the
-# default 300 s ran out in a CI run (stop 32) while they went one at a time.
+# full-page screenshots each, one page at a time: 270–281 s in CI runs (session 18), and the default
+# 300 s ran out in a CI run (stop 32). (Three pages at a time in threads, each its own Chromium, was
+# no faster under `-n 2` and could hang a worker for good: a timed-out lane kept the pool's join.)
 @pytest.mark.timeout(900)
 def test_packed_pages_served_look_like_the_live_ones(
     wget: Wget, packed: Path, contexts: tuple[Any, Any]
