@@ -219,20 +219,15 @@ class State:
 
     def set(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-        self._durable()
-
-    def _durable(self) -> None:
-        """Outside a unit, commit the open batch now: a resumed run goes by the run's own decisions
-        (meta, refresh, requeue), so they never wait in a batch a kill -9 loses (.units)."""
-        if not self._batch.depth:
-            self._batch.commit()
+        self._batch.durable()  # a resumed run goes by its meta (.units)
 
     def add_seed(self, url: str, folder: str | None = None, title: str | None = None) -> None:
-        (n,) = self.db.execute("SELECT COUNT(*) FROM seeds").fetchone()
-        self.db.execute(
-            "INSERT OR IGNORE INTO seeds (url, seq, folder, title) VALUES (?, ?, ?, ?)",
-            (url, n, folder, title),
-        )
+        with self.transaction():  # a unit: a resumed run adds its seeds again
+            (n,) = self.db.execute("SELECT COUNT(*) FROM seeds").fetchone()
+            self.db.execute(
+                "INSERT OR IGNORE INTO seeds (url, seq, folder, title) VALUES (?, ?, ?, ?)",
+                (url, n, folder, title),
+            )
 
     def seeds(self) -> list[tuple[str, str | None, str | None]]:
         return list(self.db.execute("SELECT url, folder, title FROM seeds ORDER BY seq"))
@@ -437,7 +432,7 @@ class State:
                 f"UPDATE urls SET state = 'pending' WHERE state IN ({marks}) AND attempts < ?",
                 (*states, max_attempts),
             )
-        self._durable()
+        self._batch.durable()
         return int(cur.rowcount)
 
     def refresh(self) -> int:
@@ -447,7 +442,7 @@ class State:
                 "UPDATE urls SET state = 'pending', attempts = 0"
                 " WHERE state IN ('done', 'failed', 'unconfirmed')"
             )
-        self._durable()
+        self._batch.durable()
         return int(cur.rowcount)
 
     # ---- paths

@@ -8,7 +8,8 @@ commit writes every database page the batch changed to the WAL once; consecutive
 change mostly the same pages (the frontier index, the last leaf of each table), so one commit for
 sixteen writes a fraction of what sixteen commits did. A process killed loses the units of the open
 batch: their rows are still pending, and a resumed run does them again (their files written again,
-atomically).
+atomically). Every write of the state is a unit, except what a resumed run goes by rather than redoes
+(its meta, a refresh, a requeue: formats/crawl-state.md §4): those call :meth:`Batch.durable`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class Batch:
         self.units = 0
         if self.db.in_transaction:
             self.db.execute("COMMIT")
+
+    def durable(self) -> None:
+        """After a write that must not wait in the batch: outside a unit, commit the open batch now
+        (with the units before it); inside one, the write is part of that unit."""
+        if not self.depth:
+            self.commit()
 
 
 class Transaction:
