@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import heapq
 import weakref
-from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -45,6 +44,7 @@ from archiver.search.postings import (
     TermData,
     bits_of,
     mask_of,
+    merge,
     number_count,
     term_data,
     valid_postings,
@@ -75,7 +75,9 @@ class _Word:
 
     __slots__ = ("df", "exact", "found", "lists", "merged", "size", "union")
 
-    def __init__(self, term: str, prefix: bool, found: list[tuple[str, TermData]]) -> None:
+    def __init__(
+        self, term: str, prefix: bool, found: list[tuple[str, TermData]], stored: _Merged | None = None
+    ) -> None:
         self.found = found
         self.df = {t: len(td.docs) for t, td in found}
         self.union = 0
@@ -84,7 +86,9 @@ class _Word:
         self.size = ENTRY * (1 + len(found)) + sum(td.size for _, td in found)
         self.exact = next((td for t, td in found if t == term), None)
         rest = [td for t, td in found if t != term and td.docs]
-        self.merged = _Merged(rest) if prefix and len(rest) > 1 else None
+        self.merged = None
+        if prefix and len(rest) > 1:  # a table's stored list when it has one (the same arrays)
+            self.merged = stored if stored is not None else _Merged(*merge(rest))
         #: The word's lists for the top-k streams: (a term's data or the merged completions, whether
         #: it is the word's own term).
         self.lists: list[tuple[Any, bool]] = [(td, t == term) for t, td in found]
@@ -104,19 +108,8 @@ class _Merged:
 
     __slots__ = ("docs", "impact", "mask", "order", "size")
 
-    def __init__(self, tds: list[TermData]) -> None:
-        best: dict[int, float] = {}
-        get = best.get
-        for td in tds:
-            for d, v in zip(td.docs, td.impact, strict=True):
-                if get(d, -1.0) < v:
-                    best[d] = v
-        self.docs = array("i", sorted(best))
-        self.impact = array("d", map(best.__getitem__, self.docs))
-        self.order = array("i", sorted(range(len(self.docs)), key=self.impact.__getitem__, reverse=True))
-        self.mask = 0
-        for td in tds:
-            self.mask |= td.mask
+    def __init__(self, docs: Any, impact: Any, order: Any, mask: int) -> None:
+        self.docs, self.impact, self.order, self.mask = docs, impact, order, mask
         self.size = ENTRY + 16 * len(self.docs)
 
     def find(self, doc: int) -> int:
@@ -222,8 +215,12 @@ class Engine:
             return cached
         table = self.tables.get(key)
         found: dict[str, tuple[int, Any]] = {}
+        stored = None
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
-            found = {table.term(j): (table.shard(j), j) for j in table.find(term, prefix)}
+            ids, got = table.lookup(term, prefix)
+            found = {table.term(j): (table.shard(j), j) for j in ids}
+            if got is not None:  # the prefix's completions stored merged
+                stored = _Merged(*got)
         for i in self._shards_for(index, key, term, prefix) if table is None else ():
             for t, raw in self._shard(index, key, i).items():
                 if t == term or (prefix and t.startswith(term)):
@@ -247,7 +244,7 @@ class Engine:
                     raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
                 self._terms[(key, t, i)] = td
             out.append((t, td))
-        word = _Word(term, prefix, out)
+        word = _Word(term, prefix, out, stored)
         self._put(("w", key, term, prefix), word, word.size)
         return word
 

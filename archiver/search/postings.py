@@ -19,6 +19,7 @@ __all__ = [
     "TermData",
     "bits_of",
     "mask_of",
+    "merge",
     "number_count",
     "term_data",
     "valid_postings",
@@ -77,6 +78,26 @@ def mask_of(docs: Sequence[int]) -> int:
     for d in docs:
         bits[d >> 3] |= 1 << (d & 7)
     return int.from_bytes(bits, "little")
+
+
+def merge(tds: Sequence[TermData]) -> tuple[array, array, array, int]:
+    """A prefix's completions as one list (formats/search.md §6.5): each document once, with the
+    largest impact any of ``tds`` has in it; (documents, their impacts, the indexes in impact order,
+    the documents' bitmask). The engine merges them when a query meets the prefix; a postings table
+    stores the merged lists of the prefixes that cost most (:mod:`archiver.search.table`)."""
+    best: dict[int, float] = {}
+    get = best.get
+    for td in tds:
+        for d, v in zip(td.docs, td.impact, strict=True):
+            if get(d, -1.0) < v:
+                best[d] = v
+    docs = array("i", sorted(best))
+    impacts = array("d", map(best.__getitem__, docs))
+    order = array("i", sorted(range(len(docs)), key=impacts.__getitem__, reverse=True))
+    mask = 0
+    for td in tds:
+        mask |= td.mask
+    return docs, impacts, order, mask
 
 
 class TermData:

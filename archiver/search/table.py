@@ -6,13 +6,24 @@ of decoding its postings on the first query that meets it. Built once per index 
 from the index's verified shards); read in place (:class:`Table`, over the bytes or a memory map),
 checked against its own SHA-256 and the index's identity. Pure: no network, no filesystem, no clock.
 
-Layout (version 1, little-endian): ``MAGIC``, a 4-byte header length, the header (JSON: ``table``,
-``identity``, ``documents``, ``terms``, ``heavy``, ``mask``, ``sections`` name → [offset, length]
-from the body's start, ``body`` its SHA-256), the body: ``kstart`` u32 × (T+1) and ``keys`` (each
-term's UTF-16-BE order key, in that order), ``rstart`` u32 × (T+1) and ``raw`` (postings strings,
-ASCII), ``count`` u32 × T, ``shard`` u32 × T, ``heavy`` i32 × T (−1: decoded on demand), ``pstart``
-u32 × (H+1), ``docs`` i32 × P, ``impact`` f64 × P, ``order`` i32 × P, ``offs`` i32 × (P+H),
-``masks`` (per heavy term its documents' then its titles' bitmask, ``mask`` bytes each)."""
+Version 2 also stores, for each prefix whose completions cost most to merge (at least
+:data:`MERGED_NUMBERS` numbers) or that stands for more than 64 terms, the terms it stands for and
+their merged list (:func:`~archiver.search.postings.merge`), so a query's last word reads one list
+instead of decoding and merging 64 (formats/search.md §6.5).
+
+Layout (version 2, little-endian): ``MAGIC``, a 4-byte header length, the header (JSON: ``table``,
+``identity``, ``documents``, ``terms``, ``heavy``, ``mask``, ``prefixes``, ``merged``, ``sections``
+name → [offset, length] from the body's start, ``body`` its SHA-256), the body: ``kstart`` u32 ×
+(T+1) and ``keys`` (each term's UTF-16-BE order key, in that order), ``rstart`` u32 × (T+1) and
+``raw`` (postings strings, ASCII), ``count`` u32 × T, ``shard`` u32 × T, ``heavy`` i32 × T (−1:
+decoded on demand), ``pstart`` u32 × (H+1), ``docs`` i32 × P, ``impact`` f64 × P, ``order`` i32 × P,
+``offs`` i32 × (P+H), ``masks`` (per heavy term its documents' then its titles' bitmask, ``mask``
+bytes each); the prefixes (E of them, each named by the range of terms it begins and whether the
+first is the prefix itself): ``pkey`` u64 × E ((first << 33) | (end << 1) | itself, increasing),
+``pidstart`` u32 × (E+1) and ``pids`` i32 (the terms it stands for, in the engine's order; none:
+every term of its range), ``pmerged`` i32 × E (its merged list, −1: none), ``mstart`` u32 × (M+1),
+``mdocs`` i32, ``mimpact`` f64, ``morder`` i32 (the merged lists) and ``mmasks`` (their documents'
+bitmasks, ``mask`` bytes each)."""
 
 from __future__ import annotations
 
@@ -21,25 +32,30 @@ import heapq
 import json
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
 
 from archiver.search.build import order_key
-from archiver.search.postings import TERM_BYTES, TermData, number_count, term_data, valid_postings
+from archiver.search.postings import TERM_BYTES, TermData, merge, number_count, term_data, valid_postings
 from archiver.search.query import MAX_EXPANSIONS, Index
 
-__all__ = ["HEAVY", "MAGIC", "VERSION", "Table", "build"]
+__all__ = ["HEAVY", "MAGIC", "MERGED_NUMBERS", "VERSION", "Table", "build"]
 
 MAGIC = b"archiver-search-table\n"
-VERSION = 1
+VERSION = 2
+#: A prefix whose completions (but itself) hold at least this many numbers has them stored merged.
+MERGED_NUMBERS = 2048
 #: A term of at least this many numbers in its postings string is stored decoded (about 8 postings).
 HEAVY = 48
 #: One key in this many is kept decoded in memory for the lookups (:attr:`Table.sample`).
 SAMPLE = 32
 _LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
-_SIZES = {"I": 4, "i": 4, "d": 8}
+_SIZES = {"I": 4, "i": 4, "d": 8, "Q": 8}
 _ARRAYS = {
     "kstart": "I", "rstart": "I", "count": "I", "shard": "I", "heavy": "i", "pstart": "I",
     "docs": "i", "impact": "d", "order": "i", "offs": "i",
+    "pkey": "Q", "pidstart": "I", "pids": "i", "pmerged": "i",
+    "mstart": "I", "mdocs": "i", "mimpact": "d", "morder": "i",
 }  # fmt: skip
 
 
@@ -57,6 +73,7 @@ def build(index: Index, identity: str) -> bytes | None:
         return None
     lengths = index.lengths
     rows: list[tuple[bytes, int, str]] = []
+    terms: list[str] = []
     before = b""
     for i, (first, last, size, sha) in enumerate(index.shards):
         lo, hi = order_key(first), order_key(last)
@@ -75,9 +92,11 @@ def build(index: Index, identity: str) -> bytes | None:
                 return None
             prev = key
             rows.append((key, i, r[1]))
+            terms.append(r[0])
     mask = (index.documents + 7) // 8
     a: dict[str, array] = {name: array(code) for name, code in _ARRAYS.items()}
     keys, raw, masks = bytearray(), bytearray(), bytearray()
+    tds: dict[int, TermData] = {}
     a["kstart"].append(0)
     a["rstart"].append(0)
     a["pstart"].append(0)
@@ -96,6 +115,7 @@ def build(index: Index, identity: str) -> bytes | None:
             td = term_data(value, index.version, lengths, index.avgdl, index.documents)
         except ValueError:
             return None
+        tds[len(a["heavy"])] = td
         a["heavy"].append(len(a["pstart"]) - 1)
         a["docs"].extend(td.docs)
         a["impact"].extend(td.impact)
@@ -103,8 +123,12 @@ def build(index: Index, identity: str) -> bytes | None:
         a["offs"].extend(td.offs)
         a["pstart"].append(len(a["docs"]))
         masks += td.mask.to_bytes(mask, "little") + td.titles.to_bytes(mask, "little")
+    try:
+        mmasks = _prefixes(a, terms, tds, rows, index, mask)
+    except ValueError:
+        return None
     parts: list[tuple[str, bytes]] = [(name, arr.tobytes()) for name, arr in a.items()]
-    parts += [("keys", bytes(keys)), ("raw", bytes(raw)), ("masks", bytes(masks))]
+    parts += [("keys", bytes(keys)), ("raw", bytes(raw)), ("masks", bytes(masks)), ("mmasks", mmasks)]
     body, sections = bytearray(), {}
     for name, data in parts:
         body += b"\0" * (-len(body) % 8)
@@ -117,6 +141,8 @@ def build(index: Index, identity: str) -> bytes | None:
         "terms": len(rows),
         "heavy": len(a["pstart"]) - 1,
         "mask": mask,
+        "prefixes": len(a["pkey"]),
+        "merged": len(a["mstart"]) - 1,
         "sections": sections,
         "body": hashlib.sha256(body).hexdigest(),
     }
@@ -125,6 +151,86 @@ def build(index: Index, identity: str) -> bytes | None:
     pad = b" " * (-start % 8)
     head += pad
     return MAGIC + len(head).to_bytes(4, "little") + head + bytes(body)
+
+
+def _nodes(terms: list[str]) -> Iterator[tuple[int, int, int, int]]:
+    """(first, end, length, its parent's length) of every prefix shared by two terms or more: the
+    terms in key order, a prefix's terms are a range; the prefixes of one range are those longer than
+    its parent's (the longest prefix of a wider range) up to its own length (their common prefix)."""
+    stack = [(0, 0)]  # (length, first)
+    for j in range(1, len(terms) + 1):
+        common = 0
+        if j < len(terms):
+            x, y = terms[j - 1], terms[j]
+            most = min(len(x), len(y))
+            while common < most and x[common] == y[common]:
+                common += 1
+        first = j - 1
+        while stack[-1][0] > common:
+            length, first = stack.pop()
+            yield first, j, length, max(stack[-1][0], common)
+        if stack[-1][0] < common:
+            stack.append((common, first))
+
+
+def _pick(count: Any, lo: int, hi: int, itself: bool) -> list[int]:
+    """A prefix's terms when more than 64 begin with it: itself first, then the 64 with most numbers
+    (ties in key order), as the engine and the core choose them."""
+    exact = [lo] if itself else []
+    return exact + heapq.nlargest(
+        MAX_EXPANSIONS - len(exact), range(lo + len(exact), hi), key=count.__getitem__
+    )
+
+
+def _prefixes(
+    a: dict[str, array], terms: list[str], tds: dict[int, TermData], rows: list[Any], index: Index, mask: int
+) -> bytes:
+    """Fill the prefix sections of ``a`` (a ValueError when a completion's postings are malformed);
+    the merged lists' bitmasks."""
+    count = a["count"]
+    total = [0]
+    for c in count:
+        total.append(total[-1] + c)
+    entries: list[tuple[int, list[int] | None, int]] = []
+    merged: list[tuple[array, array, array, int]] = []
+    for lo, hi, length, parent in _nodes(terms):
+        if hi - lo <= MAX_EXPANSIONS and total[hi] - total[lo] < MERGED_NUMBERS:
+            continue
+        itself = len(terms[lo]) == length
+        for exact in (True, False):
+            if exact != itself and (exact or length - 1 <= parent):
+                continue  # no prefix of this range is itself a term / every one is
+            ids = _pick(count, lo, hi, exact) if hi - lo > MAX_EXPANSIONS else None
+            rest = [j for j in (ids if ids is not None else range(lo, hi)) if not (exact and j == lo)]
+            m = -1
+            if sum(count[j] for j in rest) >= MERGED_NUMBERS:
+                got = [tds[j] if j in tds else _light(rows[j][2], index) for j in rest]
+                got = [td for td in got if td.docs]
+                if len(got) > 1:
+                    m = len(merged)
+                    merged.append(merge(got))
+            if ids is not None or m >= 0:
+                entries.append(((lo << 33) | (hi << 1) | exact, ids, m))
+    entries.sort(key=lambda e: e[0])
+    a["pidstart"].append(0)
+    a["mstart"].append(0)
+    for key, ids, m in entries:
+        a["pkey"].append(key)
+        a["pids"].extend(ids or ())
+        a["pidstart"].append(len(a["pids"]))
+        a["pmerged"].append(m)
+    out = bytearray()
+    for docs, impacts, order, bits in merged:
+        a["mdocs"].extend(docs)
+        a["mimpact"].extend(impacts)
+        a["morder"].extend(order)
+        a["mstart"].append(len(a["mdocs"]))
+        out += bits.to_bytes(mask, "little")
+    return bytes(out)
+
+
+def _light(value: str, index: Index) -> TermData:
+    return term_data(value, index.version, index.lengths, index.avgdl, index.documents)
 
 
 class Table:
@@ -163,10 +269,15 @@ class Table:
                 raise ValueError("a section is out of bounds")
             part = body[off : off + length]
             s[name] = part.cast(_ARRAYS[name]) if name in _ARRAYS else part
+        self.prefixes, self.merges = int(h["prefixes"]), int(h["merged"])
         t, hv, p = self.terms, self.heavies, len(s["docs"])
+        e, m, q = self.prefixes, self.merges, len(s["mdocs"])
         want = {"kstart": t + 1, "rstart": t + 1, "count": t, "shard": t, "heavy": t, "pstart": hv + 1}
         want |= {"impact": p, "order": p, "offs": p + hv}
+        want |= {"pkey": e, "pidstart": e + 1, "pmerged": e, "mstart": m + 1, "mimpact": q, "morder": q}
         if any(len(s[k]) != v for k, v in want.items()) or len(s["masks"]) != 2 * self.mask * hv:
+            raise ValueError("its sections disagree")
+        if len(s["mmasks"]) != self.mask * m or any(not -1 <= x < m for x in s["pmerged"]):
             raise ValueError("its sections disagree")
         self.s = s
         self.kstart, self.keys, self.count, self.heavy = s["kstart"], s["keys"], s["count"], s["heavy"]
@@ -208,18 +319,37 @@ class Table:
         """The terms a query word stands for, in the engine's order: the term itself, or its prefix's
         completions in key order, or when more than 64 the term first then the 64 with most numbers
         (ties in key order), as ``Engine._word`` and the core choose them."""
+        return self.lookup(term, prefix)[0]
+
+    def lookup(self, term: str, prefix: bool) -> tuple[list[int], tuple[Any, Any, Any, int] | None]:
+        """:meth:`find`'s terms, and for a prefix whose completions are stored merged their list
+        (documents, impacts, impact order, bitmask: what :func:`~archiver.search.postings.merge`
+        gives for them, read in place)."""
         want = order_key(term)
         lo = self._first(want, False)
         if not prefix:
-            return [lo] if lo < self.terms and self.key(lo) == want else []
+            return ([lo] if lo < self.terms and self.key(lo) == want else []), None
         hi = self._first(want, True)
-        if hi - lo <= MAX_EXPANSIONS:
-            return list(range(lo, hi))
-        exact = [lo] if self.key(lo) == want else []
-        rest = heapq.nlargest(
-            MAX_EXPANSIONS - len(exact), range(lo + len(exact), hi), key=self.count.__getitem__
-        )
-        return exact + rest
+        itself = lo < hi and self.key(lo) == want
+        e = self._entry((lo << 33) | (hi << 1) | itself) if hi - lo > 1 else -1
+        if e < 0:
+            return (
+                list(range(lo, hi)) if hi - lo <= MAX_EXPANSIONS else _pick(self.count, lo, hi, itself)
+            ), None
+        s = self.s
+        a, b = s["pidstart"][e], s["pidstart"][e + 1]
+        ids = s["pids"][a:b].tolist() if b > a else list(range(lo, hi))
+        m = s["pmerged"][e]
+        if m < 0:
+            return ids, None
+        a, b = s["mstart"][m], s["mstart"][m + 1]
+        bits = int.from_bytes(s["mmasks"][self.mask * m : self.mask * (m + 1)], "little")
+        return ids, (s["mdocs"][a:b], s["mimpact"][a:b], s["morder"][a:b], bits)
+
+    def _entry(self, key: int) -> int:
+        keys = self.s["pkey"]
+        e = bisect_left(keys, key)
+        return e if e < len(keys) and keys[e] == key else -1
 
     def data(self, j: int, index: Index) -> TermData:
         """Term ``j``'s data: read in place when stored decoded, else decoded now (ValueError when its

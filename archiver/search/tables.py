@@ -71,6 +71,10 @@ def build_file(index: Index, identity: str) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    for old in where.parent.glob(f"{identity}.v*"):  # an earlier version's: never read again
+        if old != where:
+            with contextlib.suppress(OSError):
+                old.unlink()
     _trim(where.parent, keep=where)
     return True
 

@@ -151,9 +151,13 @@ def _tabled(indexes: list[query.Index], keys: list[str], budget: int) -> engine.
     return eng
 
 
+@pytest.mark.parametrize("merged", [0, 40, table.MERGED_NUMBERS])
 @pytest.mark.parametrize("heavy", [0, 6, 48])
-def test_an_engine_with_tables_ranks_as_the_core(heavy: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_with_tables_ranks_as_the_core(
+    heavy: int, merged: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(table, "HEAVY", heavy)  # 0: every term stored decoded; 48: most decoded on demand
+    monkeypatch.setattr(table, "MERGED_NUMBERS", merged)  # 0: every prefix's completions stored merged
     indexes = _indexes(11, 5)
     keys = [f"k{i}" for i in range(len(indexes))]
     eng = _tabled(indexes, keys, 64 << 20)
@@ -173,12 +177,21 @@ def test_an_engine_with_tables_ranks_as_the_core(heavy: int, monkeypatch: pytest
     offset=st.integers(0, 15),
     heavy=st.sampled_from([0, 4, 48]),
     version=st.sampled_from([1, 2, 3]),
+    merged=st.sampled_from([0, 30, table.MERGED_NUMBERS]),
 )
 def test_an_engine_with_tables_ranks_as_the_core_for_any_query(
-    seed: int, count: int, words: list[str], space: bool, limit: int, offset: int, heavy: int, version: int
+    seed: int,
+    count: int,
+    words: list[str],
+    space: bool,
+    limit: int,
+    offset: int,
+    heavy: int,
+    version: int,
+    merged: int,
 ) -> None:
-    old = table.HEAVY
-    table.HEAVY = heavy
+    old = table.HEAVY, table.MERGED_NUMBERS
+    table.HEAVY, table.MERGED_NUMBERS = heavy, merged
     try:
         indexes = _indexes(seed, count, version)  # formats 1-2 get no table: the engine reads shards
         keys = [f"k{i}" for i in range(count)]
@@ -188,12 +201,17 @@ def test_an_engine_with_tables_ranks_as_the_core_for_any_query(
         for _ in range(2):
             _same(indexes, eng, keys, q, limit, offset)
     finally:
-        table.HEAVY = old
+        table.HEAVY, table.MERGED_NUMBERS = old
 
 
-def test_a_prefix_of_more_than_64_terms_keeps_the_cores_64_from_the_table() -> None:
+@pytest.mark.parametrize("merged", [0, table.MERGED_NUMBERS])
+def test_a_prefix_of_more_than_64_terms_keeps_the_cores_64_from_the_table(
+    merged: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """200 completions of ``ba``, many with the same number count: the 64 kept (the term itself first,
-    then most numbers, ties in key order) and so the ranking are the core's."""
+    then most numbers, ties in key order) and so the ranking are the core's, whether the table stores
+    the prefixes' terms and merged lists or not."""
+    monkeypatch.setattr(table, "MERGED_NUMBERS", merged)
     rng = random.Random(3)
     words = [f"ba{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(200)]
     pages = [
@@ -206,6 +224,35 @@ def test_a_prefix_of_more_than_64_terms_keeps_the_cores_64_from_the_table() -> N
     for q in ["ba", "b", "bab", "ba bac", "bacz ba"]:
         for limit, offset in [(10, 0), (20, 40)]:
             _same(indexes, eng, ["a"], q, limit, offset)
+
+
+def test_a_prefixs_completions_are_read_merged_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Table version 2 stores the merged list of a prefix whose completions hold many numbers (the
+    tail of issue 23: 64 completions decoded and merged in each of 100 indexes, ~4 ms an index): the
+    engine reads it in place and merges nothing, and the list is the one it would merge."""
+    rng = random.Random(7)
+    words = [f"ba{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(120)] + ["ba"]
+    pages = [
+        (f"p/{i}.html", html("t", "<p>" + " ".join(rng.choices(words, k=200)) + "</p>")) for i in range(50)
+    ]
+    ix = query.Index(build_files(pages, shard_bytes=4096).__getitem__, "mem")
+    data = table.build(ix, "me")
+    assert data is not None
+    t = table.Table(data, "me", ix.documents)
+    assert t.prefixes > 0 and t.merges > 0
+    ids, stored = t.lookup("ba", True)
+    assert stored is not None and ids == t.find("ba", True) and len(ids) == query.MAX_EXPANSIONS
+    rest = [t.data(j, ix) for j in ids if t.term(j) != "ba"]
+    want = engine.merge([td for td in rest if td.docs])
+    assert [list(x) for x in stored[:3]] == [list(x) for x in want[:3]] and stored[3] == want[3]
+
+    def no_merge(tds: object) -> object:
+        raise AssertionError("merged again")
+
+    eng = _tabled([ix], ["a"], 64 << 20)
+    want_results = _shape(query.search([ix], "ba", limit=10))
+    monkeypatch.setattr(engine, "merge", no_merge)
+    assert _shape(eng.search([ix], ["a"], "ba", limit=10)) == want_results
 
 
 def test_a_table_is_refused_when_changed_or_of_another_index() -> None:

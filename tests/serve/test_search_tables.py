@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.search import store, tables
+from archiver.search import store, table, tables
 from archiver.serve import search as serve_search
 from archiver.serve.sources import mounts_for
 from tests.search.helpers import html
@@ -51,7 +51,7 @@ def test_tables_are_built_once_and_answer_as_the_engine_alone(tmp_path: Path, ca
     first = serve_search.Searcher(mounts_for(trees))
     done = first.prepare()
     assert done["tables"] == 3 and done["built"] == 3, done
-    assert len(list(cache.glob("*.v1"))) == 3
+    assert len(list(cache.glob(f"*.v{table.VERSION}"))) == 3
     assert _answers(first) == want
     assert len(first.engine.tables) == 3  # the answers came through the tables
     first.close()
@@ -67,7 +67,7 @@ def test_a_changed_or_planted_table_is_refused_and_built_again(tmp_path: Path, c
     searcher.prepare()
     want = _answers(searcher)
     searcher.close()
-    (made,) = cache.glob("*.v1")
+    (made,) = cache.glob(f"*.v{table.VERSION}")
     data = bytearray(made.read_bytes())
     data[len(data) - 10] ^= 0x20  # in the body: its SHA-256 no longer matches
     made.write_bytes(bytes(data))
@@ -80,12 +80,30 @@ def test_a_changed_or_planted_table_is_refused_and_built_again(tmp_path: Path, c
     searcher = serve_search.Searcher(mounts_for([other]))
     searcher.prepare()
     searcher.close()
-    theirs = next(p for p in cache.glob("*.v1") if p != made)
+    theirs = next(p for p in cache.glob(f"*.v{table.VERSION}") if p != made)
     made.write_bytes(theirs.read_bytes())
     searcher = serve_search.Searcher(mounts_for([tree]))
     assert searcher.prepare()["built"] == 1
     assert _answers(searcher) == want
     searcher.close()
+
+
+def test_a_table_of_an_earlier_version_is_not_read_but_built_again(tmp_path: Path, cache: Path) -> None:
+    """Table version 2 (prefixes' completions stored merged) replaces version 1: a version 1 file of
+    the same index is never opened; the new one is built and the old one removed."""
+    tree = _tree(tmp_path / "t", 30)
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    searcher.prepare()
+    want = _answers(searcher)
+    searcher.close()
+    (made,) = cache.glob(f"*.v{table.VERSION}")
+    old = made.with_suffix(".v1")
+    made.rename(old)  # under the name an earlier archiver gave its table of this index
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    assert searcher.prepare()["built"] == 1
+    assert _answers(searcher) == want
+    searcher.close()
+    assert made.is_file() and not old.exists()
 
 
 def test_a_tree_indexed_again_while_served_is_another_index(tmp_path: Path) -> None:
@@ -126,16 +144,16 @@ def test_the_cache_folder_keeps_to_its_budget(
         searcher = serve_search.Searcher(mounts_for([_tree(tmp_path / f"t{i}", 20, word)]))
         searcher.prepare()
         searcher.close()
-        for p in cache.glob("*.v1"):  # the one just made is the newest
+        for p in cache.glob(f"*.v{table.VERSION}"):  # the one just made is the newest
             if p.stat().st_mtime_ns > 10**15:
                 os.utime(p, ns=((i + 1) * 10**9, (i + 1) * 10**9))
-    files = sorted(cache.glob("*.v1"), key=lambda p: p.stat().st_mtime_ns)
+    files = sorted(cache.glob(f"*.v{table.VERSION}"), key=lambda p: p.stat().st_mtime_ns)
     assert len(files) == 3
     monkeypatch.setattr(tables, "DISK_BYTES", sum(p.stat().st_size for p in files[1:]) + 10)
     searcher = serve_search.Searcher(mounts_for([_tree(tmp_path / "n", 20, "number")]))
     searcher.prepare()
     searcher.close()
-    left = set(cache.glob("*.v1"))
+    left = set(cache.glob(f"*.v{table.VERSION}"))
     assert files[0] not in left and len(left) <= 3  # the least recently used went first
     assert sum(p.stat().st_size for p in left) <= tables.DISK_BYTES
     assert not list(cache.glob(".tmp-*"))
