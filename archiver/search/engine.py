@@ -71,14 +71,21 @@ __all__ = ["Engine", "TermData", "term_data"]  # the last two: archiver.search.p
 
 class _Word:
     """One query word (a term, or a prefix) in one index: the terms it found, in the core's order.
-    A prefix standing for several terms besides itself also has their :class:`_Merged` documents."""
+    A prefix standing for several terms besides itself also has their :class:`_Merged` documents.
 
-    __slots__ = ("df", "exact", "found", "lists", "merged", "size", "union")
+    A prefix whose merged list a table stores (:meth:`stored`) decodes its completions only when a
+    document it holds is ranked exactly or shown (:attr:`found`, once): the top-k streams read the
+    merged list, its document count is the bitmask's and its completions' own counts matter only
+    when one of them is a query word too (then :meth:`Engine.search` asks for :attr:`found` first)."""
+
+    __slots__ = ("_found", "_load", "df", "exact", "lists", "merged", "size", "term", "union")
 
     def __init__(
         self, term: str, prefix: bool, found: list[tuple[str, TermData]], stored: _Merged | None = None
     ) -> None:
-        self.found = found
+        self.term = term
+        self._found: list[tuple[str, TermData]] | None = found
+        self._load: Any = None
         self.df = {t: len(td.docs) for t, td in found}
         self.union = 0
         for _, td in found:
@@ -96,6 +103,40 @@ class _Word:
             self.size += self.merged.size
             self.lists = [(self.exact, True)] if self.exact is not None else []
             self.lists.append((self.merged, False))
+
+    @classmethod
+    def stored(cls, term: str, exact: TermData | None, merged: _Merged, terms: int, load: Any) -> _Word:
+        """A prefix whose completions a table stores merged: ``load()`` gives :attr:`found` (the same
+        list, ``exact`` first when the prefix is a term), ``terms`` how many it holds."""
+        w = cls.__new__(cls)
+        w.term, w._found, w._load, w.exact, w.merged = term, None, load, exact, merged
+        w.df = {term: len(exact.docs)} if exact is not None else {}
+        w.union = merged.mask | (exact.mask if exact is not None else 0)
+        w.size = ENTRY + TERM_BYTES * terms + merged.size + (exact.size if exact is not None else 0)
+        w.lists = [(exact, True)] if exact is not None else []
+        w.lists.append((merged, False))
+        return w
+
+    @property
+    def found(self) -> list[tuple[str, TermData]]:
+        """The terms found and their data, in the core's order (decoded now when :meth:`stored`)."""
+        if self._found is None:
+            self._found = self._load()
+            self._load = None
+            self.df = {t: len(td.docs) for t, td in self._found}
+        return self._found
+
+    def alts(self, doc: int) -> dict[str, Any]:
+        """The postings of ``doc`` for each term found that holds it (the core's ``here``)."""
+        if self._found is None and not (self.merged.mask >> doc) & 1:
+            i = self.exact.find(doc) if self.exact is not None else -1
+            return {self.term: self.exact.posting(i)} if i >= 0 else {}
+        out = {}
+        for t, td in self.found:
+            i = td.find(doc)
+            if i >= 0:
+                out[t] = td.posting(i)
+        return out
 
 
 class _Merged:
@@ -215,12 +256,18 @@ class Engine:
             return cached
         table = self.tables.get(key)
         found: dict[str, tuple[int, Any]] = {}
-        stored = None
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
             ids, got = table.lookup(term, prefix)
             found = {table.term(j): (table.shard(j), j) for j in ids}
-            if got is not None:  # the prefix's completions stored merged
-                stored = _Merged(*got)
+            if got is not None:  # the prefix's completions stored merged: decoded when needed
+                exact = self._data(index, key, table, term, *found[term]) if term in found else None
+
+                def load(index: Index = index, found: dict[str, tuple[int, Any]] = found) -> Any:
+                    return [(t, self._data(index, key, table, t, i, j)) for t, (i, j) in found.items()]
+
+                word = _Word.stored(term, exact, _Merged(*got), len(found), load)
+                self._put(("w", key, term, prefix), word, word.size)
+                return word
         for i in self._shards_for(index, key, term, prefix) if table is None else ():
             for t, raw in self._shard(index, key, i).items():
                 if t == term or (prefix and t.startswith(term)):
@@ -228,25 +275,27 @@ class Engine:
         if prefix and len(found) > MAX_EXPANSIONS:
             keep = sorted(found, key=lambda t: (t != term, -number_count(found[t][1]), order_key(t)))
             found = {t: found[t] for t in keep[:MAX_EXPANSIONS]}
-        out = []
-        for t, (i, raw) in found.items():
-            td = self._terms.get((key, t, i))
-            if td is None:
-                try:
-                    if table is not None:
-                        td = table.data(raw, index)
-                    else:
-                        td = term_data(
-                            raw, index.version, getattr(index, "lengths", []), index.avgdl, index.documents
-                        )
-                except ValueError as e:
-                    where = index._where(f"t/{i}")
-                    raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
-                self._terms[(key, t, i)] = td
-            out.append((t, td))
-        word = _Word(term, prefix, out, stored)
+        out = [(t, self._data(index, key, table, t, i, raw)) for t, (i, raw) in found.items()]
+        word = _Word(term, prefix, out)
         self._put(("w", key, term, prefix), word, word.size)
         return word
+
+    def _data(self, index: Index, key: Hashable, table: Table | None, t: str, i: int, raw: Any) -> TermData:
+        """Term ``t``'s data (shard ``i``; ``raw``: its postings, or its number in ``table``)."""
+        td = self._terms.get((key, t, i))
+        if td is None:
+            try:
+                if table is not None:
+                    td = table.data(raw, index)
+                else:
+                    td = term_data(
+                        raw, index.version, getattr(index, "lengths", []), index.avgdl, index.documents
+                    )
+            except ValueError as e:
+                where = index._where(f"t/{i}")
+                raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
+            self._terms[(key, t, i)] = td
+        return td
 
     def _titled_as(self, index: Index, key: Hashable, n: int) -> int:
         """The bitmask of the documents whose title is ``n`` terms long (format 3's lengths; formats
@@ -283,6 +332,10 @@ class Engine:
             (c.terms[k], c.prefix and k == len(c.terms) - 1) for c in clauses for k in range(len(c.terms))
         ]
         words = [[self._word(ix, key, t, p) for t, p in slots] for ix, key in zip(indexes, keys, strict=True)]
+        if any(q != t and q.startswith(t) for t, p in slots if p for q, _ in slots):
+            for per_index in words:  # a query word that is a completion too: df counts it twice
+                for w in per_index:
+                    w.found  # noqa: B018
         df: dict[str, int] = {}
         any_df: dict[str, int] = {}
         for per_index in words:
@@ -312,6 +365,9 @@ class Engine:
         out = []
         for _tier, score, a, doc in page:
             here = ctx.here(a, doc)
+            for alts in (alts for per_term in here for alts in per_term):
+                for t in alts:  # a completion's count: cut_at ranks it by its prefix's (any_df)
+                    df.setdefault(t, 0)
             out.append((-_tier, -score, a, doc, cut_at(clauses, here, df, any_df)))
         return page_results(indexes, clauses, out, results)
 
@@ -343,12 +399,7 @@ class _Query:
         for c in self.clauses:
             per_term = []
             for _ in c.terms:
-                alts = {}
-                for t, td in self.words[a][s].found:
-                    i = td.find(doc)
-                    if i >= 0:
-                        alts[t] = td.posting(i)
-                per_term.append(alts)
+                per_term.append(self.words[a][s].alts(doc))
                 s += 1
             out.append(per_term)
         return out
@@ -397,9 +448,8 @@ class _Query:
             maybe = cand & titled[a]
             if not maybe:
                 continue
-            for w, (term, _) in zip(self.words[a], self.slots, strict=True):
-                exact = next((td for t, td in w.found if t == term), None)
-                maybe &= exact.titles if exact is not None else 0
+            for w in self.words[a]:
+                maybe &= w.exact.titles if w.exact is not None else 0
             for d in bits_of(maybe):
                 seen.add((a, d))
                 key = self.exact(a, d)
