@@ -9,7 +9,8 @@ checked against its own SHA-256 and the index's identity. Pure: no network, no f
 Version 2 also stores, for each prefix whose completions cost most to merge (at least
 :data:`MERGED_NUMBERS` numbers) or that stands for more than 64 terms, the terms it stands for and
 their merged list (:func:`~archiver.search.postings.merge`), so a query's last word reads one list
-instead of decoding and merging 64 (formats/search.md §6.5).
+instead of decoding and merging 64 (formats/search.md §6.5); those completions are stored decoded
+too, however few their numbers (a document shown needs their postings).
 
 Layout (version 2, little-endian): ``MAGIC``, a 4-byte header length, the header (JSON: ``table``,
 ``identity``, ``documents``, ``terms``, ``heavy``, ``mask``, ``prefixes``, ``merged``, ``sections``
@@ -32,7 +33,7 @@ import heapq
 import json
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from archiver.search.build import order_key
@@ -105,26 +106,32 @@ def build(index: Index, identity: str) -> bytes | None:
         raw += value.encode("ascii")
         a["kstart"].append(len(keys))
         a["rstart"].append(len(raw))
-        numbers = number_count(value)
-        a["count"].append(numbers)
+        a["count"].append(number_count(value))
         a["shard"].append(i)
-        if numbers < HEAVY:
-            a["heavy"].append(-1)
-            continue
-        try:
-            td = term_data(value, index.version, lengths, index.avgdl, index.documents)
-        except ValueError:
-            return None
-        tds[len(a["heavy"])] = td
-        a["heavy"].append(len(a["pstart"]) - 1)
-        a["docs"].extend(td.docs)
-        a["impact"].extend(td.impact)
-        a["order"].extend(td.order)
-        a["offs"].extend(td.offs)
-        a["pstart"].append(len(a["docs"]))
-        masks += td.mask.to_bytes(mask, "little") + td.titles.to_bytes(mask, "little")
+
+    def decode(j: int) -> TermData:
+        td = tds.get(j)
+        if td is None:
+            td = tds[j] = term_data(rows[j][2], index.version, lengths, index.avgdl, index.documents)
+        return td
+
     try:
-        mmasks = _prefixes(a, terms, tds, rows, index, mask)
+        # the completions of a prefix stored merged are stored decoded too, however light: a
+        # document shown needs their postings, and decoding 64 light terms costs more than the merge
+        mmasks, completions = _prefixes(a, terms, decode, mask)
+        for j, numbers in enumerate(a["count"]):
+            if numbers < HEAVY and j not in completions:
+                a["heavy"].append(-1)
+                continue
+            td = decode(j)
+            a["heavy"].append(len(a["pstart"]) - 1)
+            a["docs"].extend(td.docs)
+            a["impact"].extend(td.impact)
+            a["order"].extend(td.order)
+            a["offs"].extend(td.offs)
+            a["pstart"].append(len(a["docs"]))
+            masks += td.mask.to_bytes(mask, "little") + td.titles.to_bytes(mask, "little")
+            tds.pop(j, None)
     except ValueError:
         return None
     parts: list[tuple[str, bytes]] = [(name, arr.tobytes()) for name, arr in a.items()]
@@ -183,16 +190,17 @@ def _pick(count: Any, lo: int, hi: int, itself: bool) -> list[int]:
 
 
 def _prefixes(
-    a: dict[str, array], terms: list[str], tds: dict[int, TermData], rows: list[Any], index: Index, mask: int
-) -> bytes:
+    a: dict[str, array], terms: list[str], decode: Callable[[int], TermData], mask: int
+) -> tuple[bytes, set[int]]:
     """Fill the prefix sections of ``a`` (a ValueError when a completion's postings are malformed);
-    the merged lists' bitmasks."""
+    the merged lists' bitmasks and the terms merged."""
     count = a["count"]
     total = [0]
     for c in count:
         total.append(total[-1] + c)
     entries: list[tuple[int, list[int] | None, int]] = []
     merged: list[tuple[array, array, array, int]] = []
+    completions: set[int] = set()
     for lo, hi, length, parent in _nodes(terms):
         if hi - lo <= MAX_EXPANSIONS and total[hi] - total[lo] < MERGED_NUMBERS:
             continue
@@ -204,11 +212,11 @@ def _prefixes(
             rest = [j for j in (ids if ids is not None else range(lo, hi)) if not (exact and j == lo)]
             m = -1
             if sum(count[j] for j in rest) >= MERGED_NUMBERS:
-                got = [tds[j] if j in tds else _light(rows[j][2], index) for j in rest]
-                got = [td for td in got if td.docs]
+                got = [td for td in map(decode, rest) if td.docs]
                 if len(got) > 1:
                     m = len(merged)
                     merged.append(merge(got))
+                    completions.update(rest)
             if ids is not None or m >= 0:
                 entries.append(((lo << 33) | (hi << 1) | exact, ids, m))
     entries.sort(key=lambda e: e[0])
@@ -226,11 +234,7 @@ def _prefixes(
         a["morder"].extend(order)
         a["mstart"].append(len(a["mdocs"]))
         out += bits.to_bytes(mask, "little")
-    return bytes(out)
-
-
-def _light(value: str, index: Index) -> TermData:
-    return term_data(value, index.version, index.lengths, index.avgdl, index.documents)
+    return bytes(out), completions
 
 
 class Table:
