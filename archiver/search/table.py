@@ -34,6 +34,7 @@ import json
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import Any
 
 from archiver.search.build import order_key
@@ -283,6 +284,12 @@ class Table:
             raise ValueError("its sections disagree")
         if len(s["mmasks"]) != self.mask * m or any(not -1 <= x < m for x in s["pmerged"]):
             raise ValueError("its sections disagree")
+        # a prefix's terms and merged lists inside the table (C-speed scans: ~1 ms a table)
+        pids, ps, ms = s["pids"], s["pidstart"], s["mstart"]
+        if (len(pids) and not 0 <= min(pids) <= max(pids) < t) or ps[e] != len(pids) or ms[m] != q:
+            raise ValueError("its prefixes disagree")
+        if any(x > y for x, y in pairwise(ps)) or any(x > y for x, y in pairwise(ms)):
+            raise ValueError("its prefixes disagree")
         self.s = s
         self.kstart, self.keys, self.count, self.heavy = s["kstart"], s["keys"], s["count"], s["heavy"]
         self.bytes = len(view)

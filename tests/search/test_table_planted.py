@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from typing import Any
 
 import pytest
 
-from archiver.search import table
+from archiver.search import query, table
+from tests.search.helpers import build_files, html
 
 _BODY = bytes(64)
 
@@ -38,3 +40,30 @@ def test_a_planted_header_is_refused_as_malformed(lie: str) -> None:
     data = _planted(_LIES[lie])
     with pytest.raises(ValueError):
         table.Table(data, "x", 1)
+
+
+def test_a_table_whose_prefixes_lie_is_refused() -> None:
+    """Version 2's prefix sections (a prefix's terms, its merged list) naming terms or documents past
+    the table's, in a body whose SHA-256 was computed again: refused, not an IndexError at query time."""
+    rng = random.Random(7)
+    words = [f"ba{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(120)]
+    text = ["<p>" + " ".join(rng.choices(words, k=200)) + "</p>" for _ in range(30)]
+    pages = [(f"p/{i}.html", html("t", t)) for i, t in enumerate(text)]
+    ix = query.Index(build_files(pages, shard_bytes=4096).__getitem__, "mem")
+    data = table.build(ix, "me")
+    assert data is not None
+    good = table.Table(data, "me", ix.documents)
+    assert good.prefixes and good.merges
+    n = int.from_bytes(data[len(table.MAGIC) : len(table.MAGIC) + 4], "little")
+    start = len(table.MAGIC) + 4 + n
+    header = json.loads(data[len(table.MAGIC) + 4 : start])
+    for name, value in [("pids", 10**6), ("pidstart", 10**6), ("mstart", 10**6), ("pmerged", 10**6)]:
+        body = bytearray(data[start:])
+        off = header["sections"][name][0]
+        body[off : off + 4] = value.to_bytes(4, "little")
+        lie = {**header, "body": hashlib.sha256(body).hexdigest()}
+        raw = json.dumps(lie, sort_keys=True).encode("ascii")
+        raw += b" " * (n - len(raw))
+        planted = table.MAGIC + len(raw).to_bytes(4, "little") + raw + bytes(body)
+        with pytest.raises(ValueError):
+            table.Table(planted, "me", ix.documents)
