@@ -62,7 +62,6 @@ def test_captured_pages_match_the_tree_from_disk(browser: Browser, captured: tup
                 if share > 0.005:
                     differ[path] = share
             problems = page.evaluate("gwtar.problems.filter(p => p.kind !== 'missing')")
-        assert differ == {}
-        assert problems == []
+        assert (differ, problems) == ({}, [])  # both shown when one fails (a page that differs may say why)
     finally:
         context.close()
