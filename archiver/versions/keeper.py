@@ -139,6 +139,7 @@ def for_tree(root: Path) -> Keeper | None:
     newest = found[-1].manifest
     base = os.fspath(store.store_dir(root))
     pending: dict[str, tuple[str, int]] = {}
+    folders: dict[str, bool] = {}  # blobs/sha256/<two hex>: there? (none there: no blob to look for)
     try:
         with open(newest, "rb") as f:
             f.readline()  # the header
@@ -151,7 +152,12 @@ def for_tree(root: Path) -> Keeper | None:
                     continue  # verify names it
                 if store.safe_path(r.path) or not store.is_sha256(r.sha256):
                     continue  # a hostile version: never a tree path a capture writes
-                if not os.path.exists(os.path.join(base, store.blob_name(r.sha256))):
+                name = store.blob_name(r.sha256)
+                folder = name.rpartition("/")[0]  # blobs/sha256/<two hex>
+                there = folders.get(folder)
+                if there is None:
+                    there = folders[folder] = os.path.isdir(os.path.join(base, folder))
+                if not there or not os.path.exists(os.path.join(base, name)):
                     pending[r.path] = (r.sha256, r.size)
     except OSError as e:
         raise FormatError(f"cannot be read: {e.strerror or e}", subject=str(newest)) from None

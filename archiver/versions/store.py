@@ -278,19 +278,20 @@ def record(root: Path) -> Recorded:
     if current is None:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
-    files = 0
+    lines = [_encoder.encode(header) + b"\n"]  # the manifest compacted, as _manifest_bytes: one pass
     for r in read_records(root):
         why = safe_path(r.path)
         if why:
             raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
         if not _HEX64.match(r.sha256):
             blob_path(root, r.sha256)  # raises: not a SHA-256
-        files += 1
+        lines.append(_encoder.encode(r) + b"\n")
+    files = len(lines) - 1
     mark = folder / STORE_MARK
     if not mark.is_file():
         _write_atomic(mark, STORE_FORMAT)
     vid = current.id
-    body = _version_body(_manifest_bytes(root), vid)
+    body = _version_body(b"".join(lines), vid)
     _write_atomic(folder / f"{vid}.jsonl", body)
     report = root / RESERVED_DIR / REPORT_NAME
     if report.is_file():
