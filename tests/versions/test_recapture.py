@@ -224,3 +224,35 @@ def test_a_kill_right_after_a_changed_page_was_written_keeps_its_old_bytes(
     first2 = tmp_path / "first2"
     assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(first2)).returncode == 0
     assert tree_files(first2) == first_files
+
+
+def test_a_file_moved_aside_by_a_clash_stays_in_its_version(tmp_path: Path) -> None:
+    """tree.md §4.5: a file a later URL needs as a folder moves to its ``__c-`` name; the version that
+    held it at its old path keeps its bytes (formats/history.md §2.1: kept before the move)."""
+    site = tmp_path / "live"
+    site.mkdir()
+    (site / "index.html").write_text(_page("Home", '<p><img src="/avatar" alt=""></p>'))
+    files = [
+        {"path": p, "size": 64, "media_type": "image/png", "pattern": "repeat", "seed": p}
+        for p in ("/avatar", "/avatar/small.png")
+    ]
+    (site / "_generated.json").write_text(json.dumps({"files": files}))
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        first_files = tree_files(out)
+        assert any(p.endswith("/avatar") for p in first_files)
+        time.sleep(1.1)
+        (site / "a.html").write_text(_page("A", '<p><img src="/avatar/small.png" alt=""></p>'))
+        (site / "index.html").write_text(
+            _page("Home", '<p><img src="/avatar" alt=""> <a href="/a.html">A</a></p>')
+        )
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+    now = tree_files(out)
+    assert any("/avatar__c-" in p for p in now) and any(p.endswith("/avatar/small.png") for p in now)
+    assert _cli("verify", str(out)).returncode == 0
+    first = tmp_path / "first"
+    vs = store.versions(out)
+    assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(first)).returncode == 0
+    assert tree_files(first) == first_files
