@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from archiver.serve import running
-from archiver.versions import store
+from archiver.versions import keeper, store
 from tests.serve.helpers import get_on
 from tests.versions.helpers import page, tree_files, write_tree
 
@@ -120,3 +120,28 @@ def test_diff_reads_a_page_the_tree_holds(tmp_path: Path) -> None:
     done = _cli("diff", str(root), "--text")
     assert done.returncode == 0, done.stderr
     assert re.search(r"^changed +docs/a\.html$", done.stdout, re.M) and "+second" in done.stdout
+
+
+def test_a_format_1_store_reads_as_before(tmp_path: Path) -> None:
+    """A store recorded before 2026-12 (every file's blob stored at every recording, no store.json):
+    every reader takes the blobs, a capture keeps nothing more, and the tree's files may change."""
+    root = tmp_path / "site"
+    write_tree(root, V1, "2026-11-30T09:00:00Z")
+    store.record(root)
+    folders = keeper.TreeFolders(root)
+    try:
+        for r in store.version_records(store.versions(root)[0]):
+            assert keeper.store_blob(root, r.path, r.sha256, r.size, folders)
+    finally:
+        folders.close()
+    (store.store_dir(root) / "store.json").unlink()
+    k = keeper.for_tree(root)
+    assert k is not None and k.pending == {}
+    write_tree(root, V2, "2026-12-01T09:00:00Z")
+    store.record(root)
+    for r in store.version_records(store.versions(root)[0]):
+        assert store.source(root, r) == store.blob_path(root, r.sha256)
+    out = tmp_path / "v1"
+    assert _cli("extract", str(root), "--version", FIRST, "-o", str(out)).returncode == 0
+    assert tree_files(out) == {p: c.encode() for p, c in V1.items()}
+    assert _cli("verify", str(root)).returncode == 0
