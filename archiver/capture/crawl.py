@@ -104,7 +104,7 @@ class Crawler:
         self.state: CrawlState = self.open_state(self.reserved / STATE_NAME)
         home = self.state.get("home") or keys[0]
         self.home = home
-        self.tree = TreePaths(self.state, out, home)
+        self.tree = TreePaths(self.state, out, home, keep=self.writer.keep)
         include = list(options.include)
         if options.scope_prefix:
             include.append(options.scope_prefix)

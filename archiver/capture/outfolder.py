@@ -76,6 +76,7 @@ def discard_previous(
     for rel in paths:
         target = out / rel
         if ".." not in rel.split("/") and target.is_file():
+            writer.keep(rel)  # a recorded version holding it only in the tree keeps it first
             target.unlink()
     side = (state_name + "-wal", state_name + "-shm", "manifest.jsonl", "manifest.jsonl.tmp")
     for name in (state_name, *side):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from archiver import urls
@@ -33,8 +34,12 @@ def with_suffix(path: str, suffix: str) -> str:
 class TreePaths:
     """The paths of one tree at ``out``, kept in ``state``, for a capture whose home is ``home``."""
 
-    def __init__(self, state: CrawlState, out: Path, home: str) -> None:
+    def __init__(
+        self, state: CrawlState, out: Path, home: str, keep: Callable[[str], None] | None = None
+    ) -> None:
         self.state = state
+        #: called with a tree file's path before it is moved aside (the writer's, formats/history.md §2)
+        self.keep = keep
         self.out = out
         self.home = home
         #: key → (path, owner): paths known this run (owner: the key already holding the same file)
@@ -164,6 +169,8 @@ class TreePaths:
                 moved = with_suffix(folder, self.clash_suffix(other))
                 src = self.out / folder
                 if src.is_file():
+                    if self.keep is not None:
+                        self.keep(folder)
                     os.replace(src, self.out / moved)
                 self.state.move(other, folder, moved)
                 self.paths[other] = (moved, None)

@@ -2,7 +2,9 @@
 
 A file is written to a temporary name in ``_archiver/tmp`` (on the tree's own file system, not next
 to the target) and renamed into place, so a run killed mid-write leaves nothing inside the tree and
-the next run empties ``tmp``. A page whose bytes equal an earlier page's is a hard link to it. Nothing
+the next run empties ``tmp``. A page whose bytes equal an earlier page's is a hard link to it. In a
+tree with recorded versions, a file a version still needs from the tree is first kept in the version
+store (:mod:`archiver.versions.keeper`, formats/history.md §2) before a new file replaces it. Nothing
 is fsynced file by file: a killed process loses nothing the kernel already holds; only a power cut
 could lose recent files, which a later run with ``--refresh`` fetches again.
 """
@@ -17,6 +19,12 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archiver.urls import RESERVED_DIR, VERSIONS_NAME
+
+if TYPE_CHECKING:
+    from archiver.versions.keeper import Keeper
 
 __all__ = ["TreeWriter", "hash_file", "now", "stub_html"]
 
@@ -32,6 +40,17 @@ class TreeWriter:
         self._pid = os.getpid()
         self._count = 0
         self._folders: set[str] = set()  # folders this run made or met: never removed while it runs
+        self.keeper: Keeper | None = None
+        if os.path.isdir(os.path.join(self._out_str, RESERVED_DIR, VERSIONS_NAME)):
+            from archiver.versions.keeper import for_tree
+
+            self.keeper = for_tree(out)
+
+    def keep(self, path: str) -> None:
+        """Call before the tree file ``path`` is replaced, moved or removed: a recorded version that
+        holds it only in the tree gets its blob first (a dict lookup when none does)."""
+        if self.keeper is not None:
+            self.keeper.keep(path)
 
     def write(
         self, path: str, data: bytes | None = None, source: Path | None = None, link_from: str | None = None
@@ -61,6 +80,8 @@ class TreeWriter:
                         view = view[os.write(fd, view) :]
                 finally:
                     os.close(fd)
+            if self.keeper is not None:
+                self.keeper.keep(path)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

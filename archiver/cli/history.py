@@ -98,13 +98,14 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         since = earlier[-1]
     old = {r.path: r for r in store.version_records(since)}
     new = {r.path: r for r in store.version_records(to)}
+    held = store.TreeState(root)  # the tree's manifest, read once: a version's file the tree holds
     failures = reports.failures(root, to)
     first = reports.first_failures(root, found, to)
     entries = diff.compare(
         old,
         new,
         failures,
-        lambda side, p: _text(root, since if side == "old" else to, old if side == "old" else new, p),
+        lambda side, p: _text(root, old if side == "old" else new, p, held),
         first_failures=first,
         checked=datetime.fromisoformat(to.date.replace("Z", "+00:00")),
         with_unchanged=args.all,
@@ -137,7 +138,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def _text(root: Path, v: Any, records: dict[str, Any], path: str) -> str | None:
+def _text(root: Path, records: dict[str, Any], path: str, held: Any) -> str | None:
     from archiver.search.guarded import extract
     from archiver.versions import store
 
@@ -145,7 +146,7 @@ def _text(root: Path, v: Any, records: dict[str, Any], path: str) -> str | None:
     if r is None:
         return None
     try:
-        data = store.read_blob(root, r) if v.recorded else store._read_tree_file(root, r)
+        data = store.read_blob(root, r, held)  # its blob, or the tree's file (history.md §3)
     except (OSError, FormatError):
         return None
     page = extract(data)

@@ -84,6 +84,7 @@ def add_versions(source: object, root: Path, work: Path) -> None:
         raise FormatError("is a name --all-versions reserves for the versions", subject=clash[0])
     held = {h for h in source.expected.values() if h is not None}
     found = store.versions(root)
+    current = store.TreeState(root)
     rows: list[dict[str, object]] = []
     for v in found:
         if v.recorded:
@@ -103,11 +104,11 @@ def add_versions(source: object, root: Path, work: Path) -> None:
             if r.sha256 in held:
                 continue
             held.add(r.sha256)
-            full = store.blob_path(root, r.sha256)
-            if full.is_symlink() or not full.is_file():
-                raise FormatError(
-                    f"its blob {full} is missing or not a file", subject=f"{v.manifest}: {r.path}"
-                )
+            try:  # its blob, or the tree's file while the tree holds it (formats/history.md §3)
+                fd, full = store.open_source(root, r, current)
+            except FormatError as e:
+                raise FormatError(e.message, subject=f"{v.manifest}: {r.path}") from None
+            os.close(fd)
             blob = f"{BLOBS}{r.sha256}"
             source.specs[blob] = MemberSpec(blob, r.size, "application/octet-stream")
             source.files[blob] = full

@@ -11,7 +11,6 @@ This module opens the store's files; it never touches the network."""
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +44,7 @@ class VersionMount(Mount):
         self.seconds = int(datetime.fromisoformat(version.date.replace("Z", "+00:00")).timestamp())
         self._records: dict[str, Any] | None = None
         self._by_url: dict[str, str] | None = None
+        self._held: Any = None  # the tree's manifest as path → SHA-256 (store.TreeState), on first use
         self.bare = ""  # the bare host's origin, for the Link header (Site.listening sets it)
 
     @property
@@ -60,6 +60,13 @@ class VersionMount(Mount):
 
             self._records = {r.path: r for r in store.version_records(self.version)}
         return self._records
+
+    def _tree_state(self) -> Any:
+        if self._held is None:
+            from archiver.versions import store
+
+            self._held = store.TreeState(Path(self.path))
+        return self._held
 
     def path_of(self, url: str) -> str | None:
         """The tree path this version stored ``url`` at (any of a record's URLs), or None."""
@@ -88,18 +95,11 @@ class VersionMount(Mount):
         from archiver.errors import FormatError
         from archiver.versions import store
 
-        try:
-            blob = store.blob_path(Path(self.path), r.sha256)
-        except FormatError:
-            return _NOT_FOUND
-        try:
-            fd = os.open(blob, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
+        try:  # its blob, or the tree's file while the tree holds it (formats/history.md §3)
+            fd, _ = store.open_source(Path(self.path), r, self._tree_state())
+        except (FormatError, OSError):
             return _NOT_FOUND
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size != r.size:
-            os.close(fd)
-            return _NOT_FOUND
         plain = _plain_file(os.fdopen(fd, "rb", buffering=0), st, path.rsplit("/", 1)[-1])
         original = r.urls[0] if r.urls else ""
         extra = [(b"memento-datetime", format_http_date(self.seconds).encode("latin-1"))]

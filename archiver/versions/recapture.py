@@ -18,6 +18,7 @@ from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, read_header, read_records, write_records
 from archiver.urls import REPORT_NAME, RESERVED_DIR
 from archiver.versions import store
+from archiver.versions.keeper import for_tree
 
 __all__ = ["PENDING", "Pending", "begin", "finish"]
 
@@ -97,7 +98,10 @@ def finish(root: Path, pending: Pending) -> Finished:
     for r in read_records(root):
         when = _fetched_at(r.fetched)
         (gone if when is not None and when < pending.started else kept).append(r)
+    keeper = for_tree(root) if gone else None
     for r in gone:
+        if keeper is not None:
+            keeper.keep(r.path)  # a recorded version holding it only in the tree keeps it first
         try:
             (root / r.path).unlink()
         except FileNotFoundError:

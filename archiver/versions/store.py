@@ -33,12 +33,18 @@ from archiver.versions import dates
 
 __all__ = [
     "PENDING",
+    "Held",
+    "TreeState",
     "Version",
     "blob_path",
     "extract",
+    "open_source",
     "problems",
+    "read_blob",
     "read_version",
     "record",
+    "recorded",
+    "source",
     "store_dir",
     "version_records",
     "versions",
@@ -46,9 +52,12 @@ __all__ = [
 
 _CHUNK = 1 << 20
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
-_TMP = ".tmp-"
+TMP = ".tmp-"
 #: The mark of a re-capture that has not finished (formats/history.md §6): its start time.
 PENDING = "pending.json"
+#: The store's format (formats/history.md §1): 2, a version's files held by the tree until they leave it.
+STORE_MARK = "store.json"
+STORE_FORMAT = b'{"format":"archiver-version-store","version":2}\n'
 _encoder = msgspec.json.Encoder()
 _header_decoder = msgspec.json.Decoder(Header)
 _record_decoder = msgspec.json.Decoder(Record)
@@ -72,10 +81,10 @@ def store_dir(root: Path) -> Path:
 def blob_path(root: Path, sha256: str) -> Path:
     if not _HEX64.match(sha256):
         raise FormatError(f"{sha256!r} is not a SHA-256", subject=str(store_dir(root)))
-    return store_dir(root) / _blob_name(sha256)
+    return store_dir(root) / blob_name(sha256)
 
 
-def _blob_name(sha256: str) -> str:
+def blob_name(sha256: str) -> str:
     """A blob's place in the store (formats/history.md §2), as text: one layout for every caller."""
     return f"blobs/sha256/{sha256[:2]}/{sha256}"
 
@@ -99,15 +108,14 @@ def _current_id(root: Path) -> str | None:
         ) from None
 
 
-def versions(root: Path) -> list[Version]:
-    """Every recorded version, oldest first, then the tree's current state when it is not recorded
-    (an older tree is one version, formats/history.md §1)."""
+def recorded(root: Path) -> list[Version]:
+    """Every recorded version, oldest first."""
     found: list[Version] = []
     folder = store_dir(root)
     if folder.is_dir():
         for entry in os.scandir(folder):
             name = entry.name
-            if not name.endswith(".jsonl") or name.startswith(_TMP):
+            if not name.endswith(".jsonl") or name.startswith(TMP):
                 continue
             vid = name[: -len(".jsonl")]
             try:
@@ -116,6 +124,17 @@ def versions(root: Path) -> list[Version]:
                 continue  # not a version manifest's name: verify says so (problems)
             found.append(Version(vid, Path(entry.path), True))
     found.sort(key=lambda v: dates.id_order(v.id))
+    return found
+
+
+def is_sha256(text: str) -> bool:
+    return _HEX64.match(text) is not None
+
+
+def versions(root: Path) -> list[Version]:
+    """Every recorded version, oldest first, then the tree's current state when it is not recorded
+    (an older tree is one version, formats/history.md §1)."""
+    found = recorded(root)
     current = _current_id(root)
     if current is not None and not _current_is_recorded(root, found):
         found.append(Version(_unique(current, {v.id for v in found}), manifest_path(root), False))
@@ -161,7 +180,7 @@ def _version_body(data: bytes, vid: str) -> bytes:
     return _encoder.encode(header) + b"\n" + rest
 
 
-def _safe_path(path: str) -> str | None:
+def safe_path(path: str) -> str | None:
     """Why a record's path is not a plain relative path inside the tree (None when it is)."""
     if not path or "\x00" in path or path.startswith("/") or "\\" in path:
         return "not a plain relative path"
@@ -189,7 +208,7 @@ def _parent_fd(root: Path, rel: str) -> tuple[int, str]:
     return fd, parts[-1]
 
 
-def _open_in_tree(root: Path, rel: str) -> int:
+def open_in_tree(root: Path, rel: str) -> int:
     """A read descriptor for the regular file ``rel`` under ``root``, no symbolic link followed."""
     pfd, leaf = _parent_fd(root, rel)
     try:
@@ -212,105 +231,7 @@ def _hash_fd(fd: int) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-class _TreeFolders:
-    """Descriptors of the tree's folders for one recording, each opened once from its parent's
-    without following a symbolic link (as :func:`_parent_fd` does), at most :data:`_KEPT_FDS` kept
-    open: a recording no longer opens every folder of a file's path again for each file."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.fds: dict[str, int] = {}
-
-    def parent(self, rel: str) -> tuple[int, str]:
-        """A descriptor of the folder holding ``rel`` (kept: not to be closed) and ``rel``'s leaf."""
-        folder, _, leaf = rel.rpartition("/")
-        try:
-            return self._fd(folder), leaf
-        except OSError as e:
-            raise FormatError(f"cannot be read: {e.strerror or e}", subject=rel) from None
-
-    def _fd(self, folder: str) -> int:
-        fd = self.fds.get(folder)
-        if fd is not None:
-            return fd
-        if len(self.fds) >= _KEPT_FDS:
-            self.close()
-        if folder:
-            up, _, name = folder.rpartition("/")
-            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._fd(up))
-        else:
-            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        self.fds[folder] = fd
-        return fd
-
-    def close(self) -> None:
-        fds, self.fds = self.fds, {}
-        for fd in fds.values():
-            os.close(fd)
-
-
-#: the tree folders a recording keeps open at most
-_KEPT_FDS = 64
-
-
-def _store_blob(root: Path, r: Record, target: str, tree: _TreeFolders, pid: int) -> int:
-    """Store the blob of ``r`` at ``target`` (its :func:`_blob_name` in the store, whose folder
-    exists), not in the store yet (:func:`record` looked: formats/history.md §2); the bytes it added
-    (0 for a hard link). The file is linked (or copied) to a temporary name first and that inode is
-    the one hashed, so what is stored is what was checked. ``tree``: the tree's folders, ``pid``
-    this process's (both asked once for the whole recording)."""
-    folder = os.path.dirname(target)
-    tmp = os.path.join(folder, f"{_TMP}{r.sha256}-{pid}")  # none left: record() cleaned them
-    pfd, leaf = tree.parent(r.path)
-    added = 0
-    try:
-        os.link(leaf, tmp, src_dir_fd=pfd, follow_symlinks=False)
-        st = os.lstat(tmp)
-        if not stat.S_ISREG(st.st_mode):
-            os.unlink(tmp)
-            raise FormatError("is not a regular file", subject=str(root / r.path))
-    except FileNotFoundError:
-        raise FormatError("is missing", subject=str(root / r.path)) from None
-    except FileExistsError:
-        raise FormatError(
-            "is being recorded by another process (a temporary blob exists)", subject=tmp
-        ) from None
-    except OSError:  # another file system, or no hard links there: copy
-        fd = _open_in_tree(root, r.path)
-        try:
-            with open(tmp, "wb") as out:
-                while chunk := os.read(fd, _CHUNK):
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-        finally:
-            os.close(fd)
-        added = r.size
-    size, sha = _hash_path(tmp)
-    if (size, sha) != (r.size, r.sha256):
-        os.unlink(tmp)
-        raise FormatError(
-            "has changed since it was captured (its size or SHA-256 is not its record's): "
-            "run archiver verify on the tree",
-            subject=str(root / r.path),
-        )
-    if added:  # a copy is the blob's own inode: read-only, so an in-place edit fails loudly
-        os.chmod(tmp, 0o444)
-    # a hard link is the tree's file itself: its mode stays the tree's (formats/history.md §1)
-    os.replace(tmp, target)
-    return added
-
-
-def _made(folder: str) -> bool:
-    """Make ``folder`` (and its parents); False when it was there already."""
-    try:
-        os.makedirs(folder)
-    except FileExistsError:
-        return False
-    return True
-
-
-def _hash_path(path: str | Path) -> tuple[int, str]:
+def hash_path(path: str | Path) -> tuple[int, str]:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         return _hash_fd(fd)
@@ -319,7 +240,7 @@ def _hash_path(path: str | Path) -> tuple[int, str]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{_TMP}{path.name}-{os.getpid()}")
+    tmp = path.with_name(f"{TMP}{path.name}-{os.getpid()}")
     with open(tmp, "wb") as out:
         out.write(data)
         out.flush()
@@ -330,7 +251,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def _clean_temporaries(folder: Path) -> None:
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
-            if name.startswith(_TMP):
+            if name.startswith(TMP):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(dirpath, name))
 
@@ -344,7 +265,8 @@ class Recorded:
 
 
 def record(root: Path) -> Recorded:
-    """Record the tree's current state as a version (formats/history.md §2)."""
+    """Record the tree's current state as a version (formats/history.md §2): its manifest only (the
+    tree holds the bytes until a capture lets a file go, :mod:`archiver.versions.keeper`)."""
     header = read_header(root)
     if header is None:
         raise UsageError("has no manifest: only a capture's tree has versions", subject=str(root))
@@ -356,44 +278,25 @@ def record(root: Path) -> Recorded:
     if current is None:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
-    files = added = 0
-    base = os.fspath(folder)
-    #: blob folders this recording made (they hold only the blobs it stored, ``stored``: no system
-    #: call needed to know) and those it found there (a blob there is looked for)
-    made: set[str] = set()
-    found: set[str] = set()
-    stored: set[str] = set()
-    tree = _TreeFolders(root)
-    pid = os.getpid()
-    try:
-        for r in read_records(root):
-            why = _safe_path(r.path)
-            if why:
-                raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
-            files += 1
-            sha = r.sha256
-            if not _HEX64.match(sha):
-                blob_path(root, sha)  # raises: not a SHA-256
-            target = os.path.join(base, _blob_name(sha))  # text, not pathlib: once a file
-            sub = os.path.dirname(target)
-            if sub in made:
-                if sha in stored:
-                    continue
-            elif os.path.isfile(target):
-                continue  # stored already (the common case of a re-capture)
-            elif sub not in found:
-                (made if _made(sub) else found).add(sub)
-            added += _store_blob(root, r, target, tree, pid)
-            stored.add(sha)
-    finally:
-        tree.close()
+    lines = [_encoder.encode(header) + b"\n"]  # the manifest compacted, as _manifest_bytes: one pass
+    for r in read_records(root):
+        why = safe_path(r.path)
+        if why:
+            raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
+        if not _HEX64.match(r.sha256):
+            blob_path(root, r.sha256)  # raises: not a SHA-256
+        lines.append(_encoder.encode(r) + b"\n")
+    files = len(lines) - 1
+    mark = folder / STORE_MARK
+    if not mark.is_file():
+        _write_atomic(mark, STORE_FORMAT)
     vid = current.id
-    body = _version_body(_manifest_bytes(root), vid)
+    body = _version_body(b"".join(lines), vid)
     _write_atomic(folder / f"{vid}.jsonl", body)
     report = root / RESERVED_DIR / REPORT_NAME
     if report.is_file():
         _write_atomic(folder / f"{vid}.report.json", report.read_bytes())
-    return Recorded(Version(vid, folder / f"{vid}.jsonl", True), True, files, added)
+    return Recorded(Version(vid, folder / f"{vid}.jsonl", True), True, files, 0)
 
 
 def _decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
@@ -429,7 +332,7 @@ def version_records(v: Version) -> Iterator[Record]:
 
 
 def read_version(root: Path, v: Version, path: str) -> bytes:
-    """The bytes of ``path`` in version ``v``: its blob, checked against its hash."""
+    """The bytes of ``path`` in version ``v``, checked against its hash."""
     for r in version_records(v):
         if r.path == path:
             return read_blob(root, r) if v.recorded else _read_tree_file(root, r)
@@ -437,7 +340,7 @@ def read_version(root: Path, v: Version, path: str) -> bytes:
 
 
 def _read_tree_file(root: Path, r: Record) -> bytes:
-    fd = _open_in_tree(root, r.path)
+    fd = open_in_tree(root, r.path)
     try:
         chunks = []
         while chunk := os.read(fd, _CHUNK):
@@ -447,10 +350,98 @@ def _read_tree_file(root: Path, r: Record) -> bytes:
         os.close(fd)
 
 
-def read_blob(root: Path, r: Record) -> bytes:
-    data = blob_path(root, r.sha256).read_bytes()
+class Held(msgspec.Struct):
+    """What the store's readers and keeper need of a record."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+_held_decoder = msgspec.json.Decoder(Held)
+
+
+class TreeState:
+    """The tree's current manifest as path → SHA-256 (later lines win), read when first asked and
+    again whenever the manifest file changed (its size, mtime or inode)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._key: tuple[int, int, int] | None = None
+        self._table: dict[str, str] = {}
+
+    def sha256(self, path: str) -> str | None:
+        manifest = manifest_path(self.root)
+        try:
+            st = os.stat(manifest)
+        except OSError:
+            return None
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        if key != self._key:
+            table: dict[str, str] = {}
+            with open(manifest, "rb") as f:
+                f.readline()  # the header
+                for line in f:
+                    if not line.endswith(b"\n") or not line.strip():
+                        continue
+                    with contextlib.suppress(msgspec.DecodeError):
+                        h = _held_decoder.decode(line)
+                        table[h.path] = h.sha256
+            self._key, self._table = key, table
+        return self._table.get(path)
+
+
+def source(root: Path, r: Record | Held, tree: TreeState | None = None) -> Path:
+    """The file that holds the bytes of a version's record ``r`` (formats/history.md §3): its blob
+    when stored, else the tree's file at ``r.path`` when the tree's current manifest names that path
+    with the same SHA-256. ``FormatError`` when neither, or when ``r`` names no plain path or no
+    SHA-256. The one place every reader of a version's files asks; ``tree``: a reader's
+    :class:`TreeState` of ``root``, kept across calls."""
+    why = safe_path(r.path)
+    if why:
+        raise FormatError(why, subject=r.path)
+    blob = blob_path(root, r.sha256)
+    if os.path.lexists(blob):
+        return blob
+    if (tree or TreeState(root)).sha256(r.path) == r.sha256:
+        return root / r.path
+    rel = blob.relative_to(root).as_posix()
+    raise FormatError(f"its blob {rel} is missing (and the tree no longer holds its bytes)", subject=r.path)
+
+
+def open_source(root: Path, r: Record | Held, tree: TreeState | None = None) -> tuple[int, Path]:
+    """A read descriptor of :func:`source` (reached without a symbolic link, a regular file of
+    ``r.size`` bytes) and its path. A file of the tree (not a blob: the tree's files are replaced as
+    captures run) is hashed first, the descriptor then rewound: its SHA-256 must be the record's (one
+    replaced meanwhile is looked for again: its blob was stored before it went)."""
+    for _ in range(2):
+        path = source(root, r, tree)
+        rel = path.relative_to(root).as_posix()
+        fd = open_in_tree(root, rel)
+        try:
+            size = os.fstat(fd).st_size
+            if size == r.size and (rel != r.path or _hash_fd(fd) == (r.size, r.sha256)):
+                os.lseek(fd, 0, os.SEEK_SET)
+                return fd, path
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+        if rel != r.path:
+            break
+    what = "its blob" if rel != r.path else "its file in the tree (no blob stored)"
+    raise FormatError(f"{what} {rel} does not hold the bytes its record says", subject=r.path)
+
+
+def read_blob(root: Path, r: Record | Held, tree: TreeState | None = None) -> bytes:
+    """The bytes of a version's record ``r`` (:func:`source`), checked against its SHA-256."""
+    fd, path = open_source(root, r, tree)
+    try:
+        data = b"".join(iter(lambda: os.read(fd, _CHUNK), b""))
+    finally:
+        os.close(fd)
     if hashlib.sha256(data).hexdigest() != r.sha256:
-        raise FormatError("its bytes do not match its SHA-256", subject=str(blob_path(root, r.sha256)))
+        raise FormatError("its bytes do not match its SHA-256", subject=str(path))
     return data
 
 
@@ -461,9 +452,10 @@ def problems(root: Path) -> Iterator[tuple[str, str]]:
     if not folder.is_dir():
         return
     checked: set[str] = set()
+    tree = TreeState(root)
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         name = entry.name
-        if name in ("blobs", PENDING) or name.startswith(_TMP) or name.endswith(".report.json"):
+        if name in ("blobs", PENDING, STORE_MARK) or name.startswith(TMP) or name.endswith(".report.json"):
             continue
         where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{name}"
         if not name.endswith(".jsonl"):
@@ -483,35 +475,45 @@ def problems(root: Path) -> Iterator[tuple[str, str]]:
             if header.options.get("version") != vid:
                 yield (where, f"its header names version {header.options.get('version')!r}, not {vid}")
             for r in rows:
-                why = _safe_path(r.path)
+                why = safe_path(r.path)
                 if why:
                     yield (f"{where}: {r.path}", why)
                     continue
                 if not _HEX64.match(r.sha256):
                     yield (f"{where}: {r.path}", f"{r.sha256!r} is not a SHA-256")
                     continue
-                if r.sha256 in checked:
-                    continue
-                checked.add(r.sha256)
-                yield from _blob_problems(root, r, where)
+                yield from _source_problems(root, r, where, tree, checked)
         except FormatError as e:
             yield (e.subject or where, e.message)
 
 
-def _blob_problems(root: Path, r: Record, where: str) -> Iterator[tuple[str, str]]:
-    blob = blob_path(root, r.sha256)
-    rel = blob.relative_to(root).as_posix()
+def _source_problems(
+    root: Path, r: Record, where: str, tree: TreeState, checked: set[str]
+) -> Iterator[tuple[str, str]]:
+    """The problem of the file holding ``r``'s bytes (:func:`source`), each such file hashed once."""
+    at = f"{where}: {r.path}"
     try:
-        fd = _open_in_tree(root, rel)
+        path = source(root, r, tree)
     except FormatError as e:
-        yield (f"{where}: {r.path}", f"its blob {rel} {e.message}")
+        yield (at, e.message)
+        return
+    if str(path) in checked:
+        return
+    checked.add(str(path))
+    rel = path.relative_to(root).as_posix()
+    held = f"its blob {rel}" if rel != r.path else f"its file {rel} in the tree (no blob stored)"
+    try:
+        fd = open_in_tree(root, rel)
+    except FormatError as e:
+        yield (at, f"{held} {e.message}")
         return
     try:
-        size, sha = _hash_fd(fd)
+        got = _hash_fd(fd)
     finally:
         os.close(fd)
-    if sha != r.sha256 or size != r.size:
-        yield (f"{where}: {r.path}", f"its blob {rel} does not hold the bytes its name and record say")
+    if got != (r.size, r.sha256):
+        says = "its name and record say" if rel != r.path else "its record says"
+        yield (at, f"{held} does not hold the bytes {says}")
 
 
 def extract(root: Path, v: Version, out: Path) -> int:
@@ -532,14 +534,18 @@ def extract(root: Path, v: Version, out: Path) -> int:
     try:
         _, rows = _decode_manifest(v.manifest)
         n = 0
+        tree = TreeState(root)
         for r in rows:
             dest = work / r.path
             dest.parent.mkdir(parents=True, exist_ok=True)
-            src = blob_path(root, r.sha256)
+            fd, src = open_source(root, r, tree)
             try:
-                os.link(src, dest)
+                os.link(src, dest, follow_symlinks=False)
             except OSError:
-                shutil.copyfile(src, dest)
+                with os.fdopen(os.dup(fd), "rb") as f, open(dest, "wb") as copy:
+                    shutil.copyfileobj(f, copy)
+            finally:
+                os.close(fd)
             n += 1
         body = _version_body(v.manifest.read_bytes(), "")
         (work / RESERVED_DIR).mkdir(exist_ok=True)
@@ -557,14 +563,13 @@ def problems_of_version(root: Path, v: Version) -> Iterator[tuple[str, str]]:
     where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{v.manifest.name}"
     _, rows = _decode_manifest(v.manifest)
     checked: set[str] = set()
+    tree = TreeState(root)
     for r in rows:
-        why = _safe_path(r.path)
+        why = safe_path(r.path)
         if why:
             yield (f"{where}: {r.path}", why)
             continue
         if not _HEX64.match(r.sha256):
             yield (f"{where}: {r.path}", f"{r.sha256!r} is not a SHA-256")
             continue
-        if r.sha256 not in checked:
-            checked.add(r.sha256)
-            yield from _blob_problems(root, r, where)
+        yield from _source_problems(root, r, where, tree, checked)

@@ -27,10 +27,16 @@ def write_tree(
     redirects: dict[str, list[str]] | None = None,
 ) -> None:
     """Write ``files`` (tree path → content) atomically (a new file renamed over the old, as a
-    capture does), remove the files of the tree's manifest that ``files`` lacks, and write the
-    manifest (header ``created``)."""
+    capture does; a file whose bytes are the same is left as it is, as a 304 leaves it), remove the
+    files of the tree's manifest that ``files`` lacks, and write the manifest (header ``created``).
+    A recorded version's file is kept in the store before it is replaced or removed (history.md §2.1)."""
+    from archiver.versions.keeper import for_tree
+
     statuses = statuses or {}
     redirects = redirects or {}
+    # a capture keeps a recorded version's file in the store before it lets it go (history.md §2)
+    keeper = for_tree(root) if (root / "_archiver" / ".versions").is_dir() else None
+    keep = keeper.keep if keeper is not None else (lambda _path: None)
     records = []
     tmp = root / "_archiver" / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -38,9 +44,11 @@ def write_tree(
         data = content.encode() if isinstance(content, str) else content
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        t = tmp / "w"
-        t.write_bytes(data)
-        os.replace(t, target)
+        if not (target.is_file() and target.read_bytes() == data):  # an unchanged file stays (a 304)
+            t = tmp / "w"
+            t.write_bytes(data)
+            keep(path)
+            os.replace(t, target)
         kind = "page" if path.endswith(".html") else "asset"
         url = HOME + ("" if path == "index.html" else path)
         records.append(
@@ -63,6 +71,7 @@ def write_tree(
 
         for old in read_records(root):
             if old.path not in files and (root / old.path).exists():
+                keep(old.path)
                 (root / old.path).unlink()
     tmp.rmdir()
     write_records(root, Header(home=HOME, created=created, seeds=[HOME]), records)

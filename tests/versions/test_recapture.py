@@ -95,6 +95,8 @@ def test_an_unchanged_site_adds_no_bytes(site: Path, tmp_path: Path) -> None:
     listed = [json.loads(x) for x in _cli("ls", str(out), "--versions", "--json").stdout.splitlines()]
     assert [d["recorded"] for d in listed] == [True, True]
     assert listed[1]["new_bytes"] == 0 and listed[1]["files"] == listed[0]["files"]
+    # the tree is the store of its newest version: nothing left it, so no blob was stored at all
+    assert not [p for p in (store.store_dir(out) / "blobs").rglob("*") if p.is_file()]
     diff = _cli("diff", str(out))
     assert diff.returncode == 0 and diff.stdout.strip().endswith("no pages"), diff.stdout
 
@@ -178,3 +180,79 @@ def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_p
         assert again.returncode == 0, again.stderr
     assert [v.recorded for v in store.versions(out)] == [True, True]
     assert not (store.store_dir(out) / "pending.json").exists()
+
+
+def test_a_kill_right_after_a_changed_page_was_written_keeps_its_old_bytes(
+    site: Path, tmp_path: Path
+) -> None:
+    """The tree is the store of its newest version (formats/history.md §2.1): a changed page's blob
+    is stored before the new file is renamed over it, so a kill -9 right after leaves the earlier
+    version whole, and the same command finishes the new one."""
+    for i in range(30):
+        (site / f"p{i}.html").write_text(_page(f"P{i}", f"<p>page {i}</p>"))
+    links = " ".join(f'<a href="/p{i}.html">{i}</a>' for i in range(30))
+    (site / "index.html").write_text(_page("Home", f"<p>{links}</p>"))
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None, latency=0.1)) as slow:
+        assert _capture(slow.url, out).returncode == 0
+        first_files = tree_files(out)
+        old = (out / "p20.html").read_bytes()
+        time.sleep(1.1)
+        (site / "p20.html").write_text(_page("P20", "<p>page 20, changed</p>"))
+        cmd = [sys.executable, "-m", "archiver", "capture", slow.url, "-o", str(out)]
+        cmd += ["--no-render", "--delay", "0", "--new-version"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and (out / "p20.html").read_bytes() == old:
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert (out / "p20.html").read_bytes() != old  # the changed page was written
+        vs = store.versions(out)
+        assert [v.recorded for v in vs][:1] == [True] and (store.store_dir(out) / "pending.json").exists()
+        blobs = [p for p in (store.store_dir(out) / "blobs").rglob("*") if p.is_file()]
+        assert [p.read_bytes() for p in blobs] == [old]  # only the page that left the tree
+        assert list(store.problems(out)) == []
+        first = tmp_path / "first"
+        done = _cli("extract", str(out), "--version", vs[0].id, "-o", str(first))
+        assert done.returncode == 0, done.stderr
+        assert tree_files(first) == first_files
+        again = _capture(slow.url, out, "--new-version")  # resumed: its keeper built again
+        assert again.returncode == 0, again.stderr
+    assert [v.recorded for v in store.versions(out)] == [True, True]
+    assert _cli("verify", str(out)).returncode == 0
+    first2 = tmp_path / "first2"
+    assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(first2)).returncode == 0
+    assert tree_files(first2) == first_files
+
+
+def test_a_file_moved_aside_by_a_clash_stays_in_its_version(tmp_path: Path) -> None:
+    """tree.md §4.5: a file a later URL needs as a folder moves to its ``__c-`` name; the version that
+    held it at its old path keeps its bytes (formats/history.md §2.1: kept before the move)."""
+    site = tmp_path / "live"
+    site.mkdir()
+    (site / "index.html").write_text(_page("Home", '<p><img src="/avatar" alt=""></p>'))
+    files = [
+        {"path": p, "size": 64, "media_type": "image/png", "pattern": "repeat", "seed": p}
+        for p in ("/avatar", "/avatar/small.png")
+    ]
+    (site / "_generated.json").write_text(json.dumps({"files": files}))
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        first_files = tree_files(out)
+        assert any(p.endswith("/avatar") for p in first_files)
+        time.sleep(1.1)
+        (site / "a.html").write_text(_page("A", '<p><img src="/avatar/small.png" alt=""></p>'))
+        (site / "index.html").write_text(
+            _page("Home", '<p><img src="/avatar" alt=""> <a href="/a.html">A</a></p>')
+        )
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+    now = tree_files(out)
+    assert any("/avatar__c-" in p for p in now) and any(p.endswith("/avatar/small.png") for p in now)
+    assert _cli("verify", str(out)).returncode == 0
+    first = tmp_path / "first"
+    vs = store.versions(out)
+    assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(first)).returncode == 0
+    assert tree_files(first) == first_files

@@ -19,7 +19,7 @@ import pytest
 
 from archiver.errors import FormatError
 from archiver.tree import is_private, read_records
-from archiver.versions import store
+from archiver.versions import keeper, store
 from tests.versions.helpers import page, write_tree
 
 V1 = {
@@ -55,21 +55,24 @@ def two(tmp_path: Path) -> Path:
     return root
 
 
-def test_recording_links_each_file_once_and_is_idempotent(tmp_path: Path) -> None:
+def test_recording_writes_only_its_manifest_and_is_idempotent(tmp_path: Path) -> None:
     root = tmp_path / "site"
     write_tree(root, V1, "2026-11-30T09:00:00Z")
+    modes = {p: os.stat(root / p).st_mode for p in V1}
     first = store.record(root)
-    assert (first.new, first.files, first.bytes_added) == (True, 3, 0)  # hard links: no bytes copied
+    assert (first.new, first.files, first.bytes_added) == (True, 3, 0)
     again = store.record(root)
     assert (again.new, again.version.id) == (False, first.version.id)
+    # the tree is the store of its newest version: no blob, each file read from the tree
+    assert not [p for p in (store.store_dir(root) / "blobs").rglob("*") if p.is_file()]
+    assert json.loads((store.store_dir(root) / "store.json").read_text())["version"] == 2
     for r in read_records(root):
-        blob = store.blob_path(root, r.sha256)
-        assert os.stat(blob).st_ino == os.stat(root / r.path).st_ino
-        # one inode: the tree's file keeps its mode (making the blob read-only made it read-only)
-        assert os.stat(root / r.path).st_mode & 0o200
+        assert store.source(root, r) == root / r.path
+        assert os.stat(root / r.path).st_mode == modes[r.path]
     assert [v.id for v in store.versions(root)] == ["20261130T090000Z"]
     _no_temporaries(root)
     assert is_private("_archiver/.versions/blobs/sha256/ab/x") and is_private("_archiver/.versions")
+    assert _cli("verify", str(root)).returncode == 0
 
 
 @pytest.mark.parametrize("sha", ["../../../../outside", "zz", "A" * 64])
@@ -117,13 +120,34 @@ def test_an_earlier_version_reads_back_byte_for_byte(two: Path, tmp_path: Path) 
     assert _cli("verify", str(two)).returncode == 0
 
 
-def test_a_file_changed_behind_the_manifests_back_is_refused(tmp_path: Path) -> None:
+def _v1_record(root: Path, path: str) -> store.Held:
+    v1 = store.versions(root)[0]
+    r = next(r for r in store.version_records(v1) if r.path == path)
+    return store.Held(r.path, r.sha256, r.size)
+
+
+def test_a_file_the_tree_holds_edited_in_place_is_named_by_verify(tmp_path: Path) -> None:
     root = tmp_path / "site"
     write_tree(root, V1, "2026-11-30T09:00:00Z")
-    (root / "docs/intro.html").write_text("tampered")
-    with pytest.raises(FormatError, match="has changed since it was captured"):
-        store.record(root)
-    assert not list(store.store_dir(root).glob("*.jsonl"))
+    store.record(root)
+    with open(root / "docs/intro.html", "r+b") as f:  # same size, other bytes
+        f.write(b"<!doctype")
+    checked = _cli("verify", str(root))
+    assert checked.returncode == 1
+    assert (
+        ".versions/20261130T090000Z.jsonl: docs/intro.html: versions: its file docs/intro.html in the "
+        "tree (no blob stored) does not hold the bytes its record says"
+    ) in checked.stdout + checked.stderr
+    out = tmp_path / "out"
+    done = _cli("extract", str(root), "--version", "20261130T090000Z", "-o", str(out))
+    assert done.returncode == 1 and not out.exists()
+    with pytest.raises(FormatError, match="does not hold the bytes"):
+        store.read_blob(root, _v1_record(root, "docs/intro.html"))
+    # a capture replacing it later stores no blob of bytes that lie
+    k = keeper.for_tree(root)
+    assert k is not None and "docs/intro.html" in k.pending
+    k.keep("docs/intro.html")
+    assert k.kept == 0 and not store.blob_path(root, _v1_record(root, "docs/intro.html").sha256).exists()
     _no_temporaries(root)
 
 
@@ -132,52 +156,77 @@ def test_a_symlink_in_the_tree_is_not_followed(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text(V1["docs/intro.html"])  # same bytes as the record: only the link gives it away
     write_tree(root, V1, "2026-11-30T09:00:00Z")
+    store.record(root)
     (root / "docs/intro.html").unlink()
     (root / "docs/intro.html").symlink_to(secret)
-    with pytest.raises(FormatError):
-        store.record(root)
-    assert not list(store.store_dir(root).glob("*.jsonl"))
+    r = _v1_record(root, "docs/intro.html")
+    with pytest.raises(FormatError, match="is not a regular file"):
+        store.read_blob(root, r)
+    checked = _cli("verify", str(root))
+    assert checked.returncode == 1 and "docs/intro.html" in checked.stdout + checked.stderr
+    out = tmp_path / "out"
+    assert _cli("extract", str(root), "--version", "20261130T090000Z", "-o", str(out)).returncode == 1
+    assert not out.exists()
+    k = keeper.for_tree(root)
+    assert k is not None
+    k.keep("docs/intro.html")  # the capture about to replace it stores nothing read through the link
+    assert k.kept == 0 and not store.blob_path(root, r.sha256).exists()
+    _no_temporaries(root)
 
 
 def test_a_tree_of_many_folders_and_repeated_bytes_is_stored_once_each(tmp_path: Path) -> None:
-    """More folders than a recording keeps open at once (it reopens them), nested ones, and files
-    with the same bytes in different folders: every file's blob is its own inode, each distinct
-    content stored once, nothing left behind; a second state of the tree stores only what changed."""
+    """More folders than a keeper keeps open at once, nested ones, and files with the same bytes in
+    different folders: recording stores nothing; when the tree moves on each file's blob is its old
+    inode, each distinct content stored once, nothing left behind; the first version reads back."""
     root = tmp_path / "site"
     files: dict[str, str | bytes] = {"index.html": page("Home", "<p>Welcome.</p>")}
-    for i in range(store._KEPT_FDS + 6):
+    for i in range(keeper.KEPT_FDS + 6):
         files[f"d{i}/deep/er/page.html"] = page(f"Page {i}", f"<p>{i}</p>")
         files[f"d{i}/same.css"] = "body{color:#333}"  # one content in every folder
     write_tree(root, files, "2026-11-30T09:00:00Z")
+    inodes = {p: os.stat(root / p).st_ino for p in files}
     first = store.record(root)
     assert (first.new, first.files, first.bytes_added) == (True, len(files), 0)
-    blobs = [p for p in (store.store_dir(root) / "blobs").rglob("*") if p.is_file()]
-    assert len(blobs) == len(set(files.values()))
-    for r in read_records(root):
-        blob = store.blob_path(root, r.sha256)
-        if r.path.endswith("same.css"):  # the first of them was linked; the others share its bytes
-            assert blob.read_bytes() == (root / r.path).read_bytes()
-        else:
-            assert os.stat(blob).st_ino == os.stat(root / r.path).st_ino
-    files["d3/deep/er/page.html"] = page("Page 3", "<p>changed</p>")
+    assert not (store.store_dir(root) / "blobs").exists()
+    before = dict(files)
+    for i in range(keeper.KEPT_FDS + 6):  # every page and style changed: each kept first
+        files[f"d{i}/deep/er/page.html"] = page(f"Page {i}", f"<p>{i} changed</p>")
+        files[f"d{i}/same.css"] = "body{color:#444}"
     write_tree(root, files, "2026-12-01T09:00:00Z")
+    blobs = [p for p in (store.store_dir(root) / "blobs").rglob("*") if p.is_file()]
+    assert len(blobs) == len(set(before.values())) - 1  # all but index.html, which the tree holds
+    for path, content in before.items():
+        blob = store.blob_path(root, hashlib.sha256(str(content).encode()).hexdigest())
+        if path == "index.html":
+            assert not blob.exists() and os.stat(root / path).st_ino == inodes[path]
+        elif not path.endswith("same.css"):  # the first of them was linked; the others share its bytes
+            assert os.stat(blob).st_ino == inodes[path]
     second = store.record(root)
     assert second.new and second.files == len(files)
-    later = [p for p in (store.store_dir(root) / "blobs").rglob("*") if p.is_file()]
-    assert len(later) == len(blobs) + 1
     _no_temporaries(root)
     assert _cli("verify", str(root)).returncode == 0
+    out = tmp_path / "out"
+    assert _cli("extract", str(root), "--version", first.version.id, "-o", str(out)).returncode == 0
+    for path, content in before.items():
+        assert (out / path).read_text() == content
 
 
 def test_a_symlinked_folder_in_the_tree_is_not_followed(tmp_path: Path) -> None:
     root = tmp_path / "site"
     write_tree(root, V1, "2026-11-30T09:00:00Z")
+    store.record(root)
     elsewhere = tmp_path / "elsewhere"
     (root / "docs").rename(elsewhere)  # the same bytes, reached through a link to another folder
     (root / "docs").symlink_to(elsewhere, target_is_directory=True)
+    r = _v1_record(root, "docs/intro.html")
     with pytest.raises(FormatError, match="cannot be read"):
-        store.record(root)
-    assert not list(store.store_dir(root).glob("*.jsonl"))
+        store.read_blob(root, r)
+    checked = _cli("verify", str(root))
+    assert checked.returncode == 1 and "docs/intro.html" in checked.stdout + checked.stderr
+    k = keeper.for_tree(root)
+    assert k is not None
+    k.keep("docs/intro.html")
+    assert k.kept == 0 and not store.blob_path(root, r.sha256).exists()
     assert [p.name for p in elsewhere.iterdir()] == ["intro.html"]  # nothing stored from there
     _no_temporaries(root)
 
@@ -209,9 +258,9 @@ def test_a_version_manifest_naming_a_path_outside_is_refused(two: Path, tmp_path
 
 
 def test_a_blob_whose_bytes_lie_is_found(two: Path, tmp_path: Path) -> None:
-    r = next(r for r in read_records(two) if r.path == "index.html")
+    r = _v1_record(two, "docs/intro.html")  # kept in the store when V2 replaced it
     blob = store.blob_path(two, r.sha256)
-    # the tree's index.html is the same inode: replace the blob by another file (as a damaged copy would)
+    # the blob is the old file's inode: replace it by another file (as a damaged copy would)
     os.unlink(blob)
     blob.write_text("not the page")
     checked = _cli("verify", str(two))
@@ -222,14 +271,14 @@ def test_a_blob_whose_bytes_lie_is_found(two: Path, tmp_path: Path) -> None:
 
 
 def test_a_blob_that_is_a_symlink_is_found(two: Path, tmp_path: Path) -> None:
-    r = next(r for r in read_records(two) if r.path == "docs/new.html")
+    r = _v1_record(two, "docs/intro.html")  # kept when V2 replaced it
     blob = store.blob_path(two, r.sha256)
     os.unlink(blob)
     target = tmp_path / "elsewhere.html"
-    target.write_text(V2["docs/new.html"])
+    target.write_text(V1["docs/intro.html"])
     blob.symlink_to(target)
     checked = _cli("verify", str(two))
-    assert checked.returncode == 1 and "docs/new.html" in checked.stdout + checked.stderr
+    assert checked.returncode == 1 and "docs/intro.html" in checked.stdout + checked.stderr
 
 
 def test_a_kill_during_a_recording_leaves_whole_versions_only(tmp_path: Path) -> None:
@@ -239,7 +288,7 @@ def test_a_kill_during_a_recording_leaves_whole_versions_only(tmp_path: Path) ->
     code = f"from pathlib import Path; from archiver.versions import store; store.record(Path({str(root)!r}))"
     proc = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (store.store_dir(root) / "blobs").exists():
+    while time.monotonic() < deadline and not store.store_dir(root).exists():
         time.sleep(0.01)
     time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
