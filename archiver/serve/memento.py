@@ -96,11 +96,11 @@ class VersionMount(Mount):
         from archiver.versions import store
 
         try:  # its blob, or the tree's file while the tree holds it (formats/history.md §3)
-            fd, _ = store.open_source(Path(self.path), r, self._tree_state())
+            opened = store.open_checked(Path(self.path), r, self._tree_state())
         except (FormatError, OSError):
             return _NOT_FOUND
-        st = os.fstat(fd)
-        plain = _plain_file(os.fdopen(fd, "rb", buffering=0), st, path.rsplit("/", 1)[-1])
+        st = opened.stat
+        plain = _plain_file(os.fdopen(opened.fd, "rb", buffering=0), st, path.rsplit("/", 1)[-1])
         original = r.urls[0] if r.urls else ""
         extra = [(b"memento-datetime", format_http_date(self.seconds).encode("latin-1"))]
         links = []
@@ -113,9 +113,35 @@ class VersionMount(Mount):
                          "type=\"application/link-format\"")  # fmt: skip
         if links:
             extra.append((b"link", ", ".join(links).encode("ascii", "backslashreplace")))
-        # the blob's bytes never change: its SHA-256 is its ETag; the version's date its Last-Modified
-        return FileSlice(plain.file, 0, st.st_size, plain.content_type, f'"{r.sha256[:32]}"', self.seconds,
-                         extra=extra)  # fmt: skip
+        # the version's bytes never change: its SHA-256 is its ETag; the version's date its Last-Modified
+        etag = f'"{r.sha256[:32]}"'
+        if not opened.in_tree:  # a blob: cached as it is
+            return FileSlice(plain.file, 0, st.st_size, plain.content_type, etag, self.seconds, extra=extra)
+        held = _TreeHeld(plain.file, 0, st.st_size, plain.content_type, etag, self.seconds, extra=extra)
+        held.path = os.path.join(self.path, *path.split("/"))  # not None: serve's cache asks fresh()
+        held.checked = store.identity(st) if opened.settled else None
+        return held
+
+
+class _TreeHeld(FileSlice):
+    """A version's file read from the tree (formats/history.md §3): served from serve's cache only
+    while its open descriptor keeps the identity it was checked with (one ``fstat`` a request), so a
+    file edited in place is checked again (and refused) at the next request, never served as the
+    version's; one changed too recently to be remembered is checked again at every request."""
+
+    __slots__ = ("checked",)
+
+    checked: tuple[int, ...] | None  # its identity when checked (store.identity), None: not remembered
+
+    def fresh(self, now: float) -> bool:
+        from archiver.versions import store
+
+        if self.checked is None:
+            return False
+        try:
+            return store.identity(os.fstat(self.fd)) == self.checked
+        except OSError:
+            return False
 
 
 def version_mounts(mounts: list[Mount]) -> list[Mount]:

@@ -30,14 +30,18 @@ from archiver.tree import (
 )
 from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
 from archiver.versions import dates
+from archiver.versions.held import Held, TreeState, hash_fd, identity
 
 __all__ = [
     "PENDING",
     "Held",
+    "Opened",
     "TreeState",
     "Version",
     "blob_path",
     "extract",
+    "identity",
+    "open_checked",
     "open_source",
     "problems",
     "read_blob",
@@ -222,19 +226,10 @@ def open_in_tree(root: Path, rel: str) -> int:
         os.close(pfd)
 
 
-def _hash_fd(fd: int) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    while chunk := os.read(fd, _CHUNK):
-        digest.update(chunk)
-        size += len(chunk)
-    return size, digest.hexdigest()
-
-
 def hash_path(path: str | Path) -> tuple[int, str]:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        return _hash_fd(fd)
+        return hash_fd(fd)
     finally:
         os.close(fd)
 
@@ -350,47 +345,6 @@ def _read_tree_file(root: Path, r: Record) -> bytes:
         os.close(fd)
 
 
-class Held(msgspec.Struct):
-    """What the store's readers and keeper need of a record."""
-
-    path: str
-    sha256: str
-    size: int
-
-
-_held_decoder = msgspec.json.Decoder(Held)
-
-
-class TreeState:
-    """The tree's current manifest as path → SHA-256 (later lines win), read when first asked and
-    again whenever the manifest file changed (its size, mtime or inode)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._key: tuple[int, int, int] | None = None
-        self._table: dict[str, str] = {}
-
-    def sha256(self, path: str) -> str | None:
-        manifest = manifest_path(self.root)
-        try:
-            st = os.stat(manifest)
-        except OSError:
-            return None
-        key = (st.st_size, st.st_mtime_ns, st.st_ino)
-        if key != self._key:
-            table: dict[str, str] = {}
-            with open(manifest, "rb") as f:
-                f.readline()  # the header
-                for line in f:
-                    if not line.endswith(b"\n") or not line.strip():
-                        continue
-                    with contextlib.suppress(msgspec.DecodeError):
-                        h = _held_decoder.decode(line)
-                        table[h.path] = h.sha256
-            self._key, self._table = key, table
-        return self._table.get(path)
-
-
 def source(root: Path, r: Record | Held, tree: TreeState | None = None) -> Path:
     """The file that holds the bytes of a version's record ``r`` (formats/history.md §3): its blob
     when stored, else the tree's file at ``r.path`` when the tree's current manifest names that path
@@ -409,20 +363,35 @@ def source(root: Path, r: Record | Held, tree: TreeState | None = None) -> Path:
     raise FormatError(f"its blob {rel} is missing (and the tree no longer holds its bytes)", subject=r.path)
 
 
-def open_source(root: Path, r: Record | Held, tree: TreeState | None = None) -> tuple[int, Path]:
-    """A read descriptor of :func:`source` (reached without a symbolic link, a regular file of
-    ``r.size`` bytes) and its path. A file of the tree (not a blob: the tree's files are replaced as
-    captures run) is hashed first, the descriptor then rewound: its SHA-256 must be the record's (one
-    replaced meanwhile is looked for again: its blob was stored before it went)."""
+@dataclass(frozen=True)
+class Opened:
+    """A version's file opened for reading (:func:`open_checked`)."""
+
+    fd: int  # at offset 0
+    path: Path
+    stat: os.stat_result  # of ``fd``, when its bytes were found to be the record's
+    in_tree: bool  # the tree's file (its bytes may change in place), not a blob
+    settled: bool  # a tree file its TreeState remembers: the same identity, the same bytes
+
+
+def open_checked(root: Path, r: Record | Held, tree: TreeState | None = None) -> Opened:
+    """:func:`source` opened (reached without a symbolic link, a regular file of ``r.size`` bytes).
+    A file of the tree (not a blob: the tree's files are replaced as captures run) must hold the
+    record's SHA-256: hashed unless ``tree`` remembers its identity (formats/history.md §3); one
+    replaced or changed meanwhile is looked for again (its blob was stored before it went)."""
+    state = tree or TreeState(root)
     for _ in range(2):
-        path = source(root, r, tree)
+        path = source(root, r, state)
         rel = path.relative_to(root).as_posix()
         fd = open_in_tree(root, rel)
         try:
-            size = os.fstat(fd).st_size
-            if size == r.size and (rel != r.path or _hash_fd(fd) == (r.size, r.sha256)):
+            st = os.fstat(fd)
+            if st.st_size == r.size and rel != r.path:
+                return Opened(fd, path, st, False, False)
+            got = state.check(fd) if st.st_size == r.size else None
+            if got is not None and got[1] == r.sha256 and got[0].st_size == r.size:
                 os.lseek(fd, 0, os.SEEK_SET)
-                return fd, path
+                return Opened(fd, path, got[0], True, state.known(identity(got[0])) == r.sha256)
         except BaseException:
             os.close(fd)
             raise
@@ -431,6 +400,12 @@ def open_source(root: Path, r: Record | Held, tree: TreeState | None = None) -> 
             break
     what = "its blob" if rel != r.path else "its file in the tree (no blob stored)"
     raise FormatError(f"{what} {rel} does not hold the bytes its record says", subject=r.path)
+
+
+def open_source(root: Path, r: Record | Held, tree: TreeState | None = None) -> tuple[int, Path]:
+    """:func:`open_checked`'s descriptor and path."""
+    opened = open_checked(root, r, tree)
+    return opened.fd, opened.path
 
 
 def read_blob(root: Path, r: Record | Held, tree: TreeState | None = None) -> bytes:
@@ -507,8 +482,12 @@ def _source_problems(
     except FormatError as e:
         yield (at, f"{held} {e.message}")
         return
-    try:
-        got = _hash_fd(fd)
+    try:  # a tree file through ``tree``: remembered, a reader after verify does not hash it again
+        if rel != r.path:
+            got: tuple[int, str] | None = hash_fd(fd)
+        else:
+            seen = tree.check(fd)
+            got = None if seen is None else (seen[0].st_size, seen[1])
     finally:
         os.close(fd)
     if got != (r.size, r.sha256):
@@ -524,7 +503,8 @@ def extract(root: Path, v: Version, out: Path) -> int:
         raise UsageError(
             f"version {v.id} is the tree itself: copy the tree, or record it first", subject=str(root)
         )
-    for where, what in problems_of_version(root, v):
+    tree = TreeState(root)  # the check's: a tree file it hashed is not hashed again below
+    for where, what in problems_of_version(root, v, tree):
         raise FormatError(what, subject=where)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError("exists and is not an empty folder", subject=str(out))
@@ -534,13 +514,15 @@ def extract(root: Path, v: Version, out: Path) -> int:
     try:
         _, rows = _decode_manifest(v.manifest)
         n = 0
-        tree = TreeState(root)
         for r in rows:
             dest = work / r.path
             dest.parent.mkdir(parents=True, exist_ok=True)
             fd, src = open_source(root, r, tree)
             try:
                 os.link(src, dest, follow_symlinks=False)
+                if not os.path.samestat(os.lstat(dest), os.fstat(fd)):  # replaced since it was checked
+                    os.unlink(dest)
+                    raise OSError("not the file checked")
             except OSError:
                 with os.fdopen(os.dup(fd), "rb") as f, open(dest, "wb") as copy:
                     shutil.copyfileobj(f, copy)
@@ -559,11 +541,11 @@ def extract(root: Path, v: Version, out: Path) -> int:
         raise
 
 
-def problems_of_version(root: Path, v: Version) -> Iterator[tuple[str, str]]:
+def problems_of_version(root: Path, v: Version, tree: TreeState | None = None) -> Iterator[tuple[str, str]]:
     where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{v.manifest.name}"
     _, rows = _decode_manifest(v.manifest)
     checked: set[str] = set()
-    tree = TreeState(root)
+    tree = tree or TreeState(root)
     for r in rows:
         why = safe_path(r.path)
         if why:

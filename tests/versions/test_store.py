@@ -19,7 +19,7 @@ import pytest
 
 from archiver.errors import FormatError
 from archiver.tree import is_private, read_records
-from archiver.versions import keeper, store
+from archiver.versions import held, keeper, store
 from tests.versions.helpers import page, write_tree
 
 V1 = {
@@ -300,3 +300,73 @@ def test_a_kill_during_a_recording_leaves_whole_versions_only(tmp_path: Path) ->
     assert [v.recorded for v in store.versions(root)] == [True]
     _no_temporaries(root)
     assert _cli("verify", str(root)).returncode == 0
+
+
+@pytest.fixture
+def hashes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every tree file the store hashes (its own hash function, counting)."""
+    seen: list[int] = []
+    real = held.hash_fd
+
+    def counting(fd: int) -> tuple[int, str]:
+        got = real(fd)
+        seen.append(got[0])
+        return got
+
+    monkeypatch.setattr(held, "hash_fd", counting)
+    return seen
+
+
+def _settle(root: Path) -> None:
+    newest = max(p.stat().st_ctime_ns for p in root.rglob("*") if p.is_file())
+    time.sleep(max(0.0, (newest + held.SETTLE_NS - time.time_ns()) / 1e9) + 0.05)
+
+
+def _opened(root: Path, r: store.Held, tree: store.TreeState) -> store.Opened:
+    opened = store.open_checked(root, r, tree)
+    os.close(opened.fd)
+    return opened
+
+
+def test_a_tree_file_is_hashed_again_only_when_it_may_have_changed(
+    tmp_path: Path, hashes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """formats/history.md §3: a tree file checked is remembered by its identity (bounded) while it
+    settled; one just written, edited in place (its mtime put back) or forgotten is hashed again."""
+    root = tmp_path / "site"
+    files = {f"p{i}.html": page(f"P{i}", f"<p>{i}</p>" * (i + 1)) for i in range(3)}
+    write_tree(root, files, "2026-11-30T09:00:00Z")
+    store.record(root)
+    rs = {p: _v1_record(root, p) for p in files}
+    tree = store.TreeState(root)
+    assert not _opened(root, rs["p0.html"], tree).settled  # just written: not remembered
+    _opened(root, rs["p0.html"], tree)
+    assert len(hashes) == 2
+    _settle(root)
+    monkeypatch.setattr(held, "CHECKED_MAX", 2)
+    for p in ("p0.html", "p0.html", "p1.html", "p1.html", "p0.html"):
+        assert _opened(root, rs[p], tree).settled
+    assert len(hashes) == 4  # p0 and p1 once each
+    _opened(root, rs["p2.html"], tree)  # the least recently used (p1) forgotten
+    _opened(root, rs["p0.html"], tree)
+    assert len(hashes) == 5
+    _opened(root, rs["p1.html"], tree)
+    assert len(hashes) == 6
+    target = root / "p0.html"
+    before = target.stat()
+    data = target.read_bytes()
+    target.write_bytes(data.replace(b"<p>0</p>", b"<p>X</p>"))
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(FormatError, match="does not hold the bytes"):
+        _opened(root, rs["p0.html"], tree)
+    assert len(hashes) == 8  # hashed, looked for again, hashed: refused
+
+
+def test_extract_hashes_each_tree_file_once(two: Path, tmp_path: Path, hashes: list[int]) -> None:
+    """extract checks the version whole, then links its files: the check's hashes serve both."""
+    _settle(two)
+    v1 = store.versions(two)[0]
+    held_by_tree = [r for r in store.version_records(v1) if store.source(two, r) == two / r.path]
+    assert held_by_tree  # the tree still holds some of version 1's files
+    assert store.extract(two, v1, tmp_path / "out") == len(V1)
+    assert sorted(hashes) == sorted(r.size for r in held_by_tree)

@@ -1,20 +1,24 @@
 """A recorded version whose file only the tree holds (store format 2, formats/history.md §1–§3): no
 blob is stored while the file stays; every reader (extract, ``pack --all-versions`` and its
 ``extract --version``, serve's Memento, ``diff``) reads it from the tree; a tree file replaced by a
-symbolic link is refused with nothing read outside; one edited in place is named by verify."""
+symbolic link is refused with nothing read outside; one edited in place is named by verify, and
+refused by a running serve at the next request; one asked again and again is hashed once."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from archiver.serve import running
-from archiver.versions import keeper, store
+from archiver.serve import make_app, running
+from archiver.versions import held, keeper, store
 from tests.serve.helpers import get_on
 from tests.versions.helpers import page, tree_files, write_tree
 
@@ -43,6 +47,44 @@ def two(tmp_path: Path) -> Path:
     write_tree(root, V2, "2026-12-01T09:00:00Z")  # index replaced, a removed: both kept first
     store.record(root)
     return root
+
+
+@pytest.fixture
+def hashes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every tree file the store hashes (its own hash function, counting)."""
+    seen: list[int] = []
+    real = held.hash_fd
+
+    def counting(fd: int) -> tuple[int, str]:
+        got = real(fd)
+        seen.append(got[0])
+        return got
+
+    monkeypatch.setattr(held, "hash_fd", counting)
+    return seen
+
+
+def _settle(root: Path) -> None:
+    """Wait until every file of the tree was last changed ``held.SETTLE_NS`` ago: one changed since
+    is hashed at every use, never remembered (formats/history.md §3)."""
+    newest = max(p.stat().st_ctime_ns for p in root.rglob("*") if p.is_file())
+    time.sleep(max(0.0, (newest + held.SETTLE_NS - time.time_ns()) / 1e9) + 0.05)
+
+
+def _memento(base: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    return get_on(base, f"/site@{FIRST}/{path}", f"site-{FIRST.lower()}.localhost:{urlsplit(base).port}")
+
+
+@pytest.fixture
+def small_cache(two: Path) -> Iterator[str]:
+    """serve of ``two`` whose answer cache holds one answer (a server allowed 64 files holds 16)."""
+    app = make_app([two])
+    app.site.cache_entries = 1
+    try:
+        with running(app) as base:
+            yield base
+    finally:
+        app.site.close()
 
 
 def _blob(root: Path, path: str) -> Path:
@@ -145,3 +187,58 @@ def test_a_format_1_store_reads_as_before(tmp_path: Path) -> None:
     assert _cli("extract", str(root), "--version", FIRST, "-o", str(out)).returncode == 0
     assert tree_files(out) == {p: c.encode() for p, c in V1.items()}
     assert _cli("verify", str(root)).returncode == 0
+
+
+def test_a_memento_asked_50_times_hashes_its_tree_file_once(
+    two: Path, hashes: list[int], small_cache: str
+) -> None:
+    """An old version's page the tree holds, asked 50 times while serve's answer cache cycles (each
+    request evicts the other's answer): checked once, not hashed at every request."""
+    _settle(two)
+    want = V1["docs/b.html"].encode()
+    for _ in range(50):
+        status, got, body = _memento(small_cache, "docs/b.html")
+        assert status == 200 and body == want and got["memento-datetime"] == "Mon, 30 Nov 2026 09:00:00 GMT"
+        assert _memento(small_cache, "docs/a.html")[0] == 200  # from its blob: never hashed to serve
+    assert hashes == [len(want)]
+
+
+def test_a_tree_file_edited_in_place_is_refused_at_the_next_request(two: Path, hashes: list[int]) -> None:
+    """The attack: a served old version's page edited in place in the tree (same size), even with
+    its mtime put back, is not served under the version's Memento-Datetime at the next request
+    (serve's cached answer included): 404. A file changed less than ``SETTLE_NS`` ago is checked at
+    every request (an edit within the same timestamp tick leaves mtime and ctime as they were)."""
+    target = two / "docs/b.html"
+    want = V1["docs/b.html"].encode()
+    evil = b"<script>alert(1)</script>".ljust(len(want), b" ")
+    with running([two]) as base:
+        for settled in (False, True):
+            if settled:
+                _settle(two)
+            assert _memento(base, "docs/b.html")[2] == want
+            assert _memento(base, "docs/b.html")[2] == want
+            before = os.stat(target)
+            with open(target, "r+b") as f:
+                f.write(evil)
+            os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # the ctime still tells
+            assert os.stat(target).st_size == len(want)
+            for _ in range(3):
+                status, got, body = _memento(base, "docs/b.html")
+                assert status == 404 and b"alert" not in body and "memento-datetime" not in got
+            with open(target, "r+b") as f:  # the version's bytes back: served again
+                f.write(want)
+            assert _memento(base, "docs/b.html")[:3:2] == (200, want)
+    assert hashes.count(len(want)) >= 5  # checked again after each change, never trusted blind
+
+
+def test_a_tree_file_replaced_by_a_capture_is_served_from_its_blob(two: Path, hashes: list[int]) -> None:
+    """A served old version's page that a capture then replaces (its blob kept first, §2.1): the
+    version's bytes still, from the blob."""
+    _settle(two)
+    want = V1["docs/b.html"].encode()
+    with running([two]) as base:
+        assert _memento(base, "docs/b.html")[2] == want
+        write_tree(two, {**V2, "docs/b.html": page("B", "<p>changed</p>")}, "2026-12-02T09:00:00Z")
+        status, _, body = _memento(base, "docs/b.html")
+        assert status == 200 and body == want
+    assert _blob(two, "docs/b.html").is_file() and hashes == [len(want)]
