@@ -111,20 +111,36 @@ def _sweep(folder: Path, prefix: str) -> list[Path]:
     return removed
 
 
+#: the signal that last raised KeyboardInterrupt inside an :func:`interruptible` block (its name)
+_signalled: str | None = None
+
+
+def signalled() -> str | None:
+    """The name of the signal that interrupted the current :func:`interruptible` block, if one did:
+    a library that calls back into Python (libzim) turns the KeyboardInterrupt raised in its callback
+    into an error of its own, which its caller then knows for the interruption it was."""
+    return _signalled
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """SIGTERM and SIGHUP raise :class:`KeyboardInterrupt` inside the block (main thread only)."""
+    global _signalled
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _signalled = None
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+        global _signalled
+        _signalled = signal.Signals(signum).name
+        raise KeyboardInterrupt(_signalled)
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
+        _signalled = None
         for s, h in old.items():
             signal.signal(s, h)
 

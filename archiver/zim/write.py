@@ -31,6 +31,7 @@ from pathlib import Path
 from libzim.writer import Blob, ContentProvider, Creator, Hint, Item, StringProvider
 
 from archiver.errors import FormatError
+from archiver.safefs import signalled
 
 __all__ = [
     "CLUSTER_SIZE",
@@ -203,6 +204,8 @@ def write_zim(
             try:
                 c.add_item(_Item(spec, mismatches))
             except RuntimeError as e:
+                if (name := signalled()) is not None:  # SIGTERM/SIGHUP met in one of our callbacks
+                    raise KeyboardInterrupt(name) from None
                 raise FormatError(f"libzim refused entry {spec.path!r}: {e}") from None
         for r in redirects():
             try:
