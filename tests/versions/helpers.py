@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 from archiver.tree import Header, Record, write_records
+from archiver.versions import held
 
 HOME = "http://site.localhost/"
 
@@ -93,3 +95,10 @@ def tree_files(root: Path) -> dict[str, bytes]:
             continue
         out[rel.as_posix()] = p.read_bytes()
     return out
+
+
+def settle(root: Path) -> None:
+    """Wait until every file of the tree was last changed ``held.SETTLE_NS`` ago: one changed since
+    is hashed at every use, never remembered (formats/history.md §3)."""
+    newest = max(p.stat().st_ctime_ns for p in root.rglob("*") if p.is_file())
+    time.sleep(max(0.0, (newest + held.SETTLE_NS - time.time_ns()) / 1e9) + 0.05)

@@ -20,7 +20,7 @@ import pytest
 from archiver.errors import FormatError
 from archiver.tree import is_private, read_records
 from archiver.versions import held, keeper, store
-from tests.versions.helpers import page, write_tree
+from tests.versions.helpers import page, settle, write_tree
 
 V1 = {
     "index.html": page("Home", "<p>Welcome.</p>"),
@@ -302,26 +302,6 @@ def test_a_kill_during_a_recording_leaves_whole_versions_only(tmp_path: Path) ->
     assert _cli("verify", str(root)).returncode == 0
 
 
-@pytest.fixture
-def hashes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of every tree file the store hashes (its own hash function, counting)."""
-    seen: list[int] = []
-    real = held.hash_fd
-
-    def counting(fd: int) -> tuple[int, str]:
-        got = real(fd)
-        seen.append(got[0])
-        return got
-
-    monkeypatch.setattr(held, "hash_fd", counting)
-    return seen
-
-
-def _settle(root: Path) -> None:
-    newest = max(p.stat().st_ctime_ns for p in root.rglob("*") if p.is_file())
-    time.sleep(max(0.0, (newest + held.SETTLE_NS - time.time_ns()) / 1e9) + 0.05)
-
-
 def _opened(root: Path, r: store.Held, tree: store.TreeState) -> store.Opened:
     opened = store.open_checked(root, r, tree)
     os.close(opened.fd)
@@ -342,7 +322,7 @@ def test_a_tree_file_is_hashed_again_only_when_it_may_have_changed(
     assert not _opened(root, rs["p0.html"], tree).settled  # just written: not remembered
     _opened(root, rs["p0.html"], tree)
     assert len(hashes) == 2
-    _settle(root)
+    settle(root)
     monkeypatch.setattr(held, "CHECKED_MAX", 2)
     for p in ("p0.html", "p0.html", "p1.html", "p1.html", "p0.html"):
         assert _opened(root, rs[p], tree).settled
@@ -364,7 +344,7 @@ def test_a_tree_file_is_hashed_again_only_when_it_may_have_changed(
 
 def test_extract_hashes_each_tree_file_once(two: Path, tmp_path: Path, hashes: list[int]) -> None:
     """extract checks the version whole, then links its files: the check's hashes serve both."""
-    _settle(two)
+    settle(two)
     v1 = store.versions(two)[0]
     held_by_tree = [r for r in store.version_records(v1) if store.source(two, r) == two / r.path]
     assert held_by_tree  # the tree still holds some of version 1's files

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,9 +17,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from archiver.serve import make_app, running
-from archiver.versions import held, keeper, store
+from archiver.versions import keeper, store
 from tests.serve.helpers import get_on
-from tests.versions.helpers import page, tree_files, write_tree
+from tests.versions.helpers import page, settle, tree_files, write_tree
 
 V1 = {
     "index.html": page("Home", "<p>one</p>"),
@@ -47,28 +46,6 @@ def two(tmp_path: Path) -> Path:
     write_tree(root, V2, "2026-12-01T09:00:00Z")  # index replaced, a removed: both kept first
     store.record(root)
     return root
-
-
-@pytest.fixture
-def hashes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of every tree file the store hashes (its own hash function, counting)."""
-    seen: list[int] = []
-    real = held.hash_fd
-
-    def counting(fd: int) -> tuple[int, str]:
-        got = real(fd)
-        seen.append(got[0])
-        return got
-
-    monkeypatch.setattr(held, "hash_fd", counting)
-    return seen
-
-
-def _settle(root: Path) -> None:
-    """Wait until every file of the tree was last changed ``held.SETTLE_NS`` ago: one changed since
-    is hashed at every use, never remembered (formats/history.md §3)."""
-    newest = max(p.stat().st_ctime_ns for p in root.rglob("*") if p.is_file())
-    time.sleep(max(0.0, (newest + held.SETTLE_NS - time.time_ns()) / 1e9) + 0.05)
 
 
 def _memento(base: str, path: str) -> tuple[int, dict[str, str], bytes]:
@@ -194,7 +171,7 @@ def test_a_memento_asked_50_times_hashes_its_tree_file_once(
 ) -> None:
     """An old version's page the tree holds, asked 50 times while serve's answer cache cycles (each
     request evicts the other's answer): checked once, not hashed at every request."""
-    _settle(two)
+    settle(two)
     want = V1["docs/b.html"].encode()
     for _ in range(50):
         status, got, body = _memento(small_cache, "docs/b.html")
@@ -214,7 +191,7 @@ def test_a_tree_file_edited_in_place_is_refused_at_the_next_request(two: Path, h
     with running([two]) as base:
         for settled in (False, True):
             if settled:
-                _settle(two)
+                settle(two)
             assert _memento(base, "docs/b.html")[2] == want
             assert _memento(base, "docs/b.html")[2] == want
             before = os.stat(target)
@@ -234,7 +211,7 @@ def test_a_tree_file_edited_in_place_is_refused_at_the_next_request(two: Path, h
 def test_a_tree_file_replaced_by_a_capture_is_served_from_its_blob(two: Path, hashes: list[int]) -> None:
     """A served old version's page that a capture then replaces (its blob kept first, §2.1): the
     version's bytes still, from the blob."""
-    _settle(two)
+    settle(two)
     want = V1["docs/b.html"].encode()
     with running([two]) as base:
         assert _memento(base, "docs/b.html")[2] == want
