@@ -464,8 +464,11 @@ class Fetcher:
         if referrer:
             headers.append(("Referer", referrer))
         self.requests += 1
-        async with asyncio.timeout(self.policy.total_timeout):
-            async with self.pool.stream(current, headers) as response:
+        # one timer for the request and its reads (http1.Deadline: the total timeout, and the read
+        # timeout of each read)
+        with http1.Deadline(self.policy.total_timeout, self.policy.read_timeout) as deadline:
+            response = await self.pool.send(current, headers, deadline)
+            try:
                 exchange = self.recorder.begin(response) if self.recorder is not None else None
                 try:
                     result = await self._response(url, current, response, cap, exchange)
@@ -475,7 +478,12 @@ class Fetcher:
                     raise
                 if exchange is not None:
                     result.warc = await exchange.end()
-                return result
+            except BaseException:
+                response._finished = False
+                await response.aclose()
+                raise
+            await response.aclose()
+            return result
 
     async def _response(
         self,
