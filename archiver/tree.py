@@ -9,7 +9,6 @@ fixed-size chunks, so a tree of any size is read in constant memory (the manifes
 from __future__ import annotations
 
 import hashlib
-import html
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -212,6 +211,8 @@ def title_from_html(data: bytes) -> str | None:
         text = m.group(1).decode(encoding, "replace")
     except LookupError:
         text = m.group(1).decode("utf-8", "replace")
+    import html  # its entity table: only for a tree without a manifest
+
     title = " ".join(html.unescape(text).split())
     return title or None
 

@@ -68,7 +68,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import tempfile
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -584,6 +583,8 @@ class Fetcher:
             result.body = bytes(buffer)
 
     def _spool_file(self) -> Any:
+        import tempfile  # only a body over SPOOL_LIMIT needs it
+
         if self.tmp_dir is not None:
             self.tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
