@@ -393,10 +393,13 @@ class Fetcher:
             return FetchResult(url, current, "skipped", None, f"unsupported scheme {scheme}")
         netloc = urls.host_of(current)
         if check_robots and self.policy.obey_robots:
-            try:
-                rules = await self.robots_for(current)
-            except AddressRefused as e:
-                return FetchResult(url, current, "refused", None, str(e))
+            known = self._hosts.get(netloc)
+            rules = known.robots if known is not None else None  # read already: no await
+            if rules is None:
+                try:
+                    rules = await self.robots_for(current)
+                except AddressRefused as e:
+                    return FetchResult(url, current, "refused", None, str(e))
             if not rules.allowed(target_of(current)):
                 if rules.unreachable is not None:
                     reason = f"{rules.unreachable}: not fetched, tried again next run"

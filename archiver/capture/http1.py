@@ -126,15 +126,33 @@ def split_url(url: str) -> tuple[str, str, int, str, bytes]:
     """(scheme, host, port, Host header, request target) of an absolute http(s) URL; the host
     without IPv6 brackets, the target path and query (``/`` when empty), never the fragment."""
     scheme, sep, rest = url.partition("://")
-    scheme = scheme.lower()
-    if not sep or scheme not in ("http", "https"):
-        raise LocalProtocolError(f"not an http(s) URL: {url[:200]!r}")
     end = len(rest)
     for mark in "/?#":  # the authority ends at the first of them
         found = rest.find(mark, 0, end)
         if found >= 0:
             end = found
-    authority, path = rest[:end], rest[end:]
+    origin = url[: len(url) - len(rest) + end]
+    known = _ORIGINS.get(origin)  # a run asks few origins, each many times
+    if known is None:
+        known = _origin(url, scheme, sep, rest[:end])
+        if len(_ORIGINS) >= _MAX_ORIGINS:
+            _ORIGINS.clear()
+        _ORIGINS[origin] = known
+    path = rest[end:].partition("#")[0]
+    if not path.startswith("/"):
+        path = "/" + path
+    return (*known, _target_bytes(path))
+
+
+#: (scheme, host, port, Host header) by the text of a URL up to its path (:func:`split_url`)
+_ORIGINS: dict[str, tuple[str, str, int, str]] = {}
+_MAX_ORIGINS = 1024
+
+
+def _origin(url: str, scheme: str, sep: str, authority: str) -> tuple[str, str, int, str]:
+    scheme = scheme.lower()
+    if not sep or scheme not in ("http", "https"):
+        raise LocalProtocolError(f"not an http(s) URL: {url[:200]!r}")
     authority = authority.rpartition("@")[2]
     if authority.startswith("["):
         close = authority.find("]")
@@ -149,14 +167,11 @@ def split_url(url: str) -> tuple[str, str, int, str, bytes]:
     port = int(port_text) if port_text else default
     if not host or not _NOT_IN_HOST.isdisjoint(host):
         raise LocalProtocolError(f"bad host in {url[:200]!r}")
-    path = path.partition("#")[0]
-    if not path.startswith("/"):
-        path = "/" + path
     shown = f"[{host}]" if ":" in host else host
     host_header = shown if port == default else f"{shown}:{port}"
     if not host_header.isascii():
         raise LocalProtocolError(f"non-ASCII host in {url[:200]!r}")
-    return scheme, host, port, host_header, _target_bytes(path)
+    return scheme, host, port, host_header
 
 
 def request_head(target: bytes, host: str, headers: list[tuple[str, str]]) -> bytes:
@@ -508,9 +523,8 @@ class Connection:
             buf = self.buffer
             crlf = buf.find(b"\r\n\r\n", max(searched - 3, 0))
             lf = buf.find(b"\n\n", max(searched - 1, 0))
-            ends = [(e, n) for e, n in ((crlf, 4), (lf, 2)) if e >= 0]
-            if ends:
-                end, mark = min(ends)
+            if crlf >= 0 or lf >= 0:  # the first of the two that is there
+                end, mark = (crlf, 4) if lf < 0 or 0 <= crlf < lf else (lf, 2)
                 if end > MAX_HEAD:
                     raise RemoteProtocolError(f"a response head over {MAX_HEAD} bytes")
                 self.buffer = buf[end + mark :]

@@ -500,3 +500,23 @@ def test_the_fast_head_parse_is_the_line_by_line_one(pieces: list[bytes], ends: 
             return str(e)
 
     assert outcome(http1.parse_head) == outcome(http1._parse_lines)
+
+
+@given(st.sampled_from(["http://h", "https://h:8443", "http://u:p@h:81", "http://[::1]:82", "HTTP://H"]),
+       st.text(max_size=30))  # fmt: skip
+def test_split_url_answers_alike_from_its_origin_cache(origin: str, tail: str) -> None:
+    """The (scheme, host, port, Host) of an origin are worked out once and kept: a URL split with
+    its origin known gives what it gives with the cache empty."""
+
+    def split(url: str) -> object:
+        try:
+            return http1.split_url(url)
+        except (http1.LocalProtocolError, UnicodeEncodeError) as e:
+            return type(e)
+
+    for url in (origin + "/" + tail, origin + "?" + tail, origin + "#" + tail, origin + tail):
+        http1._ORIGINS.clear()
+        fresh = split(url)
+        assert split(url) == fresh
+        http1.split_url(origin + "/warm")
+        assert split(url) == fresh
