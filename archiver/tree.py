@@ -289,6 +289,12 @@ class ManifestWriter:
         self._file.write(_encoder.encode(record) + b"\n")
         self._flush()
 
+    def add_encoded(self, lines: list[bytes]) -> None:
+        """Records already encoded as :meth:`add` writes them (JSON, no newline), in one write."""
+        if lines:
+            self._file.write(b"\n".join(lines) + b"\n")
+            self._flush()
+
     def _flush(self) -> None:
         self._file.flush()
         if self.durable:

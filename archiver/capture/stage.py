@@ -84,6 +84,7 @@ class Stage:
         :meth:`finish` does for each, with one commit for all."""
         c = self.context
         records = [self.kept(previous, row, result) for row, previous, result in kept]
+        encoded: list[bytes] | None = None
         with c.state.transaction():
             for row, result in failed:
                 state = _failed_state(result)
@@ -93,21 +94,25 @@ class Stage:
             done = [(row.key, result.status, result.final_url, record)
                     for (row, _previous, result), record in zip(kept, records, strict=True)]  # fmt: skip
             if isinstance(c.state, State):  # three statements for all
-                finish_kept(c.state, done)
+                encoded = finish_kept(c.state, done)
             else:
                 for key, status, final_url, record in done:
                     c.state.finish(key, state="done", outcome="ok", status=status, final_url=final_url,
                                    record=record, blob=(record.sha256, record.path))  # fmt: skip
         for row, _result in failed:
             self.budget.release(row.key)
-        for record in records:
+        lines: list[bytes] = []
+        for i, record in enumerate(records):
             if record.kind == "page":
                 c.pages_done += 1
             else:
                 self.budget.release(record.urls[0])
                 c.assets_done += 1
-            if c.manifest is not None:
-                c.manifest.add(public(record))
+            if c.manifest is not None:  # the state's encoding when the manifest shows the same record
+                shown = public(record)
+                lines.append(encoded[i] if encoded is not None and shown is record else _encode(shown))
+        if c.manifest is not None:
+            c.manifest.add_encoded(lines)  # one write for the batch
 
     def previous(self, row: Row) -> Record | None:
         """The record ``row``'s key left at its path in an earlier run, when a conditional request
@@ -224,6 +229,9 @@ class Stage:
             links=links,
         )
         self.context.assets_done += 1
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def _failed_state(result: FetchResult) -> str:
