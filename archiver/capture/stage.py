@@ -12,6 +12,7 @@ the run's :class:`.context.Context`, its page budget and its responses, never th
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,13 +129,11 @@ class Stage:
             return None
         if not (record.etag or record.last_modified) or not (200 <= (record.status or 0) < 300):
             return None
-        file = self.context.out / record.path
-        try:
-            if file.stat().st_size != record.size or hash_file(file)[0] != record.sha256:
-                return None
-        except OSError:
-            return None
-        return record
+        return (
+            record
+            if _whole(os.path.join(self.context.out, record.path), record.size, record.sha256)
+            else None
+        )
 
     def kept(self, previous: Record, row: Row, result: FetchResult) -> Record:
         """The record of a URL whose conditional request was answered 304: the previous bytes,
@@ -232,6 +231,27 @@ class Stage:
 
 
 _encode = msgspec.json.Encoder().encode
+
+
+def _whole(path: str, size: int, sha256: str) -> bool:
+    """Whether the file at ``path`` has ``size`` bytes hashing to ``sha256`` (a conditional request
+    stands on it): one descriptor for the size and the bytes (a re-capture asks this of every file
+    it holds; through pathlib's stat and open, twice the CPU)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size != size:
+            return False
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.hexdigest() == sha256
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _failed_state(result: FetchResult) -> str:
