@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archiver.capture import http1
+from archiver.capture import http1, http1_parse
 from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult
 
 # ---- pure: vectors
@@ -499,7 +499,7 @@ def test_the_fast_head_parse_is_the_line_by_line_one(pieces: list[bytes], ends: 
         except http1.RemoteProtocolError as e:
             return str(e)
 
-    assert outcome(http1.parse_head) == outcome(http1._parse_lines)
+    assert outcome(http1.parse_head) == outcome(http1_parse._parse_lines)
 
 
 @given(st.sampled_from(["http://h", "https://h:8443", "http://u:p@h:81", "http://[::1]:82", "HTTP://H"]),
@@ -515,7 +515,7 @@ def test_split_url_answers_alike_from_its_origin_cache(origin: str, tail: str) -
             return type(e)
 
     for url in (origin + "/" + tail, origin + "?" + tail, origin + "#" + tail, origin + tail):
-        http1._ORIGINS.clear()
+        http1_parse._ORIGINS.clear()
         fresh = split(url)
         assert split(url) == fresh
         http1.split_url(origin + "/warm")
