@@ -8,7 +8,7 @@ Pure: no network, no filesystem, no clock. Python's ``mimetypes`` reads the host
 
 from __future__ import annotations
 
-import mimetypes
+import functools
 
 __all__ = ["COMPRESSED_TYPES", "is_text", "media_type_for", "parse_content_type"]
 
@@ -59,7 +59,16 @@ _TABLE = {
     ".webmanifest": "application/manifest+json",
 }
 
-_mimetypes = mimetypes.MimeTypes(filenames=(), strict=True)
+
+@functools.cache
+def _fallback() -> dict[str, str]:
+    """``mimetypes``' built-in table, built on first use: building it reads the host's files once
+    more (``MimeTypes`` starts with ``mimetypes.init()``), ~5 ms of CPU at every start of every
+    command, which most runs (an unchanged re-capture) never need."""
+    import mimetypes
+
+    return mimetypes.MimeTypes(filenames=(), strict=True).types_map[True]
+
 
 #: Types whose bytes are already compressed: packers store them without compressing again.
 COMPRESSED_TYPES = frozenset(
@@ -79,7 +88,7 @@ def media_type_for(name: str) -> str:
     if dot <= 0:
         return "application/octet-stream"
     extension = leaf[dot:].lower()
-    found = _TABLE.get(extension) or _mimetypes.types_map[True].get(extension)
+    found = _TABLE.get(extension) or _fallback().get(extension)
     return found or "application/octet-stream"
 
 

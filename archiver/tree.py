@@ -9,7 +9,6 @@ fixed-size chunks, so a tree of any size is read in constant memory (the manifes
 from __future__ import annotations
 
 import hashlib
-import html
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -212,6 +211,8 @@ def title_from_html(data: bytes) -> str | None:
         text = m.group(1).decode(encoding, "replace")
     except LookupError:
         text = m.group(1).decode("utf-8", "replace")
+    import html  # its entity table: only for a tree without a manifest
+
     title = " ".join(html.unescape(text).split())
     return title or None
 
@@ -287,6 +288,12 @@ class ManifestWriter:
     def add(self, record: Record) -> None:
         self._file.write(_encoder.encode(record) + b"\n")
         self._flush()
+
+    def add_encoded(self, lines: list[bytes]) -> None:
+        """Records already encoded as :meth:`add` writes them (JSON, no newline), in one write."""
+        if lines:
+            self._file.write(b"\n".join(lines) + b"\n")
+            self._flush()
 
     def _flush(self) -> None:
         self._file.flush()

@@ -68,7 +68,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import tempfile
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -394,10 +393,13 @@ class Fetcher:
             return FetchResult(url, current, "skipped", None, f"unsupported scheme {scheme}")
         netloc = urls.host_of(current)
         if check_robots and self.policy.obey_robots:
-            try:
-                rules = await self.robots_for(current)
-            except AddressRefused as e:
-                return FetchResult(url, current, "refused", None, str(e))
+            known = self._hosts.get(netloc)
+            rules = known.robots if known is not None else None  # read already: no await
+            if rules is None:
+                try:
+                    rules = await self.robots_for(current)
+                except AddressRefused as e:
+                    return FetchResult(url, current, "refused", None, str(e))
             if not rules.allowed(target_of(current)):
                 if rules.unreachable is not None:
                     reason = f"{rules.unreachable}: not fetched, tried again next run"
@@ -464,8 +466,11 @@ class Fetcher:
         if referrer:
             headers.append(("Referer", referrer))
         self.requests += 1
-        async with asyncio.timeout(self.policy.total_timeout):
-            async with self.pool.stream(current, headers) as response:
+        # one timer for the request and its reads (http1.Deadline: the total timeout, and the read
+        # timeout of each read)
+        with http1.Deadline(self.policy.total_timeout, self.policy.read_timeout) as deadline:
+            response = await self.pool.send(current, headers, deadline)
+            try:
                 exchange = self.recorder.begin(response) if self.recorder is not None else None
                 try:
                     result = await self._response(url, current, response, cap, exchange)
@@ -475,7 +480,12 @@ class Fetcher:
                     raise
                 if exchange is not None:
                     result.warc = await exchange.end()
-                return result
+            except BaseException:
+                response._finished = False
+                await response.aclose()
+                raise
+            await response.aclose()
+            return result
 
     async def _response(
         self,
@@ -576,6 +586,8 @@ class Fetcher:
             result.body = bytes(buffer)
 
     def _spool_file(self) -> Any:
+        import tempfile  # only a body over SPOOL_LIMIT needs it
+
         if self.tmp_dir is not None:
             self.tmp_dir.mkdir(parents=True, exist_ok=True)
         return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)

@@ -280,6 +280,8 @@ class _Stream:
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
+            if timeout is None:  # bounded by the request's deadline (:class:`.http1.Deadline`)
+                return await self._reader.read(max_bytes)
             async with asyncio.timeout(timeout):
                 return await self._reader.read(max_bytes)
         except TimeoutError as e:

@@ -8,7 +8,8 @@ one request at a time per connection, on the streams of a network backend (the a
 ``start_tls``; nothing of httpx, httpcore, h11 or anyio is imported. No proxies, no cookies, no
 HTTP/2, no redirects (the fetcher follows them itself).
 
-The parsing is pure (:func:`parse_head`, :func:`framing`, :func:`chunk_size`, :func:`request_head`)
+The parsing is pure (:mod:`.http1_parse`, re-exported here: :func:`parse_head`, :func:`framing`,
+:func:`chunk_size`, :func:`request_head`)
 and bounded, since every byte of a response may lie:
 
 - a response head is at most :data:`MAX_HEAD` bytes and :data:`MAX_FIELDS` fields; a status line
@@ -34,21 +35,44 @@ connection (a GET is safe to repeat).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from archiver.capture.http1_parse import (  # the pure half, re-exported
+    MAX_FIELDS,
+    MAX_HEAD,
+    MAX_INTERIM,
+    MAX_LINE,
+    ConnectError,
+    ConnectTimeout,
+    Head,
+    LocalProtocolError,
+    NetworkError,
+    ReadTimeout,
+    RemoteProtocolError,
+    WriteTimeout,
+    chunk_size,
+    framing,
+    parse_head,
+    request_head,
+    reusable,
+    split_url,
+)
 
 __all__ = [
     "MAX_FIELDS",
     "MAX_HEAD",
     "ConnectError",
     "ConnectTimeout",
+    "Deadline",
     "Head",
     "Headers",
+    "LocalProtocolError",
     "NetworkError",
     "Pool",
     "ReadTimeout",
@@ -61,213 +85,9 @@ __all__ = [
     "request_head",
 ]
 
-MAX_HEAD = 64 << 10  # bytes of a response head (status line and fields), and of a trailer section
-MAX_FIELDS = 256  # field lines of a response head
-MAX_LINE = 1024  # bytes of a chunk-size line
-MAX_INTERIM = 8  # 1xx responses before the final one
 READ_SIZE = 64 << 10
 KEEP_IDLE = 5.0  # seconds an idle connection is kept (httpx's default keep-alive expiry)
 MAX_IDLE = 32  # idle connections kept in all
-
-
-class RemoteProtocolError(ConnectionError):
-    """The server broke HTTP/1.1 (a head that does not parse, a body cut short)."""
-
-
-class LocalProtocolError(ValueError):
-    """A request that cannot be written (a header value with a line break, a non-ASCII target)."""
-
-
-class ConnectTimeout(TimeoutError):
-    pass
-
-
-class ReadTimeout(TimeoutError):
-    pass
-
-
-class WriteTimeout(TimeoutError):
-    pass
-
-
-class NetworkError(ConnectionError):
-    """A stream that failed to read or write (the system's error as text)."""
-
-
-class ConnectError(NetworkError):
-    """A connection that could not be opened (refused, unreachable, a name that does not resolve,
-    a TLS handshake that failed)."""
-
-
-# ---- pure: the request
-
-
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-#: the names the fetcher sends, known to be tokens (any other is checked by :data:`_TOKEN`)
-_SENT_NAMES = frozenset(
-    b"User-Agent Accept Accept-Encoding Accept-Language Referer If-None-Match If-Modified-Since".split()
-)
-_TARGET_SAFE_BYTES = b"!$&'()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz~%"
-_TARGET_SAFE = frozenset(_TARGET_SAFE_BYTES)
-_NOT_IN_HOST = frozenset(" \t\r\n\0")
-
-
-def _target_bytes(target: str) -> bytes:
-    """The request target as sent: ASCII, every other byte percent-encoded (UTF-8), as browsers do."""
-    raw = target.encode("utf-8")
-    if not raw.translate(None, _TARGET_SAFE_BYTES):  # nothing left once the safe bytes are gone
-        return raw
-    return b"".join(bytes((b,)) if b in _TARGET_SAFE else b"%%%02X" % b for b in raw)
-
-
-def split_url(url: str) -> tuple[str, str, int, str, bytes]:
-    """(scheme, host, port, Host header, request target) of an absolute http(s) URL; the host
-    without IPv6 brackets, the target path and query (``/`` when empty), never the fragment."""
-    scheme, sep, rest = url.partition("://")
-    scheme = scheme.lower()
-    if not sep or scheme not in ("http", "https"):
-        raise LocalProtocolError(f"not an http(s) URL: {url[:200]!r}")
-    end = len(rest)
-    for mark in "/?#":  # the authority ends at the first of them
-        found = rest.find(mark, 0, end)
-        if found >= 0:
-            end = found
-    authority, path = rest[:end], rest[end:]
-    authority = authority.rpartition("@")[2]
-    if authority.startswith("["):
-        close = authority.find("]")
-        if close < 0:
-            raise LocalProtocolError(f"bad IPv6 host in {url[:200]!r}")
-        host, port_text = authority[1:close], authority[close + 1 :].removeprefix(":")
-    else:
-        host, _, port_text = authority.partition(":")
-    default = 443 if scheme == "https" else 80
-    if port_text and not (port_text.isdigit() and port_text.isascii() and 0 < int(port_text) < 65536):
-        raise LocalProtocolError(f"bad port in {url[:200]!r}")
-    port = int(port_text) if port_text else default
-    if not host or not _NOT_IN_HOST.isdisjoint(host):
-        raise LocalProtocolError(f"bad host in {url[:200]!r}")
-    path = path.partition("#")[0]
-    if not path.startswith("/"):
-        path = "/" + path
-    shown = f"[{host}]" if ":" in host else host
-    host_header = shown if port == default else f"{shown}:{port}"
-    if not host_header.isascii():
-        raise LocalProtocolError(f"non-ASCII host in {url[:200]!r}")
-    return scheme, host, port, host_header, _target_bytes(path)
-
-
-def request_head(target: bytes, host: str, headers: list[tuple[str, str]]) -> bytes:
-    """``GET target HTTP/1.1`` with ``Host`` first and ``headers`` in order; raises
-    :class:`LocalProtocolError` for a name that is no token or a value with CR, LF or NUL."""
-    lines = [b"GET ", target, b" HTTP/1.1\r\nHost: ", host.encode("ascii"), b"\r\n"]
-    for name, value in headers:
-        raw_name = name.encode("latin-1", "replace")
-        raw_value = value.encode("latin-1", "replace")
-        if (
-            (raw_name not in _SENT_NAMES and not _TOKEN.fullmatch(raw_name))
-            or b"\r" in raw_value
-            or b"\n" in raw_value
-            or b"\0" in raw_value
-        ):
-            raise LocalProtocolError(f"header {name[:60]!r} cannot be sent")
-        lines += [raw_name, b": ", raw_value, b"\r\n"]
-    lines.append(b"\r\n")
-    return b"".join(lines)
-
-
-# ---- pure: the response
-
-
-@dataclass(frozen=True)
-class Head:
-    """A parsed response head: ``version`` (``b"HTTP/1.1"``), status, reason, raw fields in order."""
-
-    version: bytes
-    status: int
-    reason: bytes
-    fields: list[tuple[bytes, bytes]]
-
-
-_STATUS = re.compile(rb"(HTTP/1\.[01]) ([0-9]{3})(?: ([^\r\n\0]*))?")
-
-
-def parse_head(data: bytes) -> Head:
-    """The head ``data`` (status line and field lines, CRLF or LF ended, without the empty line
-    that ends it); raises :class:`RemoteProtocolError` for anything that is not one."""
-    lines = data.split(b"\n")
-    first = lines[0].rstrip(b"\r")
-    m = _STATUS.fullmatch(first)
-    if m is None:
-        raise RemoteProtocolError(f"not an HTTP/1.x status line: {first[:80]!r}")
-    if len(lines) - 1 > MAX_FIELDS:
-        raise RemoteProtocolError(f"more than {MAX_FIELDS} header fields")
-    fields: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        line = line.removesuffix(b"\r")
-        if not line:
-            continue
-        if line[0] in b" \t":  # obsolete line folding: part of the previous field's value
-            if not fields:
-                raise RemoteProtocolError("a folded line before any header field")
-            name, value = fields[-1]
-            fields[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" \t"))
-            continue
-        name, colon, value = line.partition(b":")
-        if not colon or not _TOKEN.fullmatch(name):
-            raise RemoteProtocolError(f"not a header field: {line[:80]!r}")
-        value = value.strip(b" \t")
-        if b"\0" in value or b"\r" in value:
-            raise RemoteProtocolError(f"header {name[:60]!r} holds a NUL or CR")
-        fields.append((name, value))
-    return Head(m.group(1), int(m.group(2)), m.group(3) or b"", fields)
-
-
-def _values(fields: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
-    return [v for n, v in fields if n.lower() == name]
-
-
-def framing(head: Head) -> tuple[str, int]:
-    """How the body of a response to a GET ends (RFC 9112 §6.3): ``("none", 0)``, ``("length", N)``,
-    ``("chunked", 0)`` or ``("close", 0)``; raises :class:`RemoteProtocolError` for a Content-Length
-    that lies about itself."""
-    if head.status < 200 or head.status in (204, 304):
-        return "none", 0
-    codings = b",".join(_values(head.fields, b"transfer-encoding"))
-    if codings:
-        last = codings.rsplit(b",", 1)[-1].strip(b" \t").lower()
-        return ("chunked", 0) if last == b"chunked" else ("close", 0)
-    lengths = {
-        v.strip(b" \t") for value in _values(head.fields, b"content-length") for v in value.split(b",")
-    }
-    if not lengths:
-        return "close", 0
-    if len(lengths) > 1:
-        raise RemoteProtocolError("Content-Length given with different values")
-    (length,) = lengths
-    if not length.isdigit() or len(length) > 18:
-        raise RemoteProtocolError(f"Content-Length is not a length: {length[:40]!r}")
-    return "length", int(length)
-
-
-def reusable(head: Head, kind: str) -> bool:
-    """May the connection carry another request once this response is read to its end?"""
-    if kind == "close" or head.version != b"HTTP/1.1":
-        return False
-    tokens = b",".join(_values(head.fields, b"connection")).lower()
-    if b"close" not in tokens:  # no such token (``keep-alive``, or no field at all)
-        return True
-    return b"close" not in {t.strip(b" \t") for t in tokens.split(b",")}
-
-
-def chunk_size(line: bytes) -> int:
-    """The size of a chunk from its size line (hex, then optional ``;extensions``); raises
-    :class:`RemoteProtocolError` for anything else."""
-    size = line.split(b";", 1)[0].strip(b" \t\r\n")
-    if not size or len(size) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size):
-        raise RemoteProtocolError(f"not a chunk size: {line[:40]!r}")
-    return int(size, 16)
-
 
 # ---- the objects the fetcher and the WARC recorder read
 
@@ -334,7 +154,83 @@ class Request:
     headers: _RequestHeaders
 
 
-# ---- IO: connections and the pool
+# ---- IO: the deadline of a request, connections and the pool
+
+
+class Deadline:
+    """The one timer of a request (``with Deadline(total, read):`` around it, inside a task): the
+    request ends within ``total`` seconds, and a read that waits for bytes within ``read`` seconds
+    of its start (:meth:`Connection.read_some`). An asyncio timeout for the request and another for
+    each read cost a fifth of the CPU of a conditional GET answered 304 on loopback; this one arms
+    a single timer per request, and moving a read's deadline touches no timer: when the timer
+    fires, it checks whether a deadline has passed and else arms itself again, never later than a
+    read could still end (``read`` seconds from then).
+
+    A total deadline that passes cancels the task, and leaving the ``with`` turns that into
+    :class:`TimeoutError`; a read's raises :class:`ReadTimeout` in the read itself, as a stream's
+    own timeout did (the WARC recorder writes what was read, ``WARC-Truncated: time``). A
+    cancellation from elsewhere stays one, as with ``asyncio.timeout``."""
+
+    __slots__ = ("_cancelling", "_handle", "_loop", "_task", "fired", "read", "read_at", "total_at")
+
+    def __init__(self, total: float, read: float) -> None:
+        self.read = read
+        self.total_at = total
+        self.read_at: float | None = None  # while a read waits: when it times out
+        self.fired: str | None = None  # "total" or "read" once the timer cancelled the task for it
+        self._handle: asyncio.TimerHandle | None = None
+
+    def __enter__(self) -> Deadline:
+        loop = self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a Deadline is used inside a task")
+        self._task = task
+        self._cancelling = task.cancelling()
+        now = loop.time()
+        self.total_at += now
+        self._handle = loop.call_at(min(self.total_at, now + self.read), self._check)
+        return self
+
+    def _arm(self) -> None:
+        now = self._loop.time()
+        due = min(self.total_at, now + self.read if self.read_at is None else self.read_at)
+        self._handle = self._loop.call_at(due, self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        now = self._loop.time()
+        if now >= self.total_at:
+            self.fired = "total"
+        elif self.read_at is not None and now >= self.read_at:
+            self.fired = "read"
+        else:
+            self._arm()
+            return
+        self._task.cancel()
+
+    def read_timed_out(self) -> bool:
+        """After a read raised :class:`asyncio.CancelledError`: was it this read's deadline (the
+        cancellation taken back, the timer armed again for the rest of the request)?"""
+        if self.fired != "read":
+            return False
+        self.fired = None
+        if self._task.uncancel() > self._cancelling:  # cancelled from elsewhere too: stays cancelled
+            return False
+        self._arm()
+        return True
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self.fired is None:
+            return
+        fired, self.fired = self.fired, None
+        if self._task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
+            if fired == "read":
+                raise ReadTimeout("timed out reading") from error
+            raise TimeoutError from error
 
 
 #: read(n, timeout), write(b, timeout), aclose(), start_tls(...), get_extra_info(name); raising this
@@ -353,9 +249,23 @@ class Connection:
         self.buffer = b""
         self.idle_since = time.monotonic()
         self.closed = False
+        #: the deadline of the request under way (:class:`Deadline`), if it has one
+        self.deadline: Deadline | None = None
 
     async def read_some(self) -> bytes:
-        data: bytes = await self.stream.read(READ_SIZE, self.timeout)
+        deadline = self.deadline
+        if deadline is None:
+            data: bytes = await self.stream.read(READ_SIZE, self.timeout)
+            return data
+        deadline.read_at = deadline._loop.time() + deadline.read
+        try:
+            data = await self.stream.read(READ_SIZE, None)
+        except asyncio.CancelledError:
+            if deadline.read_timed_out():
+                raise ReadTimeout("timed out reading") from None
+            raise
+        finally:
+            deadline.read_at = None
         return data
 
     async def write(self, data: bytes) -> None:
@@ -379,9 +289,8 @@ class Connection:
             buf = self.buffer
             crlf = buf.find(b"\r\n\r\n", max(searched - 3, 0))
             lf = buf.find(b"\n\n", max(searched - 1, 0))
-            ends = [(e, n) for e, n in ((crlf, 4), (lf, 2)) if e >= 0]
-            if ends:
-                end, mark = min(ends)
+            if crlf >= 0 or lf >= 0:  # the first of the two that is there
+                end, mark = (crlf, 4) if lf < 0 or 0 <= crlf < lf else (lf, 2)
                 if end > MAX_HEAD:
                     raise RemoteProtocolError(f"a response head over {MAX_HEAD} bytes")
                 self.buffer = buf[end + mark :]
@@ -536,6 +445,7 @@ class Pool:
         return Connection(stream, origin, self.read_timeout)
 
     async def _give_back(self, conn: Connection, keep: bool) -> None:
+        conn.deadline = None
         if not keep or conn.closed:
             await conn.aclose()
             return
@@ -547,9 +457,27 @@ class Pool:
         self.idle.setdefault(conn.origin, []).append(conn)
 
     @contextlib.asynccontextmanager
-    async def stream(self, url: str, headers: list[tuple[str, str]]) -> AsyncIterator[Response]:
+    async def stream(
+        self, url: str, headers: list[tuple[str, str]], deadline: Deadline | None = None
+    ) -> AsyncIterator[Response]:
         """Send ``GET url`` with ``headers`` (after ``Host``) and yield the response once its head
-        has arrived; the body is read through :meth:`Response.aiter_raw` inside the block."""
+        has arrived; the body is read through :meth:`Response.aiter_raw` inside the block. Reads
+        wait at most ``read_timeout`` each, by the stream's own timeout, or by ``deadline`` (the
+        request's, :class:`Deadline`) when given."""
+        response = await self.send(url, headers, deadline)
+        try:
+            yield response
+        except BaseException:
+            response._finished = False
+            await response.aclose()
+            raise
+        await response.aclose()
+
+    async def send(
+        self, url: str, headers: list[tuple[str, str]], deadline: Deadline | None = None
+    ) -> Response:
+        """:meth:`stream` without the block: the caller reads the response and closes it
+        (:meth:`Response.aclose`, in a ``finally``: ``_finished`` false when it failed)."""
         scheme, host, port, host_header, target = split_url(url)
         head_bytes = request_head(target, host_header, headers)
         request = Request("GET", _URL(url, target), _RequestHeaders(host_header, headers))
@@ -558,6 +486,7 @@ class Pool:
         fresh = conn is None
         if conn is None:
             conn = await self._open(origin)
+        conn.deadline = deadline
         try:
             try:
                 await conn.write(head_bytes)
@@ -567,19 +496,14 @@ class Pool:
                     raise
                 await conn.aclose()  # a kept connection the server had closed: once more, anew
                 conn = await self._open(origin)
+                conn.deadline = deadline
                 await conn.write(head_bytes)
                 head = await conn.read_head()
         except BaseException:
+            conn.deadline = None
             await conn.aclose()
             raise
-        response = Response(request, head, conn, functools.partial(self._give_back, conn))
-        try:
-            yield response
-        except BaseException:
-            response._finished = False
-            await response.aclose()
-            raise
-        await response.aclose()
+        return Response(request, head, conn, functools.partial(self._give_back, conn))
 
     async def aclose(self) -> None:
         for kept in self.idle.values():

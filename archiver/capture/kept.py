@@ -29,10 +29,11 @@ def records_at(state: State, paths: list[str]) -> dict[str, Record]:
     return {str(path): _decoder.decode(blob) for path, blob in found}
 
 
-def finish_kept(state: State, kept: list[tuple[str, int | None, str | None, Record]]) -> None:
+def finish_kept(state: State, kept: list[tuple[str, int | None, str | None, Record]]) -> list[bytes]:
     """What :meth:`.state.State.finish` records for each row ``(key, status, final_url, record)``
     ended ``done`` and ``ok`` with its previous bytes (the record, and its blob's first path): such
-    a row reveals no URL and hands no path on (``done`` is no handed state, :mod:`.aliases`)."""
+    a row reveals no URL and hands no path on (``done`` is no handed state, :mod:`.aliases`). The
+    records as encoded (JSON, as a manifest line holds them), in order."""
     at = time.time()
     rows = [(r.path, _encoder.encode(r), r.sha256) for *_, r in kept]
     with state.transaction():
@@ -43,3 +44,4 @@ def finish_kept(state: State, kept: list[tuple[str, int | None, str | None, Reco
         state.db.executemany(
             "INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", [(x[2], x[0]) for x in rows]
         )
+    return [x[1] for x in rows]

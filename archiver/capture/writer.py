@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import html
 import os
 import shutil
 import time
@@ -103,6 +102,8 @@ class TreeWriter:
 
 def stub_html(href: str, shown: str) -> bytes:
     """A redirect stub: a page that moves the browser on to ``href`` (shown as ``shown``)."""
+    import html  # with its entity table (~2 ms to import): only a run that writes a stub needs it
+
     quoted = html.escape(href, quote=True)
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Moved</title>'

@@ -11,8 +11,6 @@ import ipaddress
 import re
 from urllib.parse import unquote
 
-import idna
-
 from archiver.urls.syntax import _CONTROL, _fail, _short
 
 __all__: list[str] = []  # archiver.urls' own helpers: callers use the names archiver.urls exports
@@ -62,6 +60,8 @@ def _canonical_host(name: str, shown: str) -> str:
     if decoded.isascii():
         host = decoded.lower()
     else:
+        import idna  # ~4 ms of CPU to import: only for an international name
+
         try:
             host = idna.encode(decoded, uts46=True).decode("ascii")
         except (idna.IDNAError, UnicodeError, ValueError):

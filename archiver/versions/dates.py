@@ -36,7 +36,10 @@ def id_date(version: str) -> datetime:
     m = _ID.match(version)
     if not m:
         raise ValueError(f"not a version id: {version!r}")
-    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    t = m.group(1)  # YYYYMMDDTHHMMSSZ: fixed widths (strptime's import and patterns cost ~3 ms)
+    return datetime(
+        int(t[:4]), int(t[4:6]), int(t[6:8]), int(t[9:11]), int(t[11:13]), int(t[13:15]), tzinfo=UTC
+    )
 
 
 def id_order(version: str) -> tuple[datetime, int]:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archiver.capture import http1
+from archiver.capture import http1, http1_parse
 from archiver.capture.fetch import AddressGuard, Fetcher, FetchPolicy, FetchResult
 
 # ---- pure: vectors
@@ -413,3 +413,110 @@ def test_a_304_costs_the_fetcher_few_python_calls(answers_304: str) -> None:
 
     calls = asyncio.run(go())
     assert calls < 450, calls
+
+
+def test_a_request_arms_one_timer(answers_304: str) -> None:
+    """One timer a request (http1.Deadline: the total timeout and each read's), not an asyncio
+    timeout for the request and another for its read: the loop's ``call_at`` counted over 100
+    conditional fetches answered 304 on a kept-alive connection (200 before, 100 after)."""
+    base = answers_304
+    ask = {"If-None-Match": '"x"'}
+
+    async def go() -> int:
+        guard = AddressGuard(frozenset({base.split("//")[1].rstrip("/")}))
+        loop = asyncio.get_running_loop()
+        armed = 0
+        call_at = loop.call_at
+
+        def counted(
+            when: float, callback: Callable[..., object], *args: object, **kw: object
+        ) -> asyncio.TimerHandle:
+            nonlocal armed
+            armed += 1
+            return call_at(when, callback, *args, **kw)  # type: ignore[arg-type]
+
+        async with Fetcher(FetchPolicy(delay=0.0, retries=0, obey_robots=False), guard=guard) as f:
+            assert (await f.fetch(base + "warm", conditional=ask)).status == 304  # the connection
+            loop.call_at = counted  # type: ignore[method-assign]
+            try:
+                for i in range(100):
+                    assert (await f.fetch(base + f"p/{i}", conditional=ask)).status == 304
+            finally:
+                del loop.call_at  # type: ignore[method-assign]
+        return armed
+
+    assert asyncio.run(go()) <= 100
+
+
+def test_a_slow_body_within_each_read_timeout_is_read_whole() -> None:
+    """Each read has its own deadline (the request's one timer, moved by every read): a body sent
+    in six pieces 0.1 s apart arrives whole with a 0.25 s read timeout, though it takes 0.6 s."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n")
+        for piece in b"abcdef":
+            await asyncio.sleep(0.1)
+            writer.write(bytes((piece,)))
+            await writer.drain()
+
+    r, _ = _fetch_from(handler, read_timeout=0.25)
+    assert (r.outcome, r.body) == ("ok", b"abcdef"), r.reason
+    r, _ = _fetch_from(handler, read_timeout=0.25, total_timeout=0.35)
+    assert (r.outcome, r.reason) == ("unconfirmed", "timed out (TimeoutError)")
+
+
+def test_a_read_timeout_mid_body_is_a_read_timeout() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nabc")
+        await writer.drain()
+        await asyncio.sleep(3)
+
+    r, _ = _fetch_from(handler, read_timeout=0.3)
+    assert (r.outcome, r.reason) == ("unconfirmed", "timed out (ReadTimeout)")
+
+
+_HEAD_PIECES = [
+    b"HTTP/1.1 304 Not Modified", b"HTTP/1.0 200 OK", b"HTTP/1.1 200", b"HTTP/1.1 200 OK\r",
+    b"Server: nginx", b'ETag:  "a b" ', b"X:", b"X: \t", b" folded", b"\tfold2", b"Bad Line",
+    b"a b: c", b"Na\0me: v", b"N: v\0", b"N: v\rx", b"", b"\r", b"Content-Length: 5", b"k:v", b": v",
+]  # fmt: skip
+
+
+@given(
+    st.lists(st.sampled_from(_HEAD_PIECES), min_size=1, max_size=7),
+    st.lists(st.sampled_from([b"\r\n", b"\n"]), min_size=7, max_size=7),
+)
+def test_the_fast_head_parse_is_the_line_by_line_one(pieces: list[bytes], ends: list[bytes]) -> None:
+    """parse_head's one-pass path (every field line checked by one expression) gives what the line by
+    line parse gives, the same head or the same error."""
+    data = b"".join(p + e for p, e in zip(pieces, ends, strict=False)).removesuffix(ends[len(pieces) - 1])
+
+    def outcome(parse: Callable[[bytes], http1.Head]) -> object:
+        try:
+            return parse(data)
+        except http1.RemoteProtocolError as e:
+            return str(e)
+
+    assert outcome(http1.parse_head) == outcome(http1_parse._parse_lines)
+
+
+@given(st.sampled_from(["http://h", "https://h:8443", "http://u:p@h:81", "http://[::1]:82", "HTTP://H"]),
+       st.text(max_size=30))  # fmt: skip
+def test_split_url_answers_alike_from_its_origin_cache(origin: str, tail: str) -> None:
+    """The (scheme, host, port, Host) of an origin are worked out once and kept: a URL split with
+    its origin known gives what it gives with the cache empty."""
+
+    def split(url: str) -> object:
+        try:
+            return http1.split_url(url)
+        except (http1.LocalProtocolError, UnicodeEncodeError) as e:
+            return type(e)
+
+    for url in (origin + "/" + tail, origin + "?" + tail, origin + "#" + tail, origin + tail):
+        http1_parse._ORIGINS.clear()
+        fresh = split(url)
+        assert split(url) == fresh
+        http1.split_url(origin + "/warm")
+        assert split(url) == fresh

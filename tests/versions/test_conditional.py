@@ -430,3 +430,29 @@ def test_an_unchanged_page_is_not_rendered_again_unless_asked(tmp_path: Path) ->
         assert third.returncode == 0, third.stderr
     assert (out / "index.html").read_bytes() != rendered
     assert not _records(out)["index.html"].revalidated
+
+
+def test_kept_records_reach_the_manifest_as_the_state_encodes_them(tmp_path: Path) -> None:
+    """A batch of kept rows is written to the manifest in one write, each line the state's own
+    encoding of the record (not encoded a second time): the same lines one add() a record wrote."""
+    import msgspec
+
+    from archiver.tree import Header, ManifestWriter
+
+    records = [
+        Record(path=f"p/{i}.html", kind="page", media_type="text/html", size=i, sha256="0" * 64,
+               urls=[f"http://h/p/{i}.html"], etag=f'"{i}"', revalidated=True)
+        for i in range(3)
+    ]  # fmt: skip
+    header = Header(home="http://h/", created="2026-12-01T00:00:00Z")
+    one, batch = tmp_path / "one", tmp_path / "batch"
+    with ManifestWriter(one, header, durable=False) as m:
+        for r in records:
+            m.add(r)
+    with ManifestWriter(batch, header, durable=False) as m:
+        m.add_encoded([msgspec.json.Encoder().encode(r) for r in records])
+        m.add_encoded([])
+    assert (batch / "_archiver" / "manifest.jsonl").read_bytes() == (
+        one / "_archiver" / "manifest.jsonl"
+    ).read_bytes()
+    assert list(read_records(batch)) == records

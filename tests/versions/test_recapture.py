@@ -119,8 +119,12 @@ def test_the_tree_files_keep_their_mode_after_a_re_capture(site: Path, tmp_path:
 
 
 #: parse or rewrite a document: an unchanged re-capture has none to parse (formats/history.md §6.1)
-#: (html.parser is imported by every capture for bookmarks files: archiver/capture/seeds.py)
 PARSERS = ("archiver.capture.page", "archiver.capture.rewrite_html", "archiver.css_refs", "tinycss2")
+#: what else such a run never needs, imported where it is used: html.parser (a bookmarks file,
+#: archiver/capture/bookmarks.py), mimetypes (a file name no table of archiver.media knows), idna (an
+#: international host name), _strptime (version ids are read by their fixed widths), tempfile (a
+#: body spooled to disk), html and its entity table (a redirect stub, a tree without a manifest)
+UNUSED = ("html.parser", "mimetypes", "idna", "_strptime", "tempfile", "html", "html.entities")
 
 
 def test_an_unchanged_re_capture_imports_no_parser(site: Path, tmp_path: Path) -> None:
@@ -148,6 +152,7 @@ def test_an_unchanged_re_capture_imports_no_parser(site: Path, tmp_path: Path) -
     report = json.loads(done.stdout.splitlines()[-2])
     assert report["this_run"]["unchanged"] == 3 and report["counts"]["failed"] == 1  # index, a, s.css
     assert [m for m in PARSERS if m in modules] == []
+    assert [m for m in UNUSED if m in modules] == []
 
 
 def test_a_kill_during_a_new_version_leaves_the_versions_whole(site: Path, tmp_path: Path) -> None:
