@@ -732,6 +732,7 @@ if(el.autoplay)start();
 }
 sweep(){
 if(!markerPaths.length)return;
+let stale=false;
 const near=[],props="background-image list-style-image border-image-source mask-image -webkit-mask-image content cursor shape-outside".split(" ");
 for(const el of this.doc.getElementsByTagName("*")){
 const ids=[];
@@ -739,7 +740,7 @@ for(const pseudo of[null,"::before","::after"]){
 const cs=getComputedStyle(el,pseudo);
 for(const p of props){
 const v=cs.getPropertyValue(p);
-if(v.includes("gwtar-"))v.replace(MARKER,(_,id)=>{if(!markerURLs.has(+id))ids.push(+id);});
+if(v.includes("gwtar-"))v.replace(MARKER,(_,id)=>{if(!markerURLs.has(+id))ids.push(+id);else stale=true;});
 }
 }
 if(!ids.length)continue;
@@ -748,6 +749,7 @@ if(rc.bottom>-1000&&rc.top<innerHeight+1000)near.push(...ids);
 else{this.waitCss.set(el,ids);this.io.observe(el);}
 }
 this.loadMarkers(near);
+if(stale)this.patch();
 }
 loadMarkers(ids){
 const todo=[...new Set(ids)].filter(id=>!markerURLs.has(id));
@@ -923,7 +925,7 @@ started=true;
 lazy.start();
 scrollToFragment(frag);
 const y=scrollY;
-requestAnimationFrame(()=>requestAnimationFrame(()=>lazy.sweep()));
+track(new Promise(r=>requestAnimationFrame(()=>requestAnimationFrame(()=>{try{lazy.sweep();}finally{r();}}))));
 later(async()=>{
 await NS.idle();
 await doc.fonts.ready;

@@ -863,6 +863,7 @@ class Lazy {
   // viewport now and the others as they approach it, then put the blob URLs into the CSSOM.
   sweep() {
     if (!markerPaths.length) return;
+    let stale = false;
     const near = [], props = "background-image list-style-image border-image-source mask-image -webkit-mask-image content cursor shape-outside".split(" ");
     for (const el of this.doc.getElementsByTagName("*")) {
       const ids = [];
@@ -870,7 +871,7 @@ class Lazy {
         const cs = getComputedStyle(el, pseudo);
         for (const p of props) {
           const v = cs.getPropertyValue(p);
-          if (v.includes("gwtar-")) v.replace(MARKER, (_, id) => { if (!markerURLs.has(+id)) ids.push(+id); });
+          if (v.includes("gwtar-")) v.replace(MARKER, (_, id) => { if (!markerURLs.has(+id)) ids.push(+id); else stale = true; });
         }
       }
       if (!ids.length) continue;
@@ -879,6 +880,9 @@ class Lazy {
       else { this.waitCss.set(el, ids); this.io.observe(el); }
     }
     this.loadMarkers(near);
+    // A marker whose member was loaded after this page's stylesheets were made (for the page before,
+    // while this one was being prepared): its URL is known but these rules still hold the marker.
+    if (stale) this.patch();
   }
   loadMarkers(ids) {
     const todo = [...new Set(ids)].filter(id => !markerURLs.has(id));
@@ -1079,7 +1083,8 @@ async function render(path, frag, query) {
       lazy.start();
       scrollToFragment(frag);
       const y = scrollY;
-      requestAnimationFrame(() => requestAnimationFrame(() => lazy.sweep()));
+      // idle() waits for the first sweep, whose loads it then tracks: none may be in flight unseen.
+      track(new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => { try { lazy.sweep(); } finally { r(); } }))));
       later(async () => {
         await NS.idle();
         await doc.fonts.ready;
