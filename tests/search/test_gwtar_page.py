@@ -82,7 +82,7 @@ def _search_page(page: Page) -> None:
 
 
 def _done(page: Page) -> str:
-    page.wait_for_selector("body[data-state=done], body[data-state=damaged]", timeout=20_000)
+    page.wait_for_selector("body[data-state=done], body[data-state=damaged]", timeout=60_000)
     return page.get_attribute("body", "data-state") or ""
 
 
