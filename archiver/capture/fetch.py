@@ -72,7 +72,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from archiver import urls
 from archiver.capture import http1
@@ -160,8 +160,7 @@ class _Skip(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class _Prefix:
+class _Prefix(NamedTuple):
     """A cap that keeps the first ``size`` bytes of a larger body instead of skipping it."""
 
     size: int

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, read_header, read_records, write_records
@@ -26,8 +26,7 @@ __all__ = ["PENDING", "Pending", "begin", "finish"]
 PENDING = store.PENDING
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     started: datetime
     resumed: bool  # True: an interrupted re-capture goes on (the crawl state is resumed, not refreshed)
 
@@ -95,8 +94,7 @@ def _before(text: str | None, started: datetime, stamp: str | None) -> bool:
     return when is not None and when < started
 
 
-@dataclass(frozen=True)
-class Finished:
+class Finished(NamedTuple):
     recorded: store.Recorded | None  # None: the run did not finish its frontier; the version waits
     removed: int  # files the run did not reach again, taken out of the tree
 

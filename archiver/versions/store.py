@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -251,8 +252,7 @@ def _clean_temporaries(folder: Path) -> None:
                     os.unlink(os.path.join(dirpath, name))
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(NamedTuple):
     version: Version
     new: bool  # False when that state was recorded already
     files: int
