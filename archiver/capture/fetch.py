@@ -70,7 +70,6 @@ import functools
 import os
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -96,6 +95,7 @@ from archiver.capture.guard import (
     guard_host,
     system_resolver,
 )
+from archiver.capture.turns import Host, Turn
 from archiver.codings import CodingError, Decoder, accept_encoding
 from archiver.errors import URLError
 from archiver.media import parse_content_type
@@ -138,15 +138,6 @@ _UNCONFIRMED_STATUS = frozenset({401, 403, 408, 429})
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
-@dataclass
-class _Host:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    next_time: float = 0.0
-    crawl_delay: float = 0.0
-    robots: robots_mod.Robots | None = None
-    robots_task: asyncio.Task[robots_mod.Robots] | None = None
-
-
 def _after(attempt: int) -> str:
     """How a reason says that the request was retried (nothing when it was not)."""
     return f" after {attempt} {'retry' if attempt == 1 else 'retries'}" if attempt else ""
@@ -164,57 +155,6 @@ class _Prefix(NamedTuple):
     """A cap that keeps the first ``size`` bytes of a larger body instead of skipping it."""
 
     size: int
-
-
-class _Slot:
-    """A host's turn (``async with``, :meth:`Fetcher._slot`): its lock (one request at a time), its
-    delay since the end of the last request, the crawl-wide hold when the politeness is shared, and
-    one of the ``concurrency`` slots; on leaving, the host's next time is set and all are given back
-    (innermost first). A class, not an ``asynccontextmanager``: a generator's context manager cost
-    ~8 µs a request (a re-capture's thousand conditional GETs go through here one by one)."""
-
-    __slots__ = ("fetcher", "holder", "host", "netloc")
-
-    def __init__(self, fetcher: Fetcher, netloc: str) -> None:
-        self.fetcher = fetcher
-        self.netloc = netloc
-        self.host = fetcher._host(netloc)
-        self.holder: object = None
-
-    async def __aenter__(self) -> _Host:
-        f, host, netloc = self.fetcher, self.host, self.netloc
-        await host.lock.acquire()
-        try:
-            wait = host.next_time - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            shared = f.politeness
-            self.holder = await shared.acquire(netloc) if shared is not None else None
-            try:
-                await f._global.acquire()
-            except BaseException:
-                if shared is not None:
-                    shared.release(netloc, self.holder, host.next_time - time.monotonic())
-                raise
-        except BaseException:
-            host.lock.release()
-            raise
-        return host
-
-    async def __aexit__(self, *exc: object) -> None:
-        f, host = self.fetcher, self.host
-        try:
-            try:
-                gap = max(f.policy.delay, host.crawl_delay)
-                host.next_time = max(host.next_time, time.monotonic() + gap)
-            finally:
-                f._global.release()
-        finally:
-            try:
-                if f.politeness is not None:
-                    f.politeness.release(self.netloc, self.holder, host.next_time - time.monotonic())
-            finally:
-                host.lock.release()
 
 
 class Fetcher:
@@ -241,7 +181,7 @@ class Fetcher:
         #: HTTP/1.1 connections, each opened through the address guard (:mod:`.http1`)
         self.pool = http1.Pool(self._backend.open, p.connect_timeout, p.read_timeout)
         self._global = asyncio.Semaphore(max(p.concurrency, 1))
-        self._hosts: dict[str, _Host] = {}
+        self._hosts: dict[str, Host] = {}
         self._active = 0  # calls of fetch() under way
         self._verdicts: dict[str, bool] = {}  # URL → robots.txt's verdict, once its host's is read
         self.requests = 0
@@ -258,15 +198,15 @@ class Fetcher:
 
     # ---- hosts, politeness, robots
 
-    def _host(self, netloc: str) -> _Host:
+    def _host(self, netloc: str) -> Host:
         host = self._hosts.get(netloc)
         if host is None:
-            host = self._hosts[netloc] = _Host()
+            host = self._hosts[netloc] = Host()
         return host
 
-    def _slot(self, netloc: str) -> _Slot:
-        """``async with self._slot(netloc) as host:`` the host's turn (:class:`_Slot`)."""
-        return _Slot(self, netloc)
+    def _slot(self, netloc: str) -> Turn:
+        """``async with self._slot(netloc) as host:`` the host's turn (:class:`.turns.Turn`)."""
+        return Turn(self._host(netloc), netloc, self.policy.delay, self._global, self.politeness)
 
     def robots_allows(self, url: str) -> bool | None:
         """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None (not
