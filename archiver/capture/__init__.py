@@ -16,7 +16,7 @@ The stages, one module each (data flows down):
   :mod:`.politeness` the hook that makes host clocks and robots.txt crawl-wide;
 - :mod:`.transport` — where responses come from; :mod:`.fetch` the live network, the one network
   path: politeness, robots.txt, retries, size caps (:mod:`.fetched` what a fetch is given and gives
-  back, and its pure decisions); :mod:`.guard` its address guard;
+  back, and its pure decisions; :mod:`.turns` a host's turn); :mod:`.guard` its address guard;
 - :mod:`.linker`, :mod:`.treepaths`, :mod:`.writer`, :mod:`.relink` — a document's references, tree
   paths and their clash rules, atomic writes, the end-of-crawl relinking;
 - :mod:`.render` — Chromium via Playwright, every request routed through the fetcher;

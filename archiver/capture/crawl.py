@@ -394,12 +394,12 @@ class Crawler:
             self.context.manifest = None
         complete = self.finished and self.state.count("pending") == 0
         shard = self.state.shard()  # this folder's own rows (all of them, with one worker)
+        rows = list(shard.rows())  # read once: relinking changes records and links, no row
         if complete:
             # a transport other than the live network is an archive: what it lacks, it always lacks
             fixed = self.options.transport is not None
-            relink(shard, self.out, self.scope.hygiene, self.writer, drop_candidates=fixed)
+            relink(shard, self.out, self.scope.hygiene, self.writer, drop_candidates=fixed, rows=rows)
         self.state.set("complete", "1" if complete else "0")
-        rows = list(shard.rows())
         records = [public(record) for record in final_records(self.state, rows=rows)]
         write_records(self.out, self._header(incomplete=not complete), records)
         self.writer.empty_tmp(remove=True)

@@ -69,10 +69,9 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from archiver import urls
 from archiver.capture import http1
@@ -96,6 +95,7 @@ from archiver.capture.guard import (
     guard_host,
     system_resolver,
 )
+from archiver.capture.turns import Host, Turn
 from archiver.codings import CodingError, Decoder, accept_encoding
 from archiver.errors import URLError
 from archiver.media import parse_content_type
@@ -138,15 +138,6 @@ _UNCONFIRMED_STATUS = frozenset({401, 403, 408, 429})
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
-@dataclass
-class _Host:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    next_time: float = 0.0
-    crawl_delay: float = 0.0
-    robots: robots_mod.Robots | None = None
-    robots_task: asyncio.Task[robots_mod.Robots] | None = None
-
-
 def _after(attempt: int) -> str:
     """How a reason says that the request was retried (nothing when it was not)."""
     return f" after {attempt} {'retry' if attempt == 1 else 'retries'}" if attempt else ""
@@ -160,8 +151,7 @@ class _Skip(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class _Prefix:
+class _Prefix(NamedTuple):
     """A cap that keeps the first ``size`` bytes of a larger body instead of skipping it."""
 
     size: int
@@ -191,7 +181,7 @@ class Fetcher:
         #: HTTP/1.1 connections, each opened through the address guard (:mod:`.http1`)
         self.pool = http1.Pool(self._backend.open, p.connect_timeout, p.read_timeout)
         self._global = asyncio.Semaphore(max(p.concurrency, 1))
-        self._hosts: dict[str, _Host] = {}
+        self._hosts: dict[str, Host] = {}
         self._active = 0  # calls of fetch() under way
         self._verdicts: dict[str, bool] = {}  # URL → robots.txt's verdict, once its host's is read
         self.requests = 0
@@ -208,31 +198,15 @@ class Fetcher:
 
     # ---- hosts, politeness, robots
 
-    def _host(self, netloc: str) -> _Host:
+    def _host(self, netloc: str) -> Host:
         host = self._hosts.get(netloc)
         if host is None:
-            host = self._hosts[netloc] = _Host()
+            host = self._hosts[netloc] = Host()
         return host
 
-    @contextlib.asynccontextmanager
-    async def _slot(self, netloc: str) -> AsyncIterator[_Host]:
-        host = self._host(netloc)
-        async with host.lock:
-            wait = host.next_time - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            shared = self.politeness
-            holder = await shared.acquire(netloc) if shared is not None else None
-            try:
-                async with self._global:
-                    try:
-                        yield host
-                    finally:
-                        gap = max(self.policy.delay, host.crawl_delay)
-                        host.next_time = max(host.next_time, time.monotonic() + gap)
-            finally:
-                if shared is not None:
-                    shared.release(netloc, holder, host.next_time - time.monotonic())
+    def _slot(self, netloc: str) -> Turn:
+        """``async with self._slot(netloc) as host:`` the host's turn (:class:`.turns.Turn`)."""
+        return Turn(self._host(netloc), netloc, self.policy.delay, self._global, self.politeness)
 
     def robots_allows(self, url: str) -> bool | None:
         """robots.txt's verdict on ``url`` if its host's robots.txt has been read, else None (not

@@ -10,7 +10,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from archiver import __version__, urls
 from archiver.capture.policy import redact
@@ -38,8 +38,7 @@ HTML_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 Outcome = Literal["ok", "redirected", "failed", "unconfirmed", "skipped", "refused"]
 
 
-@dataclass(frozen=True)
-class FetchPolicy:
+class FetchPolicy(NamedTuple):
     """The fetcher's rules, with the defaults of :mod:`archiver.capture.fetch`'s docstring."""
 
     delay: float = 1.0

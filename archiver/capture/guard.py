@@ -25,7 +25,7 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from archiver import urls
 from archiver.capture.http1 import ConnectError, ConnectTimeout, NetworkError, ReadTimeout, WriteTimeout
@@ -130,8 +130,7 @@ def _shown(host: str, port: int | None = None) -> str:
     return text if port is None else f"{text}:{port}"
 
 
-@dataclass(frozen=True)
-class HostRule:
+class HostRule(NamedTuple):
     """One origin the guard lets through whatever its address: ``host`` (as :func:`guard_host`
     writes it), ``port`` (None: every port) and ``scheme`` (None: http and https)."""
 

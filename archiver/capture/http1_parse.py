@@ -7,7 +7,7 @@ raise. No IO."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "MAX_FIELDS",
@@ -179,8 +179,7 @@ def _header_line(name: str, value: str) -> bytes:
 # ---- pure: the response
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(NamedTuple):
     """A parsed response head: ``version`` (``b"HTTP/1.1"``), status, reason, raw fields in order."""
 
     version: bytes

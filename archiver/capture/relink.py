@@ -43,16 +43,18 @@ def relink(
     writer: TreeWriter,
     *,
     drop_candidates: bool = False,
+    rows: Iterable[Row] | None = None,
 ) -> None:
     """Point every link at what the tree finally holds: a relative link to something that was not
     stored (skipped, failed, refused …) becomes its absolute URL, so it still works from disk;
     an absolute link to something stored after all (reached by a shorter path, retried on a later
     run) becomes relative. Only documents with such links are rewritten (atomically), and their
     records updated. Runs when the frontier is empty, so the result does not depend on the order
-    in which the crawl happened to meet things. ``drop_candidates``: see the module docstring."""
+    in which the crawl happened to meet things. ``drop_candidates``: see the module docstring.
+    ``rows``: the state's rows when the caller has read them already (relinking changes no row)."""
     stored: dict[str, str] = {}  # key → tree path of every stored file (stubs included)
     merged: list[Row] = []
-    for r in state.rows():
+    for r in state.rows() if rows is None else rows:
         if r.state == "done" and r.path:
             stored[r.key] = r.path
         elif r.state == "merged" and r.final_url:

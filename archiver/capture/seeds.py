@@ -18,8 +18,8 @@ folder and title are kept.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from archiver import urls
 from archiver.errors import URLError, UsageError
@@ -27,8 +27,7 @@ from archiver.errors import URLError, UsageError
 __all__ = ["Seed", "collect_seeds", "parse_bookmarks", "parse_seeds_file"]
 
 
-@dataclass(frozen=True)
-class Seed:
+class Seed(NamedTuple):
     """A seed: its dedup key, and the bookmark folder (``"A/B"``) and title it came with."""
 
     url: str

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, read_header, read_records, write_records
@@ -25,8 +26,7 @@ __all__ = ["PENDING", "Pending", "begin", "finish"]
 PENDING = store.PENDING
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     started: datetime
     resumed: bool  # True: an interrupted re-capture goes on (the crawl state is resumed, not refreshed)
 
@@ -80,8 +80,21 @@ def _fetched_at(text: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True)
-class Finished:
+#: the form a capture writes ``fetched`` in (:func:`_stamp`'s): compared as text, in time order
+_STAMPED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _before(text: str | None, started: datetime, stamp: str | None) -> bool:
+    """Whether a record's ``fetched`` is before the run's start (``stamp``: ``started`` as
+    :func:`_stamp` writes it, None if not in :data:`_STAMPED`'s form); a missing or unreadable one
+    is not."""
+    if stamp is not None and text and _STAMPED.fullmatch(text):  # no parse (a thousand a version)
+        return text < stamp
+    when = _fetched_at(text)
+    return when is not None and when < started
+
+
+class Finished(NamedTuple):
     recorded: store.Recorded | None  # None: the run did not finish its frontier; the version waits
     removed: int  # files the run did not reach again, taken out of the tree
 
@@ -95,9 +108,10 @@ def finish(root: Path, pending: Pending) -> Finished:
     header = read_header(root)
     assert header is not None
     kept, gone = [], []
+    stamp: str | None = _stamp(pending.started)
+    stamp = stamp if _STAMPED.fullmatch(stamp) else None
     for r in read_records(root):
-        when = _fetched_at(r.fetched)
-        (gone if when is not None and when < pending.started else kept).append(r)
+        (gone if _before(r.fetched, pending.started, stamp) else kept).append(r)
     keeper = for_tree(root) if gone else None
     for r in gone:
         if keeper is not None:
@@ -113,6 +127,6 @@ def finish(root: Path, pending: Pending) -> Finished:
     new_header = Header(home=header.home, created=_stamp(pending.started), tool=header.tool,
                         seeds=header.seeds, options=options)  # fmt: skip
     write_records(root, new_header, kept)
-    done = store.record(root)
+    done = store.record(root, (new_header, kept))  # what was just written: not read back
     _pending_path(root).unlink(missing_ok=True)
     return Finished(done, len(gone))

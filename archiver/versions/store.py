@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -251,18 +252,19 @@ def _clean_temporaries(folder: Path) -> None:
                     os.unlink(os.path.join(dirpath, name))
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(NamedTuple):
     version: Version
     new: bool  # False when that state was recorded already
     files: int
     bytes_added: int
 
 
-def record(root: Path) -> Recorded:
+def record(root: Path, written: tuple[Header, list[Record]] | None = None) -> Recorded:
     """Record the tree's current state as a version (formats/history.md §2): its manifest only (the
-    tree holds the bytes until a capture lets a file go, :mod:`archiver.versions.keeper`)."""
-    header = read_header(root)
+    tree holds the bytes until a capture lets a file go, :mod:`archiver.versions.keeper`).
+    ``written``: the header and records the caller has just written as the tree's manifest (with
+    :func:`archiver.tree.write_records`: one record a path), recorded without reading it back."""
+    header = read_header(root) if written is None else written[0]
     if header is None:
         raise UsageError("has no manifest: only a capture's tree has versions", subject=str(root))
     folder = store_dir(root)
@@ -274,7 +276,7 @@ def record(root: Path) -> Recorded:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
     lines = [_encoder.encode(header) + b"\n"]  # the manifest compacted, as _manifest_bytes: one pass
-    for r in read_records(root):
+    for r in read_records(root) if written is None else written[1]:
         why = safe_path(r.path)
         if why:
             raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")

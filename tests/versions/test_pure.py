@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.versions import dates, diff, volatile
+from archiver.versions import dates, diff, recapture, volatile
 from tests.vectors import rows
 
 
@@ -187,3 +187,17 @@ def test_every_class_of_compare() -> None:
     assert (got["moved.html"].target, got["moved.html"].outcome) == ("target.html", "")
     assert (got["soft.html"].target, got["soft.html"].outcome) == ("index.html", "soft-404")
     assert diff.summary(entries)["counts"]["gone"] == 2
+
+
+@pytest.mark.parametrize(
+    "fetched",
+    [None, "", "2026-12-01T08:59:59Z", "2026-12-01T09:00:00Z", "2026-12-01T09:00:01Z",
+     "2026-12-01T09:00:00+00:00", "2026-12-01T10:00:00+02:00", "2026-12-01T08:59:59.5Z",
+     "2026-12-01T08:59:59", "yesterday", "9999-12-31T23:59:59Z"],
+)  # fmt: skip
+def test_a_record_fetched_before_the_run_started_is_told_as_a_parse_tells_it(fetched: str | None) -> None:
+    started = _t("2026-12-01T09:00:00Z")
+    stamp = recapture._stamp(started)
+    when = recapture._fetched_at(fetched)
+    assert recapture._before(fetched, started, stamp) is (when is not None and when < started)
+    assert recapture._before(fetched, started, None) is (when is not None and when < started)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from archiver.errors import FormatError
-from archiver.tree import is_private, read_records
+from archiver.tree import is_private, read_header, read_records
 from archiver.versions import held, keeper, store
 from tests.versions.helpers import page, settle, write_tree
 
@@ -350,3 +350,23 @@ def test_extract_hashes_each_tree_file_once(two: Path, tmp_path: Path, hashes: l
     assert held_by_tree  # the tree still holds some of version 1's files
     assert store.extract(two, v1, tmp_path / "out") == len(V1)
     assert sorted(hashes) == sorted(r.size for r in held_by_tree)
+
+
+def test_recording_what_was_just_written_stores_the_bytes_a_read_back_would(tmp_path: Path) -> None:
+    """recapture.finish hands record() the manifest it has just written: the version manifest is
+    byte for byte the one record() writes reading the manifest back, and a bad path is refused."""
+    roots = [tmp_path / "read", tmp_path / "given"]
+    for root in roots:
+        write_tree(root, V1, "2026-11-30T09:00:00Z")
+    given = roots[1]
+    header = read_header(given)
+    assert header is not None
+    records = list(read_records(given))
+    done = [store.record(roots[0]), store.record(given, (header, records))]
+    assert [d.files for d in done] == [3, 3]
+    assert done[0].version.manifest.read_bytes() == done[1].version.manifest.read_bytes()
+    bad = tmp_path / "bad"
+    write_tree(bad, V1, "2026-11-30T09:00:00Z")
+    records[0].path = "../outside"
+    with pytest.raises(FormatError, match="not a plain relative path"):
+        store.record(bad, (header, records))
