@@ -59,6 +59,7 @@ from archiver.search.query import (
     Index,
     Results,
     _idf,
+    _proximity,
     cut_at,
     page_results,
     parse,
@@ -67,6 +68,10 @@ from archiver.search.query import (
 from archiver.search.table import Table
 
 __all__ = ["Engine", "TermData", "term_data"]  # the last two: archiver.search.postings
+
+#: Documents' positions kept for the query words that stand for several terms (a prefix's
+#: completions): (index, word, document) → :meth:`_Word.starts`, least recently used first out.
+STARTS_KEPT = 1 << 16
 
 
 class _Word:
@@ -126,6 +131,22 @@ class _Word:
             self.df = {t: len(td.docs) for t, td in self._found}
         return self._found
 
+    def starts(self, doc: int) -> list[int]:
+        """Where the terms found are in ``doc`` (the positions of :meth:`alts`' postings, each once,
+        in order; the first :data:`MAX_EXPANSIONS`, all that the proximity factor reads): a clause of
+        one term's starts, as :func:`~archiver.search.query.rank_doc` takes them."""
+        got: set[int] = set()
+        if self._found is None and not (self.merged.mask >> doc) & 1:
+            i = self.exact.find(doc) if self.exact is not None else -1
+            if i >= 0:
+                got.update(self.exact.positions(i))
+        else:
+            for _, td in self.found:
+                i = td.find(doc)
+                if i >= 0:
+                    got.update(td.positions(i))
+        return sorted(got)[:MAX_EXPANSIONS]
+
     def alts(self, doc: int) -> dict[str, Any]:
         """The postings of ``doc`` for each term found that holds it (the core's ``here``)."""
         if self._found is None and not (self.merged.mask >> doc) & 1:
@@ -169,6 +190,7 @@ class Engine:
         self._terms: weakref.WeakValueDictionary[tuple[Any, ...], TermData] = weakref.WeakValueDictionary()
         self._keys: dict[Hashable, tuple[list[bytes], list[bytes], bool]] = {}
         self._titled: dict[tuple[Hashable, int], int] = {}
+        self._starts: OrderedDict[tuple[Any, ...], list[int]] = OrderedDict()
         #: An index's postings table by its key, when it has one (set by the server).
         self.tables: dict[Hashable, Table] = {}
 
@@ -199,11 +221,14 @@ class Engine:
         self.tables.pop(key, None)
         for k in [k for k in self._titled if k[0] == key]:
             del self._titled[k]
+        for k in [k for k in self._starts if k[0] == key]:
+            del self._starts[k]
 
     def clear(self) -> None:
         self._lru.clear()
         self._keys.clear()
         self._titled.clear()
+        self._starts.clear()
         self.tables.clear()
         self.bytes = 0
 
@@ -312,6 +337,20 @@ class Engine:
             self._titled[(key, n)] = got
         return got
 
+    def _starts_of(self, key: Hashable, slot: tuple[str, bool], word: _Word, doc: int) -> list[int]:
+        """``word.starts(doc)``, kept when the word stands for several terms."""
+        if len(word.lists) < 2 and word.merged is None:
+            return word.starts(doc)
+        k = (key, *slot, doc)
+        got = self._starts.get(k)
+        if got is None:
+            got = self._starts[k] = word.starts(doc)
+            if len(self._starts) > STARTS_KEPT:
+                self._starts.popitem(last=False)
+        else:
+            self._starts.move_to_end(k)
+        return got
+
     # --- ranking -------------------------------------------------------------------------------
 
     def search(
@@ -353,6 +392,7 @@ class Engine:
                 cand &= w.union
             cands.append(max(cand, 0))
         ctx = _Query(clauses, slots, words, n, df, any_df, query_terms, indexes)
+        ctx.starts_of = lambda a, s, doc: self._starts_of(keys[a], slots[s], words[a][s], doc)
         k = offset + limit
         if any(len(c.terms) > 1 for c in clauses):
             ranked = ctx.every(cands)
@@ -392,6 +432,8 @@ class _Query:
         # prefix's (which also counts PREFIX), as rank_doc scores them.
         self.own = [_idf(n, df[t]) if t in df else 0.0 for t, _ in slots]
         self.completions = [_idf(n, any_df[t]) if p and t in any_df else 0.0 for t, p in slots]
+        #: (index, slot, document) → the word's starts there (set by Engine.search: kept there).
+        self.starts_of: Any = lambda a, s, doc: self.words[a][s].starts(doc)
 
     def here(self, a: int, doc: int) -> Here:
         out: Here = []
@@ -504,16 +546,16 @@ class _Query:
             if single:
                 keep((0, negv, a, doc))  # one word: its best term's score (≥ 0) is the document's
                 continue
-            if len(best) >= k:
-                # its value for the stream it came from is the one popped (its first, so its best)
-                bound = 0.0
-                for s in range(nslots):
-                    bound += -negv if s == now else self._best(s, a, doc)
-                if (0, bound * factor, -a, -doc) < best[0]:
-                    continue
-            key = self.exact(a, doc)
-            if key is not None:
-                keep(key)
+            # Its score without the proximity factor: each word's best value (the popped one is its
+            # first, so its best, for the stream it came from), summed in the query's order as
+            # rank_doc sums them: the same float. Not of the title tier (those were ranked above).
+            base = 0.0
+            for s in range(nslots):
+                base += -negv if s == now else self._best(s, a, doc)
+            if len(best) >= k and (0, base * factor, -a, -doc) < best[0]:
+                continue  # even ×1.5 cannot enter: its positions are not read
+            spans = [(self.starts_of(a, s, doc), 1) for s in range(nslots)]
+            keep((0, -(base * _proximity(spans)), a, doc))
         return sorted((-t, -s, -a, -d) for t, s, a, d in best)
 
     def _best(self, s: int, a: int, doc: int) -> float:

@@ -121,18 +121,25 @@ class TermData:
             return -1
         return bisect_left(self.docs, doc)
 
-    def posting(self, i: int) -> Posting:
-        raw, doc = self.raw, self.docs[i]
+    def positions(self, i: int) -> tuple[int, ...]:
+        """:meth:`posting`'s positions alone (no :class:`Posting` built)."""
+        flat = self._flat(i)
+        return tuple(accumulate(flat[4 if self.lengths is not None else 7 :]))
+
+    def _flat(self, i: int) -> list[int]:
+        raw = self.raw
         if isinstance(raw, (str, memoryview)):
             # a table's is read in place (archiver.search.table)
             text = raw[self.offs[i] : self.offs[i + 1]]
             text = text if isinstance(text, str) else str(text, "ascii")
             try:
-                flat = [_ONE[c] for c in text]  # every number one digit: most postings
+                return [_ONE[c] for c in text]  # every number one digit: most postings
             except KeyError:
-                flat = unpack_numbers(text)
-        else:
-            flat = raw[self.offs[i] : self.offs[i + 1]]
+                return unpack_numbers(text)
+        return raw[self.offs[i] : self.offs[i + 1]]
+
+    def posting(self, i: int) -> Posting:
+        doc, flat = self.docs[i], self._flat(i)
         if self.lengths is not None:  # format 3: doc delta, t, h, b, positions
             length, title_length, at = self.lengths[2 * doc], self.lengths[2 * doc + 1], 4
         else:  # formats 1-2: doc delta, t, h, b, length, title length, n, positions

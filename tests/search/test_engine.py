@@ -284,3 +284,40 @@ def test_shards_out_of_order_get_no_table() -> None:
     _first, last, size, sha = ix.shards[1]
     ix.shards[1] = (ix.shards[0][0], last, size, sha)  # its range overlaps the shard before
     assert table.build(ix, "x") is None
+
+
+def test_a_document_ranked_by_the_top_k_loop_builds_no_posting_and_its_prefix_positions_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tail of issue 23 (``X ba``: each document ranked exactly decoded ~65 completions' postings):
+    the threshold loop reads a document's positions only (no Posting built: those are for the page
+    shown), and a prefix's positions in a document are kept, so the next query with that prefix
+    reads none of its completions' postings again; the answers stay the core's."""
+    indexes = _indexes(21, 4)
+    keys = [f"k{i}" for i in range(len(indexes))]
+    eng = engine.Engine(64 << 20)
+    built: list[int] = []
+    read: list[str] = []
+    posting, starts = engine.TermData.posting, engine._Word.starts
+
+    def counted_posting(self: engine.TermData, i: int) -> query.Posting:
+        built.append(i)
+        return posting(self, i)
+
+    def counted_starts(self: engine._Word, doc: int) -> list[int]:
+        read.append(self.term)
+        return starts(self, doc)
+
+    monkeypatch.setattr(engine.TermData, "posting", counted_posting)
+    monkeypatch.setattr(engine._Word, "starts", counted_starts)
+    _same(indexes, eng, keys, "ko ba", 1, 0)
+    assert read.count("ba") >= 3 and read.count("ko") == read.count("ba")  # several ranked exactly
+    built.clear()
+    found = eng.search(indexes, keys, "ko ba", limit=1)
+    decoded = len(built)
+    r = found.results[0]
+    words = [eng._word(indexes[r.archive], keys[r.archive], t, p) for t, p in [("ko", False), ("ba", True)]]
+    assert decoded == sum(len(w.alts(r.doc)) for w in words)  # the page's postings only
+    read.clear()
+    _same(indexes, eng, keys, "ko ba", 1, 0)
+    assert read and "ba" not in read  # the prefix's positions kept, the other word's read again
