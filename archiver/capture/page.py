@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 from typing import TYPE_CHECKING
 
-from archiver import markup_guard, urls
+from archiver import markup_guard
 from archiver.capture import redirects, rewrite_html, searchbox
 from archiver.capture.conditional import request_headers, validator
 from archiver.capture.fetched import HTML_ACCEPT
@@ -85,7 +85,8 @@ async def page(stage: Stage, row: Row) -> None:
     base = rewrite_html.base_url(doc, result.final_url)
     stage.budget.charge_links(text, base, row.depth)
     linker = stage.linker(path, base, row.depth, key)
-    search = searchbox.Target(urls.rel(path, SEARCH_PAGE), result.final_url)
+    # the href to the search page, remembered by the page's folder (TreePaths.rel): not worked out per page
+    search = searchbox.Target(c.tree.rel(path, SEARCH_PAGE), result.final_url)
     out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap", search=search)
     data = out.html.encode("utf-8")
     sha = hashlib.sha256(data).hexdigest()
