@@ -106,6 +106,41 @@ def test_version_and_help() -> None:
         assert command in helptext
 
 
+def test_a_run_builds_its_own_command_only_and_parses_as_the_whole_parser_does() -> None:
+    """A command line naming its command (after ``--debug`` at most) is parsed by a parser holding
+    that command alone: the same arguments as the whole parser gives, the same help and usage
+    errors; anything else (``--help``, ``--version``, an abbreviation, an unknown command) gets the
+    whole parser."""
+    import shlex
+
+    from archiver.cli.parser import EXAMPLES, _parser, command_of
+
+    assert command_of(["--debug", "capture", "--help"]) == "capture"
+    assert [command_of(w) for w in ([], ["--help", "ls"], ["--deb", "ls"], ["nope"], ["--", "ls"])] == [
+        None
+    ] * 5
+    whole = _parser()
+    for name, lines in EXAMPLES.items():
+        for line in lines:
+            words = shlex.split(line.split("#", 1)[0].split(">", 1)[0])[1:]
+            for argv in (words, ["--debug", *words]):
+                assert command_of(argv) == name
+                mine, theirs = vars(_parser(name).parse_args(argv)), vars(whole.parse_args(argv))
+                cells = [[c.cell_contents for c in d.pop("func").__closure__] for d in (mine, theirs)]
+                assert mine == theirs and cells[0] == cells[1], line
+        helps = [
+            parser._subparsers._group_actions[0].choices[name].format_help()
+            for parser in (_parser(name), whole)
+        ]
+        assert helps[0] == helps[1]
+    helptext = run("--help").stdout
+    assert all(f"    {name}" in helptext for name in EXAMPLES)
+    bad = run("capture", "http://x/", "-o", "o", "--depth", "x")
+    assert bad.returncode == 2 and bad.stderr == (
+        "archiver: capture --depth: expected a whole number, got 'x' (see archiver capture --help)\n"
+    )
+
+
 def _on_a_terminal(*args: str) -> tuple[int, str, str]:
     """Run the CLI with standard error on a 24x100 pseudo-terminal; return (exit, stdout, what the
     terminal showed)."""

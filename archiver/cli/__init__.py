@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from archiver import __version__
-from archiver.cli.parser import _parser
+from archiver.cli.parser import _parser, command_of
 from archiver.cli.parser import _size as _size
 from archiver.errors import EXIT_BUG, ArchiverError
 
@@ -53,8 +53,8 @@ def entry() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = _parser(command_of(words)).parse_args(words)
     try:
         return int(args.func(args))
     except ArchiverError as e:
