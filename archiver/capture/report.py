@@ -31,7 +31,21 @@ class Item:
     path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+        """The fields that are neither None nor empty (a report lists every URL: no loop a field)."""
+        doc: dict[str, Any] = {}
+        if self.url:
+            doc["url"] = self.url
+        if self.kind:
+            doc["kind"] = self.kind
+        if self.outcome:
+            doc["outcome"] = self.outcome
+        if self.reason:
+            doc["reason"] = self.reason
+        if self.status is not None:
+            doc["status"] = self.status
+        if self.path:
+            doc["path"] = self.path
+        return doc
 
 
 @dataclass

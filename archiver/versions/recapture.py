@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from archiver.errors import FormatError, UsageError
-from archiver.tree import Header, read_header, read_records, write_records
+from archiver.tree import Header, read_header, write_records
 from archiver.urls import REPORT_NAME, RESERVED_DIR
 from archiver.versions import store
 from archiver.versions.keeper import for_tree
@@ -110,7 +110,7 @@ def finish(root: Path, pending: Pending) -> Finished:
     kept, gone = [], []
     stamp: str | None = _stamp(pending.started)
     stamp = stamp if _STAMPED.fullmatch(stamp) else None
-    for r in read_records(root):
+    for r in store.manifest_records(root):  # one decode a line
         (gone if _before(r.fetched, pending.started, stamp) else kept).append(r)
     keeper = for_tree(root) if gone else None
     for r in gone:

@@ -370,3 +370,48 @@ def test_recording_what_was_just_written_stores_the_bytes_a_read_back_would(tmp_
     records[0].path = "../outside"
     with pytest.raises(FormatError, match="not a plain relative path"):
         store.record(bad, (header, records))
+
+
+def test_the_manifest_read_as_a_list_is_what_read_records_yields(tmp_path: Path) -> None:
+    """store.manifest_records decodes each line once: the same records as tree.read_records in the
+    same order (a later record for a path replaces it where it first was; a blank line skipped, a
+    torn last line ignored), and a bad line is named as that reader names it."""
+    root = tmp_path / "site"
+    write_tree(root, V1, "2026-11-30T09:00:00Z")
+    manifest = root / "_archiver" / "manifest.jsonl"
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    again = json.loads(lines[1])
+    again["title"] = "Replaced"
+    lines[2:2] = [b"\n", json.dumps(again).encode() + b"\n"]
+    manifest.write_bytes(b"".join(lines) + b'{"path": "torn')
+    got = store.manifest_records(root)
+    assert got == list(read_records(root))
+    assert [r.path for r in got] == list(dict.fromkeys(json.loads(x)["path"] for x in lines[1:] if x.strip()))
+    assert len(got) == 3
+    assert got[0].title == "Replaced"
+    manifest.write_bytes(b"".join(lines[:3]) + b"{not json}\n")
+    with pytest.raises(FormatError, match="line 4: ") as mine:
+        store.manifest_records(root)
+    with pytest.raises(FormatError) as theirs:
+        list(read_records(root))
+    assert str(mine.value) == str(theirs.value)
+
+
+def test_a_manifest_as_its_version_holds_it_is_that_version_and_an_edit_is_not(tmp_path: Path) -> None:
+    """An unchanged re-capture's begin: the tree's manifest byte for byte its version's records (the
+    header but for options.version) is that version, compared without decoding a record; any other
+    manifest of the same start is compared as before (one changed record: a new version)."""
+    root = tmp_path / "site"
+    write_tree(root, V1, "2026-11-30T09:00:00Z")
+    first = store.record(root)
+    manifest = root / "_archiver" / "manifest.jsonl"
+    rest = first.version.manifest.read_bytes().partition(b"\n")[2]
+    assert manifest.read_bytes().partition(b"\n")[2] == rest  # what record() left: the fast path
+    again = store.record(root)
+    assert (again.new, again.version.id) == (False, first.version.id)
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    doc = json.loads(lines[1])
+    doc["title"] = "Edited"
+    manifest.write_bytes(b"".join([lines[0], json.dumps(doc).encode() + b"\n", *lines[2:]]))
+    edited = store.record(root)
+    assert edited.new and edited.version.id != first.version.id
