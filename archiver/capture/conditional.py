@@ -10,14 +10,12 @@ and a URL without a kept validator is fetched unconditionally."""
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 __all__ = ["MAX_VALIDATOR", "Verdict", "judge", "request_headers", "validator"]
 
 #: the longest validator kept, in bytes (an ETag is a quoted hash, a Last-Modified 29 characters)
 MAX_VALIDATOR = 256
-_VISIBLE = re.compile(r"[ -~]*")
 
 #: ``keep``: a trusted 304, the previous bytes stand; ``refetch``: an untrusted 304, ask again
 #: unconditionally (once); ``fail``: a 304 to an unconditional request; ``new``: any other answer
@@ -29,7 +27,9 @@ def validator(value: str | None) -> str | None:
     else None."""
     if not value or len(value) > MAX_VALIDATOR or value != value.strip(" "):
         return None
-    return value if _VISIBLE.fullmatch(value) else None
+    # visible ASCII and the space (" " to "~"), as the pattern [ -~]* tells it: two C loops, no regex
+    # (four validators a URL in a re-capture)
+    return value if value.isascii() and value.isprintable() else None
 
 
 def request_headers(etag: str | None, last_modified: str | None) -> dict[str, str]:
