@@ -109,13 +109,24 @@ def store_blob(root: Path, rel: str, sha256: str, size: int, tree: TreeFolders) 
 
 
 class Keeper:
-    """The records of the newest recorded version whose bytes only the tree holds (``pending``:
-    path → (SHA-256, size)); :meth:`keep` stores one's blob before its tree file goes."""
+    """The records of the newest recorded version whose bytes only the tree holds (:attr:`pending`);
+    :meth:`keep` stores one's blob before its tree file goes."""
 
-    def __init__(self, root: Path, pending: dict[str, tuple[str, int]]) -> None:
+    def __init__(self, root: Path, newest: bytes) -> None:
         self.root = root
-        self.pending = pending
+        self._newest: bytes | None = newest  # that version's manifest, read by for_tree
+        self._pending: dict[str, tuple[str, int]] | None = None
         self.kept = 0
+
+    @property
+    def pending(self) -> dict[str, tuple[str, int]]:
+        """path → (SHA-256, size) of the version's records whose blob is not stored, worked out at
+        the first call (an unchanged re-capture replaces no file: never; ~1,000 records decoded and
+        looked for in the store at every start were most of a keeper's cost)."""
+        if self._pending is None:
+            assert self._newest is not None
+            self._pending, self._newest = _pending(self.root, self._newest), None
+        return self._pending
 
     def keep(self, rel: str) -> None:
         """Call before the tree file ``rel`` is replaced, moved or removed."""
@@ -132,33 +143,38 @@ class Keeper:
 
 
 def for_tree(root: Path) -> Keeper | None:
-    """The keeper of the tree at ``root``: None when it has no recorded version."""
+    """The keeper of the tree at ``root``: None when it has no recorded version. The newest version's
+    manifest is read here (an unreadable one is an error now, not at the first file replaced)."""
     found = store.recorded(root)
     if not found:
         return None
     newest = found[-1].manifest
+    try:
+        data = newest.read_bytes()
+    except OSError as e:
+        raise FormatError(f"cannot be read: {e.strerror or e}", subject=str(newest)) from None
+    return Keeper(root, data)
+
+
+def _pending(root: Path, manifest: bytes) -> dict[str, tuple[str, int]]:
+    """The records of the version ``manifest`` (its bytes) whose blob is not in the store."""
     base = os.fspath(store.store_dir(root))
     pending: dict[str, tuple[str, int]] = {}
     folders: dict[str, bool] = {}  # blobs/sha256/<two hex>: there? (none there: no blob to look for)
-    try:
-        with open(newest, "rb") as f:
-            f.readline()  # the header
-            for line in f:
-                if not line.endswith(b"\n") or not line.strip():
-                    continue
-                try:
-                    r = _held_decoder.decode(line)
-                except msgspec.DecodeError:
-                    continue  # verify names it
-                if store.safe_path(r.path) or not store.is_sha256(r.sha256):
-                    continue  # a hostile version: never a tree path a capture writes
-                name = store.blob_name(r.sha256)
-                folder = name.rpartition("/")[0]  # blobs/sha256/<two hex>
-                there = folders.get(folder)
-                if there is None:
-                    there = folders[folder] = os.path.isdir(os.path.join(base, folder))
-                if not there or not os.path.exists(os.path.join(base, name)):
-                    pending[r.path] = (r.sha256, r.size)
-    except OSError as e:
-        raise FormatError(f"cannot be read: {e.strerror or e}", subject=str(newest)) from None
-    return Keeper(root, pending)
+    for line in manifest.split(b"\n")[1:-1]:  # past the header; the last: empty, or a torn line
+        if not line.strip():
+            continue
+        try:
+            r = _held_decoder.decode(line)
+        except msgspec.DecodeError:
+            continue  # verify names it
+        if store.safe_path(r.path) or not store.is_sha256(r.sha256):
+            continue  # a hostile version: never a tree path a capture writes
+        name = store.blob_name(r.sha256)
+        folder = name.rpartition("/")[0]  # blobs/sha256/<two hex>
+        there = folders.get(folder)
+        if there is None:
+            there = folders[folder] = os.path.isdir(os.path.join(base, folder))
+        if not there or not os.path.exists(os.path.join(base, name)):
+            pending[r.path] = (r.sha256, r.size)
+    return pending
