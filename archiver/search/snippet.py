@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from unicodedata import is_normalized
 
+import regex
+
 from archiver.search.tokens import _WORD, MAX_TERM, fold, tokens
 
 __all__ = ["Snippet", "snippet"]
@@ -30,6 +32,8 @@ class Snippet:
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+#: A word of CJK characters only (the tokenizer's ``_CJK`` class, no mark): one segment, its bigrams.
+_CJK_WORD = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]+")
 
 
 def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
@@ -46,7 +50,11 @@ def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int,
     out = []
     for m in _WORD.finditer(text):
         word = m.group()
-        if not any(n in word for n in needles) and is_normalized("NFKD", word) and fold(word) == word:
+        if not any(n in word for n in needles):
+            if is_normalized("NFKD", word) and fold(word) == word:
+                continue
+        elif _CJK_WORD.fullmatch(word) and fold(word) == word:
+            out += _cjk_hits(word, m.start(), terms, needles, prefix)
             continue
         base = m.start()
         out += [
@@ -55,6 +63,27 @@ def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int,
             if t.term in terms or (prefix and t.term.startswith(prefix))
         ]
     return out
+
+
+def _cjk_hits(
+    word: str, base: int, terms: frozenset[str], needles: list[str], prefix: str
+) -> list[tuple[int, int, str]]:
+    """:func:`_hits` of one word of CJK characters that folding leaves as it is: its tokens are its
+    bigrams ``word[i : i + 2]`` at ``i`` (the word itself when one character long), so the matches
+    are where a needle (a term, or the prefix) is found in it, not every bigram tokenized (a Chinese
+    or Japanese page's words are long runs: most of a CJK answer's snippets)."""
+    last = max(0, len(word) - 2)  # the last bigram's start
+    found: dict[int, str] = {}
+    for n in needles:
+        if len(n) > 2:  # longer than any bigram
+            continue
+        at = word.find(n)
+        while 0 <= at <= last:
+            term = word[at : at + 2]
+            if term in terms or (prefix and term.startswith(prefix)):
+                found[at] = term
+            at = word.find(n, at + 1)
+    return [(base + i, base + i + len(found[i]), found[i]) for i in sorted(found)]
 
 
 def _ascii_hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
