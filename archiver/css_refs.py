@@ -26,7 +26,7 @@ import contextlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import tinycss2
 from tinycss2.bytes import decode_stylesheet_bytes
@@ -124,8 +124,7 @@ class CSSResult:
     refs: list[tuple[str, Role]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(NamedTuple):
     """One reference as written, its role, whether it sits inside an ``@font-face`` block, and where
     the token that holds it starts (1-based line and column as tinycss2 counts them: ``url(`` of an
     unquoted url, the opening quote of a string)."""

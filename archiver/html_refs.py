@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = [
     "EMBEDDED",
@@ -127,8 +126,7 @@ for (_tag, _attr), _use in SRCSET_ATTRIBUTES.items():
 _REFRESH = re.compile(r"^\s*(\d*(?:\.\d*)?)\s*(?:[;,]\s*(?:url\s*=\s*)?(['\"]?)(.*?)\2\s*)?$", re.I | re.S)
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     """One URL attribute of an element: its name, its value as written, its use, and whether the value
     is a list of candidates (``srcset``: split it with :func:`archiver.srcset.parse`)."""
 

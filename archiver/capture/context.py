@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver import urls
-from archiver.capture.crawlstate import CrawlState
 from archiver.capture.options import CaptureOptions
 from archiver.capture.policy import Scope
 from archiver.capture.treepaths import TreePaths
 from archiver.capture.writer import TreeWriter
 
 if TYPE_CHECKING:
+    from archiver.capture.crawlstate import CrawlState
     from archiver.capture.render import Renderer
     from archiver.capture.transport import Transport
     from archiver.tree import ManifestWriter

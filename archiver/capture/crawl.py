@@ -40,10 +40,8 @@ from archiver import urls
 from archiver.capture import interrupt, transport
 from archiver.capture.budget import PageBudget
 from archiver.capture.context import Context
-from archiver.capture.crawlstate import CrawlState, StateFactory
 from archiver.capture.fetch import AddressGuard, FetchPolicy, HostRule
 from archiver.capture.hosts import key_host
-from archiver.capture.kept import records_at
 from archiver.capture.linker import revive_within_depth
 from archiver.capture.options import CaptureOptions
 from archiver.capture.outfolder import check_out, lock_folder
@@ -51,7 +49,6 @@ from archiver.capture.policy import Scope, redact
 from archiver.capture.relink import final_records, public, relink
 from archiver.capture.report import CaptureReport, Item, write_report
 from archiver.capture.responses import Responses
-from archiver.capture.revalidate import sweep
 from archiver.capture.stage import Stage
 from archiver.capture.state import NewURL, Row, State
 from archiver.capture.transport import Transport
@@ -62,6 +59,7 @@ from archiver.tree import Header, ManifestWriter, Record, write_records
 from archiver.urls import RESERVED_DIR
 
 if TYPE_CHECKING:  # the renderer (and the browser behind it) is imported only by a rendering run
+    from archiver.capture.crawlstate import CrawlState, StateFactory
     from archiver.capture.progress import Progress
     from archiver.capture.render import Renderer
 
@@ -294,6 +292,9 @@ class Crawler:
                 renewing = asyncio.ensure_future(self._renew())
                 try:
                     if self.options.revalidate and isinstance(self.state, State):  # one process
+                        from archiver.capture.kept import records_at  # only a revalidating run
+                        from archiver.capture.revalidate import sweep
+
                         state = self.state
                         slots = self.options.concurrency
                         await sweep(

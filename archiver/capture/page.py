@@ -13,7 +13,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from archiver import markup_guard
-from archiver.capture import redirects, rewrite_html, searchbox
+from archiver.capture import rewrite_html, searchbox
 from archiver.capture.conditional import request_headers, validator
 from archiver.capture.fetched import HTML_ACCEPT
 from archiver.capture.stage import Stage
@@ -61,9 +61,13 @@ async def page(stage: Stage, row: Row) -> None:
     if final != key:
         final_path = c.tree.local_path(final, "page") if is_html else None
         if final_path != path:
+            from archiver.capture import redirects  # only an answer that is no page at its own path
+
             await redirects.page_redirect(stage, row, result, path, final, is_html)
             return
     if not is_html:
+        from archiver.capture import redirects
+
         await redirects.not_html(stage, row, result, path)
         return
     text = decode_html(result.read(), result.charset)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 from urllib.parse import unquote
 
 from archiver import urls
@@ -123,8 +123,7 @@ def _route_url(ref: str, base: str) -> str | None:
     return canonical if "#" in canonical else None
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """What to do with one reference. ``url`` is the dedup key for ``local``, the absolute URL to
     write for ``absolute`` (None when the reference is already absolute and stays as written),
     None for ``keep``. ``fragment`` is the reference's ``#…`` part (with the ``#``) to write back."""
@@ -366,8 +365,7 @@ class Scope:
         return decision
 
 
-@dataclass(frozen=True)
-class _Class:
+class _Class(NamedTuple):
     """What :meth:`Scope.decide` remembers of one reference: the decision before the depth limit and
     robots.txt, and (for ``local``) the text to write should one of those make it ``absolute``."""
 

@@ -23,7 +23,6 @@ from urllib.parse import unquote
 import msgspec
 
 from archiver import urls
-from archiver.capture.crawlstate import CrawlState
 from archiver.capture.policy import Hint, redact, split_fragment
 from archiver.capture.state import Row
 from archiver.capture.writer import TreeWriter
@@ -31,6 +30,7 @@ from archiver.errors import URLError
 from archiver.tree import Record
 
 if TYPE_CHECKING:
+    from archiver.capture.crawlstate import CrawlState
     from archiver.urls import Hygiene
 
 __all__ = ["final_records", "public", "relink", "resolve_href"]

@@ -48,7 +48,7 @@ from typing import Literal
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from archiver import srcset, urls
+from archiver import urls
 from archiver.capture import searchbox
 from archiver.capture.policy import Hint
 from archiver.css_refs import Role, rewrite_declarations, rewrite_stylesheet
@@ -185,6 +185,8 @@ class _Rewriter:
                 self.changed.append(new)
                 return new
             return ref
+
+        from archiver import srcset  # only a document with a srcset attribute needs it
 
         written = srcset.parse(value)
         candidates = [srcset.Candidate(one(c.url), c.descriptors) for c in written]

@@ -22,7 +22,6 @@ from archiver import urls
 from archiver.capture.budget import PageBudget
 from archiver.capture.conditional import request_headers, validator
 from archiver.capture.context import Context
-from archiver.capture.kept import finish_kept
 from archiver.capture.linker import Linker
 from archiver.capture.policy import redact
 from archiver.capture.relink import public
@@ -95,6 +94,8 @@ class Stage:
             done = [(row.key, result.status, result.final_url, record)
                     for (row, _previous, result), record in zip(kept, records, strict=True)]  # fmt: skip
             if isinstance(c.state, State):  # three statements for all
+                from archiver.capture.kept import finish_kept  # only answers 304 come here
+
                 encoded = finish_kept(c.state, done)
             else:
                 for key, status, final_url, record in done:

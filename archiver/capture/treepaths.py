@@ -13,10 +13,13 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archiver import urls
-from archiver.capture.crawlstate import CrawlState
 from archiver.urls import Kind
+
+if TYPE_CHECKING:
+    from archiver.capture.crawlstate import CrawlState  # a Protocol: only annotations name it
 
 __all__ = ["TreePaths", "with_suffix"]
 
