@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import msgspec
 
@@ -145,28 +145,48 @@ def read_records(root: Path) -> Iterator[Record]:
     offsets: dict[str, int] = {}
     order: list[str] = []
     with path.open("rb") as f:
-        _decode_header(f.readline(), path)
-        lineno = 1
-        while True:
-            offset = f.tell()
-            line = f.readline()
-            if not line:
-                break
-            lineno += 1
-            if not line.endswith(b"\n"):
-                break  # torn last line
-            if not line.strip():
-                continue
-            try:
-                record = _record_decoder.decode(line)
-            except msgspec.DecodeError as e:
-                raise FormatError(f"line {lineno}: {e}", subject=str(path)) from None
+        for offset, record in _manifest_lines(f, path):
             if record.path not in offsets:
                 order.append(record.path)
             offsets[record.path] = offset
         for p in order:
             f.seek(offsets[p])
             yield _record_decoder.decode(f.readline())
+
+
+def read_record_list(root: Path) -> list[Record]:
+    """:func:`read_records` as a list: the same records in the same order, the same errors, each line
+    decoded once (read_records decodes every line twice, to hold offsets rather than records) for a
+    caller that holds them all anyway."""
+    path = manifest_path(root)
+    by_path: dict[str, Record] = {}  # a later record for a path replaces it where it first was
+    with path.open("rb") as f:
+        for _, record in _manifest_lines(f, path):
+            by_path[record.path] = record
+    return list(by_path.values())
+
+
+def _manifest_lines(f: BinaryIO, path: Path) -> Iterator[tuple[int, Record]]:
+    """Each record of the open manifest ``f`` after its header (checked), with the offset its line
+    starts at. A torn last line (a crash mid-append) ends it; any other bad line is a
+    :class:`FormatError` naming the line."""
+    _decode_header(f.readline(), path)
+    lineno = 1
+    while True:
+        offset = f.tell()
+        line = f.readline()
+        if not line:
+            return
+        lineno += 1
+        if not line.endswith(b"\n"):
+            return  # torn last line
+        if not line.strip():
+            continue
+        try:
+            record = _record_decoder.decode(line)
+        except msgspec.DecodeError as e:
+            raise FormatError(f"line {lineno}: {e}", subject=str(path)) from None
+        yield offset, record
 
 
 def records(root: Path) -> Iterator[Record]:

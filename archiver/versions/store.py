@@ -27,6 +27,7 @@ from archiver.tree import (
     is_private,
     manifest_path,
     read_header,
+    read_record_list,
     read_records,
 )
 from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
@@ -160,24 +161,11 @@ def _manifest_bytes(root: Path) -> bytes:
 
 
 def manifest_records(root: Path) -> list[Record]:
-    """:func:`archiver.tree.read_records` of the tree's manifest (its header read and checked
-    first), as a list: the same records in the same order, the same errors, each line decoded once
-    (that reader decodes every line twice, to hold offsets rather than records) for a caller that
-    holds them all anyway."""
-    path = manifest_path(root)
+    """The tree's records as :func:`archiver.tree.read_record_list` reads them (each line decoded
+    once), its header read and checked first: a tree without a manifest is a FormatError."""
     if read_header(root) is None:
         raise FormatError("has no manifest", subject=str(root))
-    lines = path.read_bytes().split(b"\n")
-    by_path: dict[str, Record] = {}  # a later record for a path replaces it where it first was
-    for n, line in enumerate(lines[1:-1], 2):  # the last: empty, or a torn line (ignored)
-        if not line.strip():
-            continue
-        try:
-            record = _record_decoder.decode(line)
-        except msgspec.DecodeError as e:
-            raise FormatError(f"line {n}: {e}", subject=str(path)) from None
-        by_path[record.path] = record
-    return list(by_path.values())
+    return read_record_list(root)
 
 
 def _current_is_recorded(root: Path, found: list[Version]) -> bool:
