@@ -11,7 +11,7 @@ from unicodedata import is_normalized
 
 import regex
 
-from archiver.search.tokens import _WORD, MAX_TERM, fold, tokens
+from archiver.search.tokens import _CJK, _WORD, MAX_TERM, fold, tokens
 
 __all__ = ["Snippet", "snippet"]
 
@@ -33,7 +33,7 @@ class Snippet:
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 #: A word of CJK characters only (the tokenizer's ``_CJK`` class, no mark): one segment, its bigrams.
-_CJK_WORD = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]+")
+_CJK_WORD = regex.compile(_CJK.pattern + "+")
 
 
 def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
