@@ -449,7 +449,8 @@ class Crawler:
             run_assets=self.assets_done,
             run_bytes=self.bytes_written,
             unchanged=unchanged,
-            notes=list(getattr(self.fetcher, "notes", [])),
+            # a WARC import's transport and a Redis worker's state have things to say (the others: none)
+            notes=[*getattr(self.fetcher, "notes", []), *getattr(self.state, "notes", [])],
         )
 
 

@@ -221,8 +221,13 @@ def test_a_stale_worker_cannot_finish_after_its_lease_went_to_another(workers: M
     assert one.renew([mine.key]) == [mine.key]  # one learns it lost the claim
     one.finish(mine.key, state="done", outcome="ok")  # refused: its token is stale
     assert one.refused == 1 and two.row(mine.key).state == "pending"  # type: ignore[union-attr]
+    assert one.notes == [  # the worker's report says so (crawl.py passes the state's notes on)
+        "1 URL finished here was refused by Redis: this worker's lease had run out and another worker"
+        " took it over"
+    ]
     two.finish(theirs.key, state="done", outcome="ok")
     assert two.refused == 0 and one.row(mine.key).state == "done"  # type: ignore[union-attr]
+    assert two.notes == []
     assert one.local.row(mine.key).state == "done"  # type: ignore[union-attr]  # its shard kept its file's row
 
 

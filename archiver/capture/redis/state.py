@@ -339,6 +339,20 @@ class RedisState(RedisLink):
         the crawl is complete (:func:`.shard.settle`)."""
         return []
 
+    @property
+    def notes(self) -> list[str]:
+        """What this worker's report says of its shared state: the finishes Redis refused (each
+        URL's files stay in this shard; another worker fetches it again, and merge keeps the record
+        fetched last, formats/tree.md §11)."""
+        if not self.refused:
+            return []
+        n = self.refused
+        return [
+            f"{n} URL{'s' if n > 1 else ''} finished here {'were' if n > 1 else 'was'} refused by Redis:"
+            " this worker's lease had run out and another worker took "
+            f"{'them' if n > 1 else 'it'} over"
+        ]
+
     def _finished(self, result: Any) -> None:
         if not result or int(result[0]) == 0:
             self.refused += 1
