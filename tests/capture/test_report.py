@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from archiver.capture import capture, capture_main
+from archiver.capture.report import Item
 from archiver.fixture import FixtureConfig, FixtureServer
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body>
@@ -50,3 +52,31 @@ def test_secret_query_values_never_reach_the_manifest_or_report(tiny: Path, tmp_
     summary = json.dumps(report.to_json()) + report.summary()
     assert "s3cret" not in manifest and "s3cret" not in summary
     assert "token=REDACTED&page=2" in manifest and "token=REDACTED&page=2" in summary
+
+
+def _shown(item: Item) -> dict[str, object]:
+    """The fields of ``item`` a report shows, by the dataclass's own field list (every field that is
+    neither None nor empty): what Item.to_json spells out field by field must not fall behind it."""
+    values = {f.name: getattr(item, f.name) for f in dataclasses.fields(Item)}
+    return {name: v for name, v in values.items() if v is not None and v != ""}
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        Item("https://a.test/", "page", "ok"),
+        Item("https://a.test/x", "asset", "failed", "timed out", None, None),
+        Item("https://a.test/y", "page", "ok", "", 0, "y/index.html"),  # status 0 is shown, "" is not
+        Item("https://a.test/z", "page", "skipped", "beyond the depth limit", 404, "z.html"),
+        Item("", "", "", "", None, ""),
+    ],
+)
+def test_an_items_json_shows_every_set_field(item: Item) -> None:
+    assert item.to_json() == _shown(item)
+
+
+def test_an_items_json_names_every_field_of_the_dataclass() -> None:
+    # every field set: a field added to Item but not to to_json is missing here
+    values = {str: "x", int: 7}
+    full = Item(**{f.name: values[int if "int" in str(f.type) else str] for f in dataclasses.fields(Item)})
+    assert set(full.to_json()) == {f.name for f in dataclasses.fields(Item)}
