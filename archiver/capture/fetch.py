@@ -374,7 +374,9 @@ class Fetcher:
                     rules = await self.robots_for(current)
                 except AddressRefused as e:
                     return FetchResult(url, current, "refused", None, str(e))
-            if not rules.allowed(target_of(current)):
+            # rules that allow everything (no robots.txt, or one with no rule for us) are not asked:
+            # their answer is yes for any target, and asking normalises the target (~15 K instructions)
+            if (rules.rules or rules.disallow_all) and not rules.allowed(target_of(current)):
                 if rules.unreachable is not None:
                     reason = f"{rules.unreachable}: not fetched, tried again next run"
                     return FetchResult(url, current, "unconfirmed", None, reason)

@@ -29,6 +29,8 @@ from typing import Any, NamedTuple
 
 from archiver import urls
 from archiver.capture.http1 import ConnectError, ConnectTimeout, NetworkError, ReadTimeout, WriteTimeout
+from archiver.capture.wire import Counter as _Counter
+from archiver.capture.wire import Stream as _Stream
 from archiver.errors import CaptureError, URLError
 
 __all__ = [
@@ -265,84 +267,6 @@ class AddressGuard:
         return public
 
 
-class _Stream:
-    """A network stream on asyncio's own streams. httpcore's default (anyio) added a cancel scope
-    to every read and write and rebuilt a dict of socket attributes each time it asked whether an
-    idle connection was still usable: a third of the fetcher's time on a fast site."""
-
-    def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: _Counter | None = None
-    ) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._counter = counter
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        try:
-            if timeout is None:  # bounded by the request's deadline (:class:`.http1.Deadline`)
-                return await self._reader.read(max_bytes)
-            async with asyncio.timeout(timeout):
-                return await self._reader.read(max_bytes)
-        except TimeoutError as e:
-            raise ReadTimeout("timed out reading") from e
-        except OSError as e:
-            raise NetworkError(str(e) or type(e).__name__) from e
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
-            return
-        if self._counter is not None:
-            self._counter.writes += 1
-        try:
-            self._writer.write(buffer)
-            if self._writer.transport.get_write_buffer_size():  # left waiting: the wait is bounded
-                async with asyncio.timeout(timeout):
-                    await self._writer.drain()
-            else:  # all sent at once (a request): drain returns at once, or raises a lost connection
-                await self._writer.drain()
-        except TimeoutError as e:
-            raise WriteTimeout("timed out writing") from e
-        except OSError as e:
-            raise NetworkError(str(e) or type(e).__name__) from e
-
-    async def aclose(self) -> None:
-        self._writer.close()
-
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> _Stream:
-        try:
-            async with asyncio.timeout(timeout):
-                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
-        except TimeoutError as e:
-            self._writer.close()
-            raise ConnectTimeout("timed out in the TLS handshake") from e
-        except (ssl.SSLError, OSError) as e:
-            self._writer.close()
-            raise ConnectError(str(e) or type(e).__name__) from e
-        return self
-
-    def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable":
-            # asked of an idle connection before reusing it: the server closed it, or sent
-            # something nobody asked for (either way the pool drops it and opens another)
-            return (
-                self._writer.is_closing()
-                or self._reader.at_eof()
-                or self._reader.exception() is not None
-                or bool(getattr(self._reader, "_buffer", b""))
-            )
-        name = {"client_addr": "sockname", "server_addr": "peername"}.get(info, info)
-        if name in ("ssl_object", "sockname", "peername", "socket"):
-            return self._writer.get_extra_info(name)
-        return None
-
-
-@dataclass
-class _Counter:
-    writes: int = 0  # writes to any connection so far (a request goes out as one or more)
-
-
 class _AsyncioBackend:
     """Opens TCP connections to an address (the guard has already resolved the name) as
     :class:`_Stream` objects, counting their writes in ``counter``."""
@@ -368,7 +292,7 @@ class _AsyncioBackend:
                 sock.bind((local_address, 0))
             async with asyncio.timeout(timeout):
                 await asyncio.get_running_loop().sock_connect(sock, (host, port))
-            reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 20)
+            stream = await _Stream.over(sock, self.counter)
         except TimeoutError as e:
             sock.close()
             raise ConnectTimeout(f"timed out connecting to {host}") from e
@@ -378,7 +302,7 @@ class _AsyncioBackend:
         except BaseException:
             sock.close()
             raise
-        return _Stream(reader, writer, self.counter)
+        return stream
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
@@ -481,8 +405,9 @@ class _Foreign:
 
 
 class GuardedBackend:
-    """A network backend that opens sockets only to addresses the guard checked: through
-    asyncio's streams, or through ``inner``, a test's backend (see the module docstring)."""
+    """A network backend that opens sockets only to addresses the guard checked: through the
+    fetcher's own streams (:mod:`.wire`), or through ``inner``, a test's backend (see the module
+    docstring)."""
 
     def __init__(self, guard: AddressGuard, inner: Any = None) -> None:
         self.guard = guard

@@ -22,6 +22,15 @@ _DONE = (
 )
 
 
+#: the record at a path, set: an upsert, so the row of the previous record (a kept row's path has
+#: one) is updated in place, where ``INSERT OR REPLACE`` deleted it and inserted it again (its row
+#: and its primary-key index entry each time)
+_RECORD = (
+    "INSERT INTO records (path, record) VALUES (?, ?)"
+    " ON CONFLICT (path) DO UPDATE SET record = excluded.record"
+)
+
+
 def records_at(state: State, paths: list[str]) -> dict[str, Record]:
     """The records stored at ``paths`` (those there are), by tree path."""
     marks = ",".join("?" * len(paths))
@@ -38,9 +47,7 @@ def finish_kept(state: State, kept: list[tuple[str, int | None, str | None, Reco
     rows = [(r.path, _encoder.encode(r), r.sha256) for *_, r in kept]
     with state.transaction():
         state.db.executemany(_DONE, [(status, final, at, key) for key, status, final, _ in kept])
-        state.db.executemany(
-            "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)", [x[:2] for x in rows]
-        )
+        state.db.executemany(_RECORD, [x[:2] for x in rows])
         state.db.executemany(
             "INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", [(x[2], x[0]) for x in rows]
         )
