@@ -293,6 +293,7 @@ class Table:
         self.s = s
         self.kstart, self.keys, self.count, self.heavy = s["kstart"], s["keys"], s["count"], s["heavy"]
         self.bytes = len(view)
+        self._raw, self._rstart, self._pstart, self._masks = s["raw"], s["rstart"], s["pstart"], s["masks"]
         #: Every SAMPLE-th key, decoded once: a word's first lookup bisects these in C, then at most
         #: SAMPLE keys of the table (about 1.7 KB of memory a thousand terms: 250 KB a table of the
         #: generated corpus, 148,000 terms).
@@ -402,18 +403,21 @@ class Table:
 
     def data(self, j: int, index: Index) -> TermData:
         """Term ``j``'s data: read in place when stored decoded, else decoded now (ValueError when its
-        postings are malformed, with the core's message)."""
-        raw = self.s["raw"][self.s["rstart"][j] : self.s["rstart"][j + 1]]
+        postings are malformed, with the core's message). A stored one is made without
+        :class:`TermData`'s constructor (its four empty arrays would be replaced at once)."""
+        s = self.s
+        raw = self._raw[self._rstart[j] : self._rstart[j + 1]]
         h = self.heavy[j]
         if h < 0:
             return term_data(str(raw, "ascii"), index.version, index.lengths, index.avgdl, index.documents)
-        td = TermData(raw, index.lengths)
-        a, b = self.s["pstart"][h], self.s["pstart"][h + 1]
-        td.docs, td.impact, td.order = self.s["docs"][a:b], self.s["impact"][a:b], self.s["order"][a:b]
-        td.offs = self.s["offs"][a + h : b + h + 1]
+        td = TermData.__new__(TermData)
+        td.raw, td.lengths = raw, index.lengths
+        a, b = self._pstart[h], self._pstart[h + 1]
+        td.docs, td.impact, td.order = s["docs"][a:b], s["impact"][a:b], s["order"][a:b]
+        td.offs = s["offs"][a + h : b + h + 1]
         m = self.mask
-        masks = self.s["masks"]
-        td.mask = int.from_bytes(masks[2 * m * h : 2 * m * h + m], "little")
-        td.titles = int.from_bytes(masks[2 * m * h + m : 2 * m * (h + 1)], "little")
+        at = 2 * m * h
+        td.mask = int.from_bytes(self._masks[at : at + m], "little")
+        td.titles = int.from_bytes(self._masks[at + m : at + 2 * m], "little")
         td.size = TERM_BYTES + 4 * m
         return td
