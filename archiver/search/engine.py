@@ -283,7 +283,10 @@ class Engine:
         found: dict[str, tuple[int, Any]] = {}
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
             ids, got = table.lookup(term, prefix)
-            found = {table.term(j): (table.shard(j), j) for j in ids}
+            if prefix:
+                found = {table.term(j): (table.shard(j), j) for j in ids}
+            elif ids:  # the term itself: its key is the term's (not decoded again)
+                found = {term: (table.shard(ids[0]), ids[0])}
             if got is not None:  # the prefix's completions stored merged: decoded when needed
                 exact = self._data(index, key, table, term, *found[term]) if term in found else None
 

@@ -34,6 +34,9 @@ TERM_BYTES = 400  # bytes a term costs besides its postings: its str, a dict ent
 
 
 _ONE = {c: unpack_numbers(c)[0] for c in "0123456789ABCDEFGHIJKLMNOPQRSTUV"}
+#: Every number of one or two digits (a light term's document steps: two digits up to 1,023), for
+#: :func:`_walk`'s four counts of a posting; longer ones go through :func:`unpack_numbers`.
+_FEW = _ONE | {c + t: unpack_numbers(c + t)[0] for c in "WXYZabcdefghijklmnopqrstuvwxyz-_" for t in _ONE}
 
 
 def _number(text: str) -> int:
@@ -207,7 +210,7 @@ def _walk(text: str, td: TermData, titles: list[int], lengths: list[int], avgdl:
     the same operations in the same order)."""
     docs, imps, offs = td.docs, td.impact, td.offs
     pos, end, doc, ndocs = 0, len(text), 0, len(lengths) // 2
-    head, skip, one, number, heading = _HEAD.match, _SKIP_MATCH, _ONE.get, _number, _HEADING
+    head, skip, one, number, heading = _HEAD.match, _SKIP_MATCH, _FEW.get, _number, _HEADING
     k1_1, k1, b_, title = K1 + 1, K1, B, TITLE
     while pos < end:
         m = head(text, pos)

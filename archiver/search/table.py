@@ -293,6 +293,7 @@ class Table:
         self.s = s
         self.kstart, self.keys, self.count, self.heavy = s["kstart"], s["keys"], s["count"], s["heavy"]
         self.bytes = len(view)
+        self._raw, self._rstart, self._pstart, self._masks = s["raw"], s["rstart"], s["pstart"], s["masks"]
         #: Every SAMPLE-th key, decoded once: a word's first lookup bisects these in C, then at most
         #: SAMPLE keys of the table (about 1.7 KB of memory a thousand terms: 250 KB a table of the
         #: generated corpus, 148,000 terms).
@@ -332,17 +333,55 @@ class Table:
         (ties in key order), as ``Engine._word`` and the core choose them."""
         return self.lookup(term, prefix)[0]
 
+    def _span(self, want: bytes, prefix: bool) -> tuple[int, int]:
+        """The terms whose key is ``want`` (``prefix``: starts with it), as a range ``[lo, hi)``
+        (empty: none). The sampled keys are bisected (in C); the first key ≥ ``want`` is then among
+        the keys after the sample before it up to the sample at it, and those keys' bytes are one
+        slice of :attr:`keys` searched with ``bytes.find`` (a match counts where a key starts and is
+        long enough), not compared one slice at a time. A prefix whose keys reach past those is ended
+        by :meth:`_first`."""
+        if not want:
+            return 0, self.terms if prefix else 0
+        s = bisect_left(self.sample, want)
+        first = (s - 1) * SAMPLE + 1 if s else 0
+        last = min(self.terms, s * SAMPLE + 1)
+        if first >= last:
+            return 0, 0
+        ks = self.kstart
+        offs = ks[first : last + 1].tolist()
+        base = offs[0]
+        blk = bytes(self.keys[base : offs[-1]])
+        size = len(want)
+        pos = blk.find(want)
+        while pos >= 0:
+            i = bisect_left(offs, pos + base)
+            if offs[i] == pos + base:
+                room = offs[i + 1] - offs[i]
+                if room == size or (prefix and room > size):
+                    break
+            pos = blk.find(want, pos + 1)
+        else:
+            return 0, 0
+        if not prefix:
+            return first + i, first + i + 1
+        j = i + 1
+        end = len(offs) - 1
+        while j < end and offs[j + 1] - offs[j] >= size and blk.startswith(want, offs[j] - base):
+            j += 1
+        if j == end and last < self.terms:  # its keys may go on past the block
+            return first + i, self._first(want, True)
+        return first + i, first + j
+
     def lookup(self, term: str, prefix: bool) -> tuple[list[int], tuple[Any, Any, Any, int] | None]:
         """:meth:`find`'s terms, and for a prefix whose completions are stored merged their list
         (documents, impacts, impact order, bitmask: what :func:`~archiver.search.postings.merge`
         gives for them, read in place)."""
         want = order_key(term)
-        lo = self._first(want, False)
-        if not prefix:
-            return ([lo] if lo < self.terms and self.key(lo) == want else []), None
-        hi = self._first(want, True)
-        itself = lo < hi and self.key(lo) == want
-        e = self._entry((lo << 33) | (hi << 1) | itself) if hi - lo > 1 else -1
+        lo, hi = self._span(want, prefix)
+        if not prefix or hi - lo <= 1:
+            return list(range(lo, hi)), None
+        itself = self.kstart[lo + 1] - self.kstart[lo] == len(want)
+        e = self._entry((lo << 33) | (hi << 1) | itself)
         if e < 0:
             return (
                 list(range(lo, hi)) if hi - lo <= MAX_EXPANSIONS else _pick(self.count, lo, hi, itself)
@@ -364,18 +403,21 @@ class Table:
 
     def data(self, j: int, index: Index) -> TermData:
         """Term ``j``'s data: read in place when stored decoded, else decoded now (ValueError when its
-        postings are malformed, with the core's message)."""
-        raw = self.s["raw"][self.s["rstart"][j] : self.s["rstart"][j + 1]]
+        postings are malformed, with the core's message). A stored one is made without
+        :class:`TermData`'s constructor (its four empty arrays would be replaced at once)."""
+        s = self.s
+        raw = self._raw[self._rstart[j] : self._rstart[j + 1]]
         h = self.heavy[j]
         if h < 0:
             return term_data(str(raw, "ascii"), index.version, index.lengths, index.avgdl, index.documents)
-        td = TermData(raw, index.lengths)
-        a, b = self.s["pstart"][h], self.s["pstart"][h + 1]
-        td.docs, td.impact, td.order = self.s["docs"][a:b], self.s["impact"][a:b], self.s["order"][a:b]
-        td.offs = self.s["offs"][a + h : b + h + 1]
+        td = TermData.__new__(TermData)
+        td.raw, td.lengths = raw, index.lengths
+        a, b = self._pstart[h], self._pstart[h + 1]
+        td.docs, td.impact, td.order = s["docs"][a:b], s["impact"][a:b], s["order"][a:b]
+        td.offs = s["offs"][a + h : b + h + 1]
         m = self.mask
-        masks = self.s["masks"]
-        td.mask = int.from_bytes(masks[2 * m * h : 2 * m * h + m], "little")
-        td.titles = int.from_bytes(masks[2 * m * h + m : 2 * m * (h + 1)], "little")
+        at = 2 * m * h
+        td.mask = int.from_bytes(self._masks[at : at + m], "little")
+        td.titles = int.from_bytes(self._masks[at + m : at + 2 * m], "little")
         td.size = TERM_BYTES + 4 * m
         return td

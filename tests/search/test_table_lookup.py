@@ -54,3 +54,28 @@ def test_a_tables_lookups_are_a_scans(sample: int, monkeypatch: pytest.MonkeyPat
             got = t.find(word, prefix)
             want = _scan(t, keys, word, prefix)
             assert got == want, (word, prefix)
+
+
+@pytest.mark.parametrize("sample", [1, 2, 4, 32])
+def test_a_word_found_inside_two_keys_or_a_shorter_key_is_not_a_term(
+    sample: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block of keys is searched as one bytes object: a match across two keys ("ab" + "cd"
+    holds "bc"), at an odd byte, or at a key's start but longer than that key ("ab" for "abc") is
+    no term and no prefix; the key itself, and the keys that start with it, are."""
+    monkeypatch.setattr(table, "SAMPLE", sample)
+    words = ["ab", "abd", "b", "bcx", "cd", "d", "京", "京都", "都"]
+    pages = [(f"p/{i}.html", html("t", f"<p>{w} {w}</p>")) for i, w in enumerate(words)]
+    ix = query.Index(build_files(pages).__getitem__, "mem")
+    data = table.build(ix, "me")
+    assert data is not None
+    t = table.Table(data, "me", ix.documents)
+    keys = [t.key(j) for j in range(t.terms)]
+    terms = [t.term(j) for j in range(t.terms)]
+    assert set(words) <= set(terms)
+    for word in ["bc", "abc", "bd", "db", "c", "京都都", "都京", "x", "abdz", "dd", *words]:
+        for prefix in (False, True):
+            assert t.find(word, prefix) == _scan(t, keys, word, prefix), (word, prefix)
+    assert [t.term(j) for j in t.find("ab", True)] == ["ab", "abd"]
+    assert [t.term(j) for j in t.find("bc", True)] == ["bcx"]
+    assert t.find("bc", False) == [] and t.find("京", False) == [terms.index("京")]
