@@ -486,6 +486,7 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
     final = {k: r.final_url for k, (r, _) in rows.items() if r.state == "merged" and r.final_url}
 
     db = state.db
+    state.known.forget()  # the rows below are written directly: the State's lookups ask SQLite
     with state.transaction():
         seq = 0
         for row, _shard in sorted(rows.values(), key=lambda rs: (rs[0].seq, rs[0].key)):

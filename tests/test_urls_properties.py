@@ -66,6 +66,17 @@ def test_canonicalize_is_idempotent(text: str) -> None:
     assert urls.canonicalize(key) == key
 
 
+@given(url_strings(), st.sampled_from(["", ".png", ".PNG", ".tar.gz", ".%50ng", ".", ".css", ".Html", "%2E"]))
+def test_a_keys_extension_read_from_its_text_is_the_parsed_one(text: str, extension: str) -> None:
+    """urls.key_ext reads a canonical URL's extension from its text; it must be what urls.ext parses
+    (and key_kind what guess_kind says), for keys with and without queries and route fragments."""
+    head, sep, tail = text.partition("?") if "?" in text else text.partition("#")
+    for url in (text, head + extension + sep + tail):
+        key = urls.dedup_key(_canonical(url))
+        assert urls.key_ext(key) == urls.ext(key)
+        assert urls.key_kind(key) == urls.guess_kind(key)
+
+
 @given(url_strings(), st.sampled_from(["page", "asset"]))
 def test_local_path_is_safe_and_deterministic(text: str, kind: str) -> None:
     url = _canonical(text)

@@ -190,6 +190,7 @@ class Scope:
     _keys: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
     _verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
     _classes: dict[tuple[str, str, str], _Class] = field(default_factory=dict, compare=False, repr=False)
+    _hosts: dict[str, tuple[bool, bool]] = field(default_factory=dict, compare=False, repr=False)
 
     # ---- pages
 
@@ -254,16 +255,39 @@ class Scope:
             self._keys[memo] = hit
         return hit
 
+    def _by_host(self, key: str) -> tuple[bool, bool]:
+        """``(on_site(key), an asset there is wanted unless its extension is skipped)``: both depend
+        on the key's host alone (:meth:`on_site`, :meth:`want_asset`), remembered by it."""
+        host = urls.host_of(key)
+        hit = self._hosts.get(host)
+        if hit is None:
+            wanted = (
+                self.assets_any_host
+                or self._allowed_domain(key)
+                or any(urls.same_site(seed, key, subdomains=True) for seed in self.seeds)
+            )
+            hit = (self.on_site(key), wanted)
+            if len(self._hosts) >= _MEMO_SIZE:
+                self._hosts.clear()
+            self._hosts[host] = hit
+        return hit
+
     def _verdict(self, what: Literal["kind", "page", "asset"], key: str) -> bool | str:
+        """:func:`urls.guess_kind`, :meth:`page_in_scope` or :meth:`want_asset` of the dedup key
+        ``key`` (canonical: its extension is read from its text), remembered; the scope of its host
+        is worked out once per host."""
         memo = (what, key)
         hit = self._verdicts.get(memo)
         if hit is None:
             if what == "kind":
-                hit = urls.guess_kind(key)
+                hit = urls.key_kind(key)
             elif what == "page":
-                hit = self.page_in_scope(key)
+                if self.include or self.exclude:
+                    hit = self._by_host(key)[0] and self.page_in_scope(key)
+                else:  # no prefix: the page is in scope when its host is on the site
+                    hit = self._by_host(key)[0]
             else:
-                hit = self.want_asset(key)
+                hit = urls.key_ext(key) not in self.skip_extensions and self._by_host(key)[1]
             if len(self._verdicts) >= _MEMO_SIZE:
                 self._verdicts.clear()
             self._verdicts[memo] = hit  # type: ignore[assignment]

@@ -210,17 +210,19 @@ class _Rewriter:
         if result.text != style:
             node.attrs["style"] = result.text
 
-    def _refresh(self, node: LexborNode) -> None:
+    def _refresh(self, node: LexborNode) -> bool:
+        """Rewrite a meta refresh's URL; False when it leads to ``javascript:`` (the tag removed)."""
         refresh = parse_refresh(node.attributes.get("content") or "")
         if refresh is None or not refresh[1]:
-            return
+            return True
         delay, target = refresh
         if _JS_SCHEME.match(target):
             node.decompose()
-            return
+            return False
         new = self.change(target, "link")
         if new is not None and new != target:
             node.attrs["content"] = f"{delay or '0'}; url={new}"
+        return True
 
     def _promote_lazy(self, node: LexborNode, tag: str) -> None:
         if tag not in LAZY_TAGS:
@@ -253,19 +255,20 @@ class _Rewriter:
                 removed = True
         return removed
 
-    def element(self, node: LexborNode, tag: str) -> None:
-        """Apply the rules to ``node``, whose tag name, lower case, is ``tag``."""
+    def element(self, node: LexborNode, tag: str) -> bool:
+        """Apply the rules to ``node``, whose tag name, lower case, is ``tag``; False when they
+        removed it."""
         attrs = node.attributes  # a new dict each time it is read: read again only after a change
         if not attrs:
-            return  # every rule below reads an attribute (most elements of a page have none)
+            return True  # every rule below reads an attribute (most elements of a page have none)
         if tag not in _ACTIVE_TAGS:
             # no rule reads this element's attributes unless one is a handler, a URL or a style
             # (names hold no whitespace: one string of them, lower case, is searched at C speed)
             if _PASSIVE_NAMES.issuperset(attrs):
-                return
+                return True
             names = " " + " ".join(attrs).lower()
             if " on" not in names and _ACTIVE_NAMES.isdisjoint(names.split()):
-                return
+                return True
         if self._strip_handlers(node, attrs):
             attrs = node.attributes
         if tag in LAZY_TAGS:
@@ -273,15 +276,14 @@ class _Rewriter:
             attrs = node.attributes
         if tag == "link" and _link_dropped(attrs):
             node.decompose()
-            return
+            return False
         if tag == "meta":
             equiv = (attrs.get("http-equiv") or "").lower()
             if equiv == "refresh":
-                self._refresh(node)
-                return
+                return self._refresh(node)
             if equiv == "content-security-policy":
                 node.decompose()
-                return
+                return False
         elif tag == "iframe":
             srcdoc = attrs.get("srcdoc")
             if srcdoc:
@@ -300,17 +302,23 @@ class _Rewriter:
             for name in ("integrity", "crossorigin"):
                 if name in attrs:
                     del node.attrs[name]
+        return True
 
     def document(self, doc: LexborHTMLParser) -> None:
-        for node in doc.css("script, base"):  # neither holds an element: none frees another
+        # one query for the three tags (each query parses its selector and walks the whole tree)
+        scripts, noscripts = [], []
+        for node in doc.css("script, base, noscript"):
+            (noscripts if node.tag == "noscript" else scripts).append(node)
+        for node in scripts:  # neither holds an element: none frees another
             node.decompose()
-        for node in doc.css("noscript"):
+        for node in noscripts:
             if self.noscript == "unwrap":
                 node.unwrap()
             elif self.noscript == "drop":
                 node.decompose()
         root = doc.root
         boxes = False  # an element a search box can be (the rules below remove none)
+        metas: list[LexborNode] = []  # those the rules leave, in document order (_ensure_charset)
         if root is not None:
             for node in list(root.traverse(include_text=False)):
                 tag = node.tag
@@ -324,16 +332,19 @@ class _Rewriter:
                 if tag and not tag.startswith("-"):
                     tag = tag.lower()
                     boxes = boxes or tag in searchbox.BOX_TAGS
-                    self.element(node, tag)
+                    if self.element(node, tag) and tag == "meta":
+                        metas.append(node)
         if self.search is not None and boxes:  # searchbox's queries cost more than the walk's look
             searchbox.rewrite(doc, self.search)
-        _ensure_charset(doc)
+            metas = doc.css("meta")  # it may have replaced an element that holds one
+        _ensure_charset(doc, metas)
 
 
-def _ensure_charset(doc: LexborHTMLParser) -> None:
+def _ensure_charset(doc: LexborHTMLParser, metas: list[LexborNode]) -> None:
+    """Make ``doc`` declare UTF-8 first in its head; ``metas``: its ``<meta>`` elements."""
     head = doc.head
     declared = []
-    for node in doc.css("meta"):
+    for node in metas:
         attrs = node.attributes
         if "charset" in attrs or (attrs.get("http-equiv") or "").lower() == "content-type":
             declared.append(node)

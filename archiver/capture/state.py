@@ -50,13 +50,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import msgspec
 
 from archiver.capture import aliases, depths, hosts
+from archiver.capture.known import Known, absent
+from archiver.capture.rows import ROW_COLUMNS, NewURL, Row, row_from
 from archiver.capture.units import GROUP, Batch, Transaction
 from archiver.tree import Record
 
@@ -114,59 +114,6 @@ _record_encoder = msgspec.json.Encoder()
 _record_decoder = msgspec.json.Decoder(Record)
 
 
-@dataclass(frozen=True)
-class Row:
-    """One row of ``urls``."""
-
-    key: str
-    kind: str
-    state: str
-    depth: int
-    referrer: str | None
-    priority: int
-    seq: int
-    path: str | None
-    outcome: str | None
-    reason: str | None
-    status: int | None
-    attempts: int
-    final_url: str | None
-    stylesheet: bool
-
-
-class NewURL(NamedTuple):
-    """A reference to add to the frontier when the document that revealed it completes. ``source``:
-    the key of that document, recorded as a discovery (``found``) with ``step`` and ``inherit``
-    (:mod:`.depths`); None for a seed, or a copy of a row known already. A named tuple: every
-    reference of every page makes one (a frozen dataclass took 4-5 µs, a tuple 1)."""
-
-    key: str
-    kind: str
-    depth: int
-    referrer: str | None
-    priority: int = 1
-    stylesheet: bool = False
-    path: str | None = None
-    state: str = "pending"
-    final_url: str | None = None
-    reason: str = ""
-    source: str | None = None
-    step: int = 1
-    inherit: bool = False
-
-
-#: The columns of ``urls`` a :class:`Row` holds, in its order (for ``SELECT`` and ``INSERT``).
-ROW_COLUMNS = (
-    "key, kind, state, depth, referrer, priority, seq, path, outcome, reason, status, attempts, "
-    "final_url, stylesheet"
-)
-
-
-def row_from(values: tuple[object, ...]) -> Row:
-    """The :class:`Row` of one ``SELECT {ROW_COLUMNS}`` result."""
-    return Row(*values[:13], bool(values[13]))  # type: ignore[arg-type]
-
-
 class State:
     """The open state database of one capture."""
 
@@ -206,6 +153,8 @@ class State:
         #: every host a row names (a superset after a rollback), read on the first claim (hosts.pick)
         self._hosts: set[str] | None = None
         self._served = hosts.Served()
+        #: what the tables are known not to hold: lookups a first capture makes answered without SQL
+        self.known = Known(self.db)
 
     def close(self) -> None:
         self._batch.commit()
@@ -235,6 +184,8 @@ class State:
     # ---- the frontier
 
     def row(self, key: str) -> Row | None:
+        if absent(self.known.keys, key):
+            return None
         values = self.db.execute(f"SELECT {ROW_COLUMNS} FROM urls WHERE key = ?", (key,)).fetchone()
         return None if values is None else row_from(values)
 
@@ -274,6 +225,8 @@ class State:
             ),
         )
         if cur.rowcount:
+            if self.known.keys is not None:
+                self.known.keys.add(new.key)
             if self._hosts is not None:
                 self._hosts.add(hosts.key_host(new.key))
             if not (new.state == "skipped" and new.reason in _LIMIT_REASONS):
@@ -448,6 +401,8 @@ class State:
     # ---- paths
 
     def owner(self, path: str) -> str | None:
+        if absent(self.known.paths, path):
+            return None
         row = self.db.execute("SELECT key FROM paths WHERE path = ?", (path,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -460,6 +415,8 @@ class State:
 
     def claim_many(self, claims: dict[str, str]) -> None:
         """Record tree paths given out (``path → key``)."""
+        if self.known.paths is not None:
+            self.known.paths.update(claims)
         with self.transaction():
             self.db.executemany(
                 "INSERT OR REPLACE INTO paths (path, key) VALUES (?, ?)", list(claims.items())
@@ -468,6 +425,8 @@ class State:
 
     def move(self, key: str, old: str, new: str) -> None:
         """Give ``key`` the path ``new`` instead of ``old`` (a §4.5 file/folder clash)."""
+        if self.known.paths is not None:
+            self.known.paths.add(new)
         with self.transaction():
             self.db.execute("INSERT OR REPLACE INTO moves (path, key) VALUES (?, ?)", (old, key))
             self.db.execute("DELETE FROM paths WHERE path = ?", (old,))
@@ -477,11 +436,18 @@ class State:
             if blob is not None:
                 record = _record_decoder.decode(blob[0])
                 record.path = new
+                self.known.stored(record)
                 self.db.execute("DELETE FROM records WHERE path = ?", (old,))
                 self.db.execute(
                     "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
                     (new, _record_encoder.encode(record)),
                 )
+
+    def adopt(self, key: str, path: str | None) -> bool:
+        """:func:`.aliases.adopt` (a shared crawl gave this worker ``key``, merged here)."""
+        if path and self.known.paths is not None:
+            self.known.paths.add(path)
+        return aliases.adopt(self.db, key, path)
 
     def moves(self) -> dict[str, str]:
         """``old path → key`` of every file a clash moved."""
@@ -513,6 +479,7 @@ class State:
         as a redirect stub), the page-bytes entry for hard links, and the references it revealed.
         Returns the keys that were new to the frontier."""
         new = list(new)
+        self.known.outcome(outcome, final_url)
         with self.transaction():
             self.db.execute(
                 "UPDATE urls SET state = ?, outcome = ?, reason = ?, status = ?, final_url = ?,"
@@ -520,11 +487,14 @@ class State:
                 (state, outcome, reason, status, final_url, time.time(), key),
             )
             for rec in [record, *extra_records] if record is not None else list(extra_records):
+                self.known.stored(rec)
                 self.db.execute(
                     "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
                     (rec.path, _record_encoder.encode(rec)),
                 )
             if blob is not None:
+                if self.known.blobs is not None:
+                    self.known.blobs.add(blob[0])
                 self.db.execute("INSERT OR IGNORE INTO blobs (sha256, path) VALUES (?, ?)", blob)
             if links is not None:
                 self.set_links(*links)
@@ -539,7 +509,10 @@ class State:
     def set_links(self, src: str, links: dict[str, bool]) -> None:
         """Replace the links recorded for the document at tree path ``src`` (key → written local)."""
         with self.transaction():
-            self.db.execute("DELETE FROM links WHERE src = ?", (src,))
+            if not absent(self.known.linked, src):
+                self.db.execute("DELETE FROM links WHERE src = ?", (src,))
+            elif links and self.known.linked is not None:
+                self.known.linked.add(src)
             self.db.executemany(
                 "INSERT INTO links (src, key, local) VALUES (?, ?, ?)",
                 [(src, key, int(local)) for key, local in links.items()],
@@ -557,6 +530,7 @@ class State:
     ) -> None:
         """Set a row's state without counting an attempt (merged aliases, skips decided up front)."""
         self._settled.pop(key, None)
+        self.known.outcome(outcome, final_url)
         with self.transaction():
             if state == "merged" and final_url:
                 final_url = aliases.owner_at_end(self.db, final_url)
@@ -568,6 +542,8 @@ class State:
 
     def redirected_to(self, key: str) -> list[tuple[str, str | None]]:
         """``(key, path)`` of every row recorded as redirecting to ``key``."""
+        if absent(self.known.redirected, key):
+            return []
         return list(
             self.db.execute(
                 "SELECT key, path FROM urls WHERE final_url = ? AND outcome = 'redirected'", (key,)
@@ -575,14 +551,19 @@ class State:
         )
 
     def blob_path(self, sha256: str) -> str | None:
+        if absent(self.known.blobs, sha256):
+            return None
         row = self.db.execute("SELECT path FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
         return None if row is None else str(row[0])
 
     def record(self, path: str) -> Record | None:
+        if absent(self.known.records, path):
+            return None
         row = self.db.execute("SELECT record FROM records WHERE path = ?", (path,)).fetchone()
         return None if row is None else _record_decoder.decode(row[0])
 
     def put_record(self, record: Record) -> None:
+        self.known.stored(record)
         with self.transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",

@@ -6,7 +6,9 @@ Pure: no network, no filesystem, no clock, no global state.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from archiver.urls.canonical import _canonical, host_of
 from archiver.urls.dedup import NO_HYGIENE, _dedup
@@ -19,6 +21,8 @@ __all__ = [
     "ext",
     "guess_kind",
     "in_scope",
+    "key_ext",
+    "key_kind",
     "likely_page",
     "same_site",
     "want_asset",
@@ -78,6 +82,26 @@ def ext(url: str) -> str:
     return _decode_segment(leaf[dot:]).lower() if dot > 0 else ""
 
 
+#: a canonical http(s) URL: its path runs from the ``/`` after the authority to a ``?``, ``#`` or the end
+_KEY_PATH = re.compile(r"https?://[^/?#\\\s]+(/[^?#\\\s]*)(?:[?#]|\Z)")
+
+
+def key_ext(key: str) -> str:
+    """:func:`ext` of a canonical URL (a dedup key, as :func:`canonicalize` gives it), read from its
+    text instead of parsing it again (a canonical path holds neither ``?`` nor ``#``), remembered by
+    the last segment; any other URL is parsed (``tests/test_urls_properties.py`` checks both agree)."""
+    m = _KEY_PATH.match(key)
+    if m is None:
+        return ext(key)
+    return _leaf_ext(m.group(1).rpartition("/")[2])
+
+
+@lru_cache(maxsize=4096)
+def _leaf_ext(leaf: str) -> str:
+    dot = leaf.rfind(".")
+    return _decode_segment(leaf[dot:]).lower() if dot > 0 else ""
+
+
 def likely_page(url: str) -> bool:
     """False when the extension says the target is a file (image, archive, font, CSS…; tree.md §6.4)."""
     return ext(url) not in _ASSET_EXTENSIONS
@@ -86,6 +110,11 @@ def likely_page(url: str) -> bool:
 def guess_kind(url: str) -> Kind:
     """``"page"`` or ``"asset"`` from the URL alone, for links (``<a href>``) whose target is unknown."""
     return "page" if likely_page(url) else "asset"
+
+
+def key_kind(key: str) -> Kind:
+    """:func:`guess_kind` of a canonical URL (:func:`key_ext`)."""
+    return "page" if key_ext(key) not in _ASSET_EXTENSIONS else "asset"
 
 
 def want_asset(

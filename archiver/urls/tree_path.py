@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
+from functools import lru_cache
 from typing import Literal
 
 from archiver.urls.canonical import host_of
@@ -98,6 +99,7 @@ def _disk_name(seg: str) -> str:
     return _FOLD_MARKERS.sub(lambda m: f"%5F_{m.group(1)}-", _decode_segment(seg))
 
 
+@lru_cache(maxsize=1024)  # asked of the first folder of every page path: a few names
 def _host_like(name: str) -> bool:
     """Could ``name`` be the folder of another host at the tree's root (tree.md §4.4)?"""
     if ":" in name or name.startswith("["):

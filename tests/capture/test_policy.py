@@ -206,3 +206,31 @@ def test_a_plain_fragment_is_decided_as_the_reference_without_it() -> None:
                             assert got == expected.decision, (ref, base, hint, routes)
                             absolute = seen.written_absolute(ref, base, hint)  # type: ignore[arg-type]
                             assert absolute == expected.absolute, (ref, base, hint, routes)
+
+
+def test_verdicts_remembered_by_host_equal_the_url_functions() -> None:
+    """Scope reads a key's extension from its text and works out what depends on its host once per
+    host (archiver.capture.policy.Scope._by_host); for scopes of every option that changes a verdict
+    and keys of several hosts, extensions, queries and routes, each verdict equals what
+    urls.guess_kind, page_in_scope and want_asset say (twice: the second from the memo)."""
+    from archiver import urls
+
+    refs = ["https://ex.com/a/b.PNG?x=1", "http://ex.com:8080/docs/", "https://sub.ex.com/p.html#!/r",
+            "https://cdn.io/f.woff2", "https://ex.com/r.pdf", "https://ex.com/x.tar.gz", "http://127.0.0.1/a.css",
+            "http://[::1]:81/docs/a", "https://other.org/docs/a.%50NG", "https://ex.com/docs", "https://ex.com/",
+            "https://b\u00fccher.example/a.", "https://ex.com/.htaccess", "https://ex.com/api/v1.json?q#f",
+            "https://ex.co.uk/docs/x.JS", "https://a.ex.com/private/x"]  # fmt: skip
+    keys = [urls.dedup_key(urls.canonicalize(r)) for r in refs]
+    scopes = [
+        Scope(home=HOME, seeds=(HOME,)),
+        Scope(home=HOME, seeds=(HOME, "http://127.0.0.1/"), subdomains=True),
+        Scope(home=HOME, seeds=(HOME,), include=("/docs",), exclude=("/docs/private",)),
+        Scope(home=HOME, seeds=(HOME,), exclude=("/api",), allow_domains=("cdn.io",)),
+        Scope(home=HOME, seeds=(HOME,), assets_any_host=True, skip_extensions=frozenset({".png"})),
+    ]
+    for scope in scopes:
+        for _ in range(2):
+            for key in keys:
+                assert scope._verdict("kind", key) == urls.guess_kind(key), key
+                assert scope._verdict("page", key) == scope.page_in_scope(key), (key, scope)
+                assert scope._verdict("asset", key) == scope.want_asset(key), (key, scope)

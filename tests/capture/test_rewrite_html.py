@@ -250,6 +250,26 @@ def test_charset_meta_is_ensured_first_and_single() -> None:
     assert out.count("charset") == 1 and '<meta charset="utf-8">' in out
 
 
+def test_the_charset_declarations_are_those_the_rules_and_search_boxes_leave() -> None:
+    """The <meta> elements _ensure_charset weighs are collected by the rewrite's own walk (not a
+    query of their own): those inside an unwrapped <noscript> count, a refresh to javascript: and a
+    CSP one removed by the rules do not, and after the search boxes' rewrite (here a button that holds
+    one is replaced) they are queried again (a freed node read instead would not show here: this
+    checks the outcome)."""
+    from archiver.capture import searchbox
+
+    text = (
+        "<html><head><title>t</title><meta http-equiv=refresh content='0;url=javascript:x'>"
+        "<meta http-equiv=Content-Security-Policy content=x><noscript><meta charset=x></noscript></head>"
+        "<body><button class=DocSearch-Button><meta itemprop=n charset=y></button></body></html>"
+    )
+    for search in (None, searchbox.Target("_archiver/search/index.html", "https://ex.com/")):
+        out = rh.rewrite(rh.parse(text), lambda r, h: None, search=search).html
+        assert out.count("charset") == 1 and '<head><meta charset="utf-8"><title>' in out
+        assert "refresh" not in out and "Content-Security-Policy" not in out
+        assert ("DocSearch-Button" in out) == (search is None)
+
+
 def test_integrity_and_crossorigin_go_where_the_reference_changed() -> None:
     text = '<link rel=stylesheet href=/a.css integrity="sha384-x" crossorigin><img src=/b.png crossorigin>'
     out = rh.rewrite(rh.parse(text), lambda r, h: "L" + r).html

@@ -249,3 +249,96 @@ def test_a_rollback_forgets_what_the_state_remembered(tmp_path: Path) -> None:
     assert state.row("https://ex.com/a") is None
     assert state.add([NewURL("https://ex.com/a", "page", 1, None)]) == ["https://ex.com/a"]
     state.close()
+
+
+def _lookups(state: State, keys: list[str], paths: list[str], shas: list[str]) -> list[object]:
+    return [
+        *(state.row(k) for k in keys),
+        *(sorted(state.redirected_to(k)) for k in keys),
+        *(state.owner(p) for p in paths),
+        *(state.record(p) for p in paths),
+        *(state.blob_path(s) for s in shas),
+        sorted(state.links()),
+    ]
+
+
+def test_what_the_state_knows_absent_answers_as_sqlite_does(tmp_path: Path) -> None:
+    """A first capture's lookups of what its tables cannot hold yet are answered without SQL
+    (:mod:`archiver.capture.known`); after any sequence of writes through the State, rolled-back
+    units among them, every lookup answers as the database does (the same State told to ask SQLite
+    for everything is the reference)."""
+    import random
+
+    from archiver.capture.kept import finish_kept
+
+    rng = random.Random(11)
+    keys = [f"https://ex.com/{i}" for i in range(8)]
+    paths = [f"ex.com/{i}.html" for i in range(8)] + ["ex.com/moved.html"]
+    shas = [f"{i:064x}" for i in range(6)]
+    fast = State(tmp_path / "fast.sqlite")
+    slow = State(tmp_path / "slow.sqlite")
+    slow.known.forget()
+    assert fast.known.keys == set() and fast.known.records == set()
+
+    def record(path: str) -> Record:
+        return Record(path=path, kind="page", media_type="text/html", size=1, sha256=rng.choice(shas),
+                      urls=[rng.choice(keys)], etag='"e"')  # fmt: skip
+
+    for _ in range(300):
+        op = rng.randrange(8)
+        key, path, to, depth = rng.choice(keys), rng.choice(paths), rng.choice(keys), rng.randint(0, 3)
+        rec, outcome, linked = record(path), rng.choice(["ok", "redirected"]), rng.choice(keys)
+        fail = rng.random() < 0.15
+        for s in (fast, slow):
+            try:
+                with s.transaction():
+                    if op == 0:
+                        s.add([NewURL(key, "page", depth, None, path=path)])
+                    elif op == 1:
+                        s.finish(key, state="done", outcome=outcome, final_url=to, record=rec,
+                                 blob=(rec.sha256, path), links=(path, {linked: True}))  # fmt: skip
+                    elif op == 2:
+                        s.claim_many({path: key})
+                    elif op == 3:
+                        s.move(key, path, "ex.com/moved.html")
+                    elif op == 4:
+                        s.put_record(rec)
+                    elif op == 5:
+                        s.mark(key, state="done", outcome="redirected", final_url=to)
+                    elif op == 6:
+                        s.adopt(key, path)
+                    elif s.record(path) is not None:  # what a re-capture's 304 writes directly
+                        finish_kept(s, [(key, 304, None, s.record(path))])  # type: ignore[list-item]
+                    if fail:
+                        raise RuntimeError("undo")
+            except RuntimeError:
+                pass
+        assert _lookups(fast, keys, paths, shas) == _lookups(slow, keys, paths, shas)
+    fast.close()
+    slow.close()
+
+
+def test_a_first_capture_looks_up_nothing_it_has_not_written(tmp_path: Path) -> None:
+    """The lookups of a new URL, its path, its previous record, a page's bytes and the rows redirected
+    to it cost no statement in a new state; a state opened with rows asks SQLite, as does one whose
+    rows were written behind its back (``archiver merge``: :meth:`Known.forget`)."""
+    state = State(tmp_path / "crawl.sqlite")
+    statements: list[str] = []
+    state.db.set_trace_callback(statements.append)
+
+    def ask() -> None:
+        assert state.row("https://ex.com/new") is None
+        assert state.owner("ex.com/new.html") is None
+        assert state.record("ex.com/new.html") is None
+        assert state.blob_path("0" * 64) is None
+        assert state.redirected_to("https://ex.com/new") == []
+
+    ask()
+    assert statements == []
+    state.known.forget()
+    state.db.execute("INSERT INTO paths (path, key) VALUES ('ex.com/new.html', 'https://ex.com/x')")
+    assert state.owner("ex.com/new.html") == "https://ex.com/x"
+    state.close()
+    again = State(tmp_path / "crawl.sqlite")
+    assert again.known.paths is None and again.owner("ex.com/new.html") == "https://ex.com/x"
+    again.close()

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from archiver import urls
-from archiver.capture import aliases
 from archiver.capture.redis.budget import keep_skipped, stores_page
 from archiver.capture.redis.config import CONFIG_VERSION, check_same, crawl_config
 from archiver.capture.redis.conn import (
@@ -230,7 +229,7 @@ class RedisState(RedisLink):
             with self.local.transaction():
                 for r in rows:
                     # an alias this shard merged, given the path since (formats/crawl-state.md §6.2)
-                    if aliases.adopt(self.local.db, r.key, r.path):
+                    if self.local.adopt(r.key, r.path):
                         self.local._settled.pop(r.key, None)
                     self._know_path(r)
         return rows
