@@ -126,8 +126,15 @@ class TermData:
 
     def positions(self, i: int) -> tuple[int, ...]:
         """:meth:`posting`'s positions alone (no :class:`Posting` built)."""
-        flat = self._flat(i)
-        return tuple(accumulate(flat[4 if self.lengths is not None else 7 :]))
+        return tuple(accumulate(self._own(self._flat(i))))
+
+    def _own(self, flat: list[int]) -> list[int]:
+        """The position steps of the posting ``flat`` starts with, as many as its counts say: a
+        document named twice keeps its last posting, so the one before it may span the dropped one
+        too (its slice of :attr:`offs` ends where the kept one starts)."""
+        if self.lengths is not None:  # format 3: doc delta, t, h, b, positions
+            return flat[4 : 4 + min(MAX_POSITIONS, flat[1] + flat[2] + flat[3])]
+        return flat[7 : 7 + flat[6]]  # formats 1-2: doc delta, t, h, b, length, title length, n
 
     def _flat(self, i: int) -> list[int]:
         raw = self.raw
@@ -143,11 +150,11 @@ class TermData:
 
     def posting(self, i: int) -> Posting:
         doc, flat = self.docs[i], self._flat(i)
-        if self.lengths is not None:  # format 3: doc delta, t, h, b, positions
-            length, title_length, at = self.lengths[2 * doc], self.lengths[2 * doc + 1], 4
-        else:  # formats 1-2: doc delta, t, h, b, length, title length, n, positions
-            length, title_length, at = flat[4], flat[5], 7
-        return Posting(flat[1], flat[2], flat[3], length, title_length, tuple(accumulate(flat[at:])))
+        if self.lengths is not None:  # format 3: the lengths are the index's
+            length, title_length = self.lengths[2 * doc], self.lengths[2 * doc + 1]
+        else:  # formats 1-2: the posting's own
+            length, title_length = flat[4], flat[5]
+        return Posting(flat[1], flat[2], flat[3], length, title_length, tuple(accumulate(self._own(flat))))
 
 
 def term_data(
