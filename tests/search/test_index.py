@@ -256,3 +256,11 @@ def test_postings_past_three_digit_numbers_read_back() -> None:
     assert {r.path for r in query.search([index], "needle ").results} == {"a.html", "b.html"}
     for value in (0, 31, 32, 32767, 32768, 40_000, 2**32 - 1):
         assert build._packed_bytes(value).decode() == build.pack_numbers([value])
+
+
+def test_the_table_of_short_numbers_is_each_numbers_digits() -> None:
+    """The builder's table of every number below 32,768 (made from the alphabet's halves) holds what
+    ``_digits`` writes for each, and reads back to the number."""
+    assert len(build._SHORT) == 1 << 15
+    assert [build._digits(v) for v in range(1 << 15)] == build._SHORT
+    assert build.unpack_numbers("".join(build._SHORT)) == list(range(1 << 15))
