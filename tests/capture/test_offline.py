@@ -20,15 +20,21 @@ from tests.pixels import both, follow_refresh, settle, settled_share
 
 pytestmark = pytest.mark.browser
 
+# Bounded in the page (page.evaluate has no timeout of its own): at most 400 steps of at least 200
+# px (a page that grows as it is scrolled, or a zero-height viewport, once kept a CI run's worker in
+# this loop until pytest-timeout's 900 s), and at most 10 s each for the images' decoding and the
+# fonts: a page that is not settled then shows in the comparison instead of hanging the run.
 SCROLL_THROUGH = """async () => {
   const h = () => document.documentElement.scrollHeight;
-  for (let y = 0; y < h(); y += window.innerHeight / 2) {
+  const within = (p, ms) => Promise.race([p, new Promise(r => setTimeout(r, ms))]);
+  const step = Math.max(200, window.innerHeight / 2);
+  for (let y = 0, n = 0; y < h() && n < 400; y += step, n++) {
     window.scrollTo(0, y);
     await new Promise(r => setTimeout(r, 15));
   }
   window.scrollTo(0, 0);
-  await Promise.all([...document.images].map(i => i.decode().catch(() => null)));
-  await document.fonts.ready;
+  await within(Promise.all([...document.images].map(i => i.decode().catch(() => null))), 10000);
+  await within(document.fonts.ready, 10000);
 }"""
 # Animated GIFs show whichever frame the clock has reached: hidden in both screenshots (their bytes are
 # compared by test_capture_site.py), so the comparison is about layout, text, fonts and still images.
