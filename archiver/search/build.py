@@ -100,8 +100,8 @@ def _digits(value: int) -> str:
 def _short_table() -> list[str]:
     """``_digits(v)`` of every number of at most three characters (``v`` < 32,768), put together
     from the alphabet's two halves instead of one ``_digits`` call a number: a number's digits are its
-    low groups' continuation characters, then its last group's end character (~4 ms instead of the
-    ~25 ms the calls cost every process that imports the builder: pack, index, capture's search box)."""
+    low groups' continuation characters, then its last group's end character (~6 ms instead of the
+    ~25 ms the calls cost every process that imports the builder: index, pack, search, serve, verify)."""
     end, more = DIGITS[:32], DIGITS[32:]
     two = [low + end[high] for high in range(1, 32) for low in more]
     three = [low + mid + end[high] for high in range(1, 32) for mid in more for low in more]
