@@ -749,23 +749,40 @@
       }).catch(function (e) { if (mine === generation) { fail(e); } });
     }
 
-    var typing = null;
+    // The address follows the query. The first pause in typing after a settled query (the one the
+    // page opened with, one submitted, one gone back to) pushes an entry and later pauses replace it,
+    // so Back returns to the settled query however long the typing took; Enter pushes only a query
+    // that no entry holds yet (not when typing has pushed it already, not the same query again).
+    var typing = null, typed = false;
     input.addEventListener("input", function () {
       clearTimeout(typing);
       typing = setTimeout(function () {
-        remember(input.value, false); /* a file: URL some browsers refuse to rewrite: the results still show */
+        remember(input.value, !typed); /* a file: URL some browsers refuse to rewrite: the results still show */
+        typed = true;
         go(input.value, false);
       }, 150);
     });
     form.addEventListener("submit", function (e) {
       e.preventDefault();
       clearTimeout(typing);
-      if (!remember(input.value, true)) { location.search = "?q=" + encodeURIComponent(input.value); return; }
+      var push = !typed && input.value !== addressQuery();
+      typed = false;
+      if (!remember(input.value, push)) { location.search = "?q=" + encodeURIComponent(input.value); return; }
       go(input.value, false);
       var first = list.querySelector("a");
       if (first) { first.focus(); }
     });
     more.addEventListener("click", function () { go(input.value, true); });
+    // Back and Forward in a tree or on a server change only the address (the entries were pushed
+    // here): show that entry's query. Inside the loader the route's change renders the page again.
+    if (!host) {
+      window.addEventListener("popstate", function () {
+        clearTimeout(typing);
+        typed = false;
+        input.value = addressQuery();
+        go(input.value, false);
+      });
+    }
     document.addEventListener("keydown", function (e) {
       if (e.key !== "ArrowDown" && e.key !== "ArrowUp") { return; }
       var links = Array.from(list.querySelectorAll("a")), i = links.indexOf(document.activeElement);

@@ -12,6 +12,7 @@ held until the test lets them go, in the order that showed the fault: before the
 from __future__ import annotations
 
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,7 @@ class Holder:
             reader.close()
         self.holding: set[str] = set()
         self.held: dict[str, list[Route]] = {}
+        self.seen: list[str] = []  # every Range header, for the message of a wait that fails
 
     def _covers(self, header: str | None, offset: int) -> bool:
         if not header or not header.startswith("bytes="):
@@ -83,18 +85,25 @@ class Holder:
 
     def route(self, route: Route) -> None:
         header = route.request.headers.get("range")
+        self.seen.append(str(header))
         for path in self.holding:
             if self._covers(header, self.ends[path]):
                 self.held.setdefault(path, []).append(route)
                 return
         route.continue_()
 
-    def wait_held(self, page: Page, path: str) -> None:
-        for _ in range(400):
+    def wait_held(self, page: Page, path: str, seconds: float = 60) -> None:
+        """Wait until a request for ``path`` is held. Unloaded, it comes ~80 ms after the step that
+        asks for it; a CI run under load once saw none in 10 s, so the bound is wide and the message
+        says what the loader had asked for and where it stood."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
             if self.held.get(path):
                 return
             page.wait_for_timeout(25)
-        raise AssertionError(f"no request for {path} was seen")
+        state = page.evaluate("[gwtar.state, gwtar.page, gwtar.problems]")
+        seen = f"ranges asked: {self.seen}; loader: {state}"
+        raise AssertionError(f"no request for {path} in {seconds:g} s; {seen}")
 
     def release(self, path: str) -> None:
         self.holding.discard(path)

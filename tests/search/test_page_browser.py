@@ -94,6 +94,33 @@ def test_keyboard_and_a_bookmarked_query(browser: Browser, tree: Path) -> None:
     page.close()
 
 
+@pytest.mark.parametrize("pause", [False, True], ids=["enter-at-once", "enter-after-typing-results"])
+def test_back_and_forward_show_each_entrys_query(browser: Browser, tree: Path, pause: bool) -> None:
+    """Enter pushes one entry whether or not the typing's pause came first, and Back and Forward show
+    the query of the entry they reach (they change only the address: the page follows it)."""
+    search = tree / "_archiver" / "search" / "index.html"
+    page, _ = _open(browser, search.as_uri() + "?q=kit")
+    assert _done(page) == "done"
+    entries = page.evaluate("window.stillHere = true; history.length")
+    page.locator("#q").fill("weather")
+    if pause:
+        page.wait_for_function("location.search === '?q=weather'")
+    page.locator("#q").press("Enter")
+    page.wait_for_function("document.querySelector('#results li a')?.textContent === 'Other'")
+    assert page.url.endswith("?q=weather")
+    assert page.evaluate("history.length") == entries + 1
+    page.go_back()
+    page.wait_for_function("document.querySelector('#q').value === 'kit'")
+    assert page.url.endswith("?q=kit")
+    assert _done(page) == "done"
+    assert page.locator("#results li a").all_inner_texts() == ["Installing the kit"]
+    page.go_forward()
+    page.wait_for_function("document.querySelector('#results li a')?.textContent === 'Other'")
+    assert page.locator("#q").input_value() == "weather"
+    assert page.evaluate("window.stillHere === true")  # the same document all along
+    page.close()
+
+
 @pytest.mark.parametrize(
     ("query", "expected"), [("人民", "zh/index.html"), ("共和", "zh/index.html"), ("天気", "ja/index.html")]
 )
