@@ -21,9 +21,10 @@ from tests.pixels import both, follow_refresh, settle, settled_share
 pytestmark = pytest.mark.browser
 
 # Bounded in the page (page.evaluate has no timeout of its own): at most 400 steps of at least 200
-# px (a page that grows as it is scrolled, or a zero-height viewport, once kept a CI run's worker in
-# this loop until pytest-timeout's 900 s), and at most 10 s each for the images' decoding and the
-# fonts: a page that is not settled then shows in the comparison instead of hanging the run.
+# px, and at most 10 s each for the images' decoding and the fonts. A CI run's worker once stayed in
+# this evaluate on demo/lazy.html until pytest-timeout's 900 s; why is not known (a page that grows as
+# it is scrolled, a zero-height viewport and a decode that never settles are the loop's unbounded
+# cases): a page that is not settled now shows in the comparison instead of hanging the run.
 SCROLL_THROUGH = """async () => {
   const h = () => document.documentElement.scrollHeight;
   const within = (p, ms) => Promise.race([p, new Promise(r => setTimeout(r, ms))]);
