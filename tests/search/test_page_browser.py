@@ -94,6 +94,15 @@ def test_keyboard_and_a_bookmarked_query(browser: Browser, tree: Path) -> None:
     page.close()
 
 
+def _until(page: Page, predicate: str, seconds: float = 20) -> None:
+    """Poll ``predicate`` from here (the page's CSP refuses the eval that wait_for_function's polling
+    uses: it fails as soon as the condition is not true at once, as on a loaded machine)."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(predicate):
+        assert time.monotonic() < deadline, f"{predicate} not true in {seconds:g} s at {page.url}"
+        page.wait_for_timeout(25)
+
+
 @pytest.mark.parametrize("pause", [False, True], ids=["enter-at-once", "enter-after-typing-results"])
 def test_back_and_forward_show_each_entrys_query(browser: Browser, tree: Path, pause: bool) -> None:
     """Enter pushes one entry whether or not the typing's pause came first, and Back and Forward show
@@ -104,18 +113,18 @@ def test_back_and_forward_show_each_entrys_query(browser: Browser, tree: Path, p
     entries = page.evaluate("window.stillHere = true; history.length")
     page.locator("#q").fill("weather")
     if pause:
-        page.wait_for_function("location.search === '?q=weather'")
+        _until(page, "location.search === '?q=weather'")
     page.locator("#q").press("Enter")
-    page.wait_for_function("document.querySelector('#results li a')?.textContent === 'Other'")
+    _until(page, "document.querySelector('#results li a')?.textContent === 'Other'")
     assert page.url.endswith("?q=weather")
     assert page.evaluate("history.length") == entries + 1
     page.go_back()
-    page.wait_for_function("document.querySelector('#q').value === 'kit'")
+    _until(page, "document.querySelector('#q').value === 'kit'")
     assert page.url.endswith("?q=kit")
     assert _done(page) == "done"
     assert page.locator("#results li a").all_inner_texts() == ["Installing the kit"]
     page.go_forward()
-    page.wait_for_function("document.querySelector('#results li a')?.textContent === 'Other'")
+    _until(page, "document.querySelector('#results li a')?.textContent === 'Other'")
     assert page.locator("#q").input_value() == "weather"
     assert page.evaluate("window.stillHere === true")  # the same document all along
     page.close()
