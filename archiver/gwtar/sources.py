@@ -329,10 +329,8 @@ def add_search_index(source: Source, root: Path, work: Path) -> None:
     from archiver.search import archive
 
     drop_search_index(source)
-    for path, full in archive.pack_files(root, work).items():
-        source.specs[path] = MemberSpec(
-            path=path, size=full.stat().st_size, media_type=archive.media_type(path)
-        )
+    for path, (full, size) in archive.pack_sizes(root, work).items():
+        source.specs[path] = MemberSpec(path=path, size=size, media_type=archive.media_type(path))
         source.files[path] = full
         source.expected[path] = None
 
