@@ -159,3 +159,20 @@ def test_header_fields_shared_between_members_give_each_its_checksum(
             name, size, m, mode, uid, link,
         )  # fmt: skip
         assert info.type == typeflag and info.uname == uname
+
+
+@settings(max_examples=200)
+@given(names, st.integers(-1, tar.MAX_USTAR_SIZE + 1), st.integers(0, 8**11 - 1))
+def test_member_blocks_of_a_ustar_name_is_its_one_header(name: str, size: int, mtime: int) -> None:
+    """The short way a member's blocks take (a name and size that fit one header) gives the header
+    encode_header writes, of the length member_blocks_size says; the rest go the pax way."""
+    try:
+        blocks = tar.member_blocks(name, size, mtime=mtime)
+    except tar.TarError:
+        assert size < 0
+        return
+    assert len(blocks) == tar.member_blocks_size(name, size)
+    if tar.fits_ustar(name, size):
+        assert blocks == tar.encode_header(name, size, mtime=mtime)
+    else:
+        assert len(blocks) > tar.BLOCK
