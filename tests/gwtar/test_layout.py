@@ -245,3 +245,28 @@ def test_with_titles_is_the_plan_of_the_titled_members(
     assert got == want
     hashes = ["b" * 64] * len(specs)
     assert b"".join(got.index_chunks(hashes)) == b"".join(want.index_chunks(hashes))
+
+
+def _path_problem_by_segments(path: str) -> str | None:
+    """member_path_problem as formats/gwtar.md words it, segment by segment (the reference)."""
+    if not path:
+        return "empty name"
+    if "\x00" in path:
+        return "name contains NUL"
+    if path.startswith("/"):
+        return "absolute name"
+    if any(p in ("", ".", "..") for p in path.split("/")):
+        return "name has an empty, '.' or '..' segment"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "name is not valid UTF-8"
+    return None
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(st.sampled_from(["/", ".", "a", "é", "\x00", "\ud800", "..", "..."]), max_size=12).map("".join)
+)
+def test_member_path_problem_is_the_segment_by_segment_check(path: str) -> None:
+    assert rules.member_path_problem(path) == _path_problem_by_segments(path)
