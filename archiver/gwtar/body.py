@@ -334,6 +334,9 @@ class _Body:
         self.pieces = []
 
 
+_PADDING = [bytes(n) for n in range(512)]  # a member's padding: one of these, not made each time
+
+
 def write_body(
     fd: int, plan: layout.Plan, source: Source, meter: Meter
 ) -> tuple[list[str], dict[int, str | None]]:
@@ -352,7 +355,7 @@ def write_body(
             body.member(
                 i, source.files[spec.path], spec.size, padding + plan.blocks(i), want_title=spec.path in late
             )
-            padding = bytes(-spec.size % 512)
+            padding = _PADDING[-spec.size % 512]
             meter.advance(spec.size)
         body.put(padding)
         body.flush()

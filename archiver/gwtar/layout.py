@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _encode_string
@@ -173,11 +174,18 @@ def order_members(
         listed.extend(_with_key(s, s.path.rsplit("/", 1)[-1] if v1_names else s.path) for s in buckets[name])
     if single_page:
         return listed
-    rest = sorted((m for m in members if m.path not in seen), key=lambda m: m.path)
-    pages = [_unlisted(m) for m in rest if m.kind == "page"]
-    assets = [_unlisted(m) for m in rest if m.kind != "page" and not _is_late(m)]
-    late = [_unlisted(m) for m in rest if m.kind != "page" and _is_late(m)]
+    rest = sorted((m for m in members if m.path not in seen), key=_path_of)
+    pages: list[MemberSpec] = []
+    assets: list[MemberSpec] = []
+    late: list[MemberSpec] = []
+    for m in rest:  # one pass (an indexed tree has thousands of members)
+        if m.key is not None:
+            m = _unlisted(m)
+        (pages if m.kind == "page" else late if _is_late(m) else assets).append(m)
     return listed + pages + assets + late
+
+
+_path_of = operator.attrgetter("path")
 
 
 def _with_key(spec: MemberSpec, key: str) -> MemberSpec:
@@ -220,11 +228,17 @@ class Plan:
         """The site index member's bytes, given every member's SHA-256 in member order."""
         if len(hashes) != len(self.members):
             raise ValueError("one hash per member is needed")
+        if any(len(digest) != 64 for digest in hashes):
+            raise ValueError("a SHA-256 hex digest is 64 characters")
         yield _INDEX_HEAD
-        for i, ((before, after), digest) in enumerate(zip(self._index_parts, hashes, strict=True)):
-            if len(digest) != 64:
-                raise ValueError("a SHA-256 hex digest is 64 characters")
-            yield (b"," if i else b"") + before + digest.encode("ascii") + after
+        step = 1024  # entries a chunk
+        for start in range(0, len(hashes), step):
+            yield (b"," if start else b"") + b",".join(
+                b"%s%s%s" % (before, digest.encode("ascii"), after)
+                for (before, after), digest in zip(
+                    self._index_parts[start : start + step], hashes[start : start + step], strict=True
+                )
+            )
         yield _INDEX_TAIL
 
     def end_blocks(self) -> bytes:
