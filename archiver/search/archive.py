@@ -10,7 +10,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from archiver.errors import FormatError
@@ -71,14 +71,16 @@ def pack_files(root: Path, work: Path) -> dict[str, Path]:
     return {path: Path(full) for path, (full, _size) in pack_sizes(root, work).items()}
 
 
-def pack_sizes(root: Path, work: Path) -> dict[str, tuple[str, int]]:
+def pack_sizes(root: Path, work: Path, known: Mapping[str, int] | None = None) -> dict[str, tuple[str, int]]:
     """The index files to pack with the tree at ``root``, by tree path, as (file, size): the tree's
     own index when it has one this archiver reads (written by ``archiver index``; its files are taken
     as they are, checked against its manifest by ``verify`` after packing; the search page and its
     script are this archiver's, written into ``work``, so an index made by an older archiver gets the
     page that works inside the loader), else one built now into ``work`` (streaming over the pages,
     formats/search.md §5). A tree's index file is looked at with one ``lstat`` (a regular file, not
-    a symbolic link: the index is thousands of small files, and pack pays for each)."""
+    a symbolic link: the index is thousands of small files, and pack pays for each), or not at all
+    when ``known`` has its size (what a walk of the tree found for a plain file, by tree path)."""
+    known = known or {}
     if store.has_index(root):
         try:
             index = store.open_index(root)
@@ -97,6 +99,9 @@ def pack_sizes(root: Path, work: Path) -> dict[str, tuple[str, int]]:
                     out[path] = (str(target), len(pages[path]))
                     continue
                 full = base + path if os.sep == "/" else os.path.join(base, *path.split("/"))
+                if path in known:
+                    out[path] = (full, known[path])
+                    continue
                 try:
                     st = os.lstat(full)
                 except OSError:
