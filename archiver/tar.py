@@ -12,6 +12,7 @@ are read, never written.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -101,6 +102,8 @@ def split_name(name: str) -> tuple[bytes, bytes] | None:
     """ustar's (prefix, name) for a UTF-8 path, or None when it cannot fit one header: the whole
     name ≤ 100 bytes, or split at a ``/`` into prefix ≤ 155 and name ≤ 100 bytes (the longest prefix
     that fits is chosen, as GNU tar does). A name with a NUL byte never fits."""
+    if name and len(name) <= _NAME_LEN and name.isascii() and "\x00" not in name:
+        return b"", name.encode("ascii")  # most names: short and ASCII
     raw = name.encode("utf-8", "surrogateescape")
     if not raw or b"\x00" in raw:
         return None
@@ -168,22 +171,58 @@ def encode_header(
     for value, width in ((mode, 8), (uid, 8), (gid, 8), (size, 12)):
         if not 0 <= value < 8 ** (width - 1):
             raise TarError(f"number {value} does not fit a {width}-byte octal field")
+    return _encode(prefix, short, size, _fixed_fields(mode, uid, gid, mtime, typeflag, link, uname, gname))
+
+
+def _encode(prefix: bytes, short: bytes, size: int, fields: tuple[bytes, bytes, bytes, int]) -> bytes:
+    """A header of checked names and size and the cached fields of :func:`_fixed_fields`."""
+    ids, when, rest, fixed = fields
+    size_field = b"%011o\x00" % size
+    # the checksum field holds eight spaces while summing (counted in ``fixed``)
+    check = fixed + sum(short) + sum(prefix) + sum(size_field)
+    block = b"".join(
+        (
+            short.ljust(_NAME_LEN, b"\x00"),
+            ids,
+            size_field,
+            when,
+            b"%06o\x00 " % check,
+            rest,
+            prefix.ljust(_PREFIX_LEN, b"\x00"),
+            _HEADER_PAD,
+        )
+    )
+    assert len(block) == BLOCK
+    return block
+
+
+_HEADER_PAD = b"\x00" * 12
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_fields(
+    mode: int, uid: int, gid: int, mtime: int, typeflag: bytes, link: bytes, uname: str, gname: str
+) -> tuple[bytes, bytes, bytes, int]:
+    """The header fields that are the same for every member written with these values: mode, uid
+    and gid; mtime; typeflag to devminor; and their byte sum plus the checksum field's eight spaces.
+    A header is then its names, its size and the checksum (an archive's members share them all: one
+    header took ~7 µs of formatting and summing 512 bytes, and an indexed tree has thousands)."""
     block = _HEADER_FORMAT % (
-        short.ljust(100, b"\x00"),
+        b"\x00" * _NAME_LEN,
         mode,
         uid,
         gid,
-        size,
+        0,
         mtime,
         typeflag,
         link.ljust(100, b"\x00"),
         uname.encode("utf-8")[:32].ljust(32, b"\x00"),
         gname.encode("utf-8")[:32].ljust(32, b"\x00"),
-        prefix.ljust(155, b"\x00"),
+        b"\x00" * _PREFIX_LEN,
     )
     assert len(block) == BLOCK
-    # the checksum field holds eight spaces while summing, so the plain byte sum is the checksum
-    return b"%s%06o\x00 %s" % (block[:148], sum(block), block[156:])
+    ids, when, rest = block[100:124], block[136:148], block[156:345]
+    return ids, when, rest, sum(ids) + sum(when) + sum(rest) + 8 * 0x20
 
 
 def _pax_record(key: str, value: str) -> bytes:
@@ -214,6 +253,8 @@ def _pax_records(name: str, size: int) -> dict[str, str]:
 
 def member_blocks_size(name: str, size: int) -> int:
     """``len(member_blocks(name, size, ...))`` without building the blocks."""
+    if size <= MAX_USTAR_SIZE and split_name(name) is not None:
+        return BLOCK
     records = _pax_records(name, size)
     if not records:
         return BLOCK
@@ -224,6 +265,9 @@ def member_blocks_size(name: str, size: int) -> int:
 def member_blocks(name: str, size: int, *, mtime: int) -> bytes:
     """Everything before a regular member's data: one ustar header, preceded by a pax header when the
     name or size does not fit ustar (formats/gwtar.md §5.1: only unlisted members may need one)."""
+    parts = split_name(name)
+    if parts is not None and 0 <= size <= MAX_USTAR_SIZE and 0 <= mtime <= _MAX_MTIME:
+        return _encode(parts[0], parts[1], size, _fixed_fields(0o644, 0, 0, mtime, b"0", b"", "", ""))
     records = _pax_records(name, size)
     if not records:
         return encode_header(name, size, mtime=mtime)

@@ -199,8 +199,9 @@ class _Body:
         self.buf = self.pool.get()
         self.view = memoryview(self.buf)
         self.fill = 0
-        # hashing work for the current buffer, in order: ("data", digest, start, end) hashes a range,
-        # ("done", (i, digest), 0, 0) finishes member i, ("title", i, start, end) reads a page's title
+        # hashing work for the current buffer, in order: ("whole", i, start, end) is member i's every
+        # byte, ("data", digest, start, end) hashes a range of a member across buffers, ("done", (i,
+        # digest), 0, 0) finishes that member, ("title", i, start, end) reads a page's title
         self.pieces: list[tuple[str, Any, int, int]] = []
         self.kernel_copy = hasattr(os, "copy_file_range")
 
@@ -218,18 +219,34 @@ class _Body:
     def member(self, i: int, path: Path | str, size: int, head: bytes, *, want_title: bool = False) -> None:
         """Member ``i``: its header blocks ``head``, then the file's ``size`` bytes (a page's title is
         taken from them on the way when ``want_title``)."""
-        self.put(head)
+        if self.fill + len(head) <= CHUNK:
+            self.view[self.fill : self.fill + len(head)] = head
+            self.fill += len(head)
+        else:
+            self.put(head)
         fd, before = _open_member(path, size)
         if size >= CHUNK and self.kernel_copy:
             self._copy_large(i, fd, before, path, size, want_title)
             return
         try:
-            digest = hashlib.sha256()
             if want_title:  # the whole page in one buffer, so its title is found in one piece
                 if self.fill + size > CHUNK:
                     self.flush()
                 self.pieces.append(("title", i, self.fill, self.fill + size))
-            self._read_in(fd, 0, size, path, digest)
+            start = self.fill
+            read = 0
+            if start + size <= CHUNK:  # most files: one read, hashed whole (one piece, no digest here)
+                read = os.preadv(fd, [self.view[start : start + size]], 0) if size else 0
+                if read == size:
+                    self.fill += size
+                    _check_unchanged(fd, before, path)
+                    self.pieces.append(("whole", i, start, start + size))
+                    return
+            digest = hashlib.sha256()
+            if read:  # a short read: the rest as a file across buffers
+                self.pieces.append(("data", digest, start, start + read))
+                self.fill += read
+            self._read_in(fd, read, size, path, digest)
             _check_unchanged(fd, before, path)
             self.pieces.append(("done", (i, digest), 0, 0))
         finally:
@@ -294,7 +311,9 @@ class _Body:
         def job() -> None:
             try:
                 for kind, what, start, end in pieces:
-                    if kind == "data":  # what: the member's digest
+                    if kind == "whole":  # what: the member, all of whose bytes are here
+                        hashes[what] = hashlib.sha256(view[start:end]).hexdigest()
+                    elif kind == "data":  # what: the member's digest
                         what.update(view[start:end])
                     elif kind == "done":  # what: (member, digest)
                         hashes[what[0]] = what[1].hexdigest()
@@ -315,6 +334,9 @@ class _Body:
         self.pieces = []
 
 
+_PADDING = [bytes(n) for n in range(512)]  # a member's padding: one of these, not made each time
+
+
 def write_body(
     fd: int, plan: layout.Plan, source: Source, meter: Meter
 ) -> tuple[list[str], dict[int, str | None]]:
@@ -333,7 +355,7 @@ def write_body(
             body.member(
                 i, source.files[spec.path], spec.size, padding + plan.blocks(i), want_title=spec.path in late
             )
-            padding = bytes(-spec.size % 512)
+            padding = _PADDING[-spec.size % 512]
             meter.advance(spec.size)
         body.put(padding)
         body.flush()

@@ -11,9 +11,12 @@ placeholders (64 zeros) patched in place afterwards at the positions the plan re
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _encode_string
 from typing import Any, Literal
 
 from archiver import tar
@@ -42,6 +45,7 @@ __all__ = [
     "order_members",
     "plan",
     "script_json",
+    "with_titles",
 ]
 
 #: The header is UTF-8 (its JSON is ASCII): so is the document the loader writes each page into, and
@@ -170,11 +174,18 @@ def order_members(
         listed.extend(_with_key(s, s.path.rsplit("/", 1)[-1] if v1_names else s.path) for s in buckets[name])
     if single_page:
         return listed
-    rest = sorted((m for m in members if m.path not in seen), key=lambda m: m.path)
-    pages = [_unlisted(m) for m in rest if m.kind == "page"]
-    assets = [_unlisted(m) for m in rest if m.kind != "page" and not _is_late(m)]
-    late = [_unlisted(m) for m in rest if m.kind != "page" and _is_late(m)]
+    rest = sorted((m for m in members if m.path not in seen), key=_path_of)
+    pages: list[MemberSpec] = []
+    assets: list[MemberSpec] = []
+    late: list[MemberSpec] = []
+    for m in rest:  # one pass (an indexed tree has thousands of members)
+        if m.key is not None:
+            m = _unlisted(m)
+        (pages if m.kind == "page" else late if _is_late(m) else assets).append(m)
     return listed + pages + assets + late
+
+
+_path_of = operator.attrgetter("path")
 
 
 def _with_key(spec: MemberSpec, key: str) -> MemberSpec:
@@ -217,11 +228,17 @@ class Plan:
         """The site index member's bytes, given every member's SHA-256 in member order."""
         if len(hashes) != len(self.members):
             raise ValueError("one hash per member is needed")
+        if any(len(digest) != 64 for digest in hashes):
+            raise ValueError("a SHA-256 hex digest is 64 characters")
         yield _INDEX_HEAD
-        for i, ((before, after), digest) in enumerate(zip(self._index_parts, hashes, strict=True)):
-            if len(digest) != 64:
-                raise ValueError("a SHA-256 hex digest is 64 characters")
-            yield (b"," if i else b"") + before + digest.encode("ascii") + after
+        step = 1024  # entries a chunk
+        for start in range(0, len(hashes), step):
+            yield (b"," if start else b"") + b",".join(
+                b"%s%s%s" % (before, digest.encode("ascii"), after)
+                for (before, after), digest in zip(
+                    self._index_parts[start : start + step], hashes[start : start + step], strict=True
+                )
+            )
         yield _INDEX_TAIL
 
     def end_blocks(self) -> bytes:
@@ -289,6 +306,29 @@ def _header_text(manifest: str, meta: str, loader: str, tool: str, overhead: int
     )
 
 
+def _entry_parts(spec: MemberSpec, offset: int) -> tuple[bytes, bytes]:
+    """A member's site index entry (formats/gwtar.md §4.2) as the UTF-8 bytes before and after its
+    SHA-256: the text ``json.dumps(entry, ensure_ascii=False, separators=(",", ":"))`` gives, put
+    together from its strings' JSON (an indexed tree has thousands of members: the generic encoder's
+    walk of a dict cost ~10 µs an entry)."""
+    if type(spec.size) is not int or type(offset) is not int:  # bool is not a size
+        raise TypeError("member sizes and offsets are integers")
+    title = "null" if spec.title is None else _json_string(spec.title)
+    urls = ",".join(_json_string(u) for u in spec.urls)
+    before = (
+        f'{{"path":{_json_string(spec.path)},"offset":{offset},"size":{spec.size},'
+        f'"type":{_json_string(spec.media_type)},"sha256":"'
+    )
+    after = f'","kind":{_json_string(spec.kind)},"title":{title},"urls":[{urls}]}}'
+    return before.encode("utf-8"), after.encode("utf-8")
+
+
+def _json_string(value: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a string is needed, not {type(value).__name__}")
+    return _encode_string(value)
+
+
 def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) -> Plan:
     """Lay out a gwtar: ``members`` in tar order (listed ones first, see :func:`order_members`), the
     site index after them. Raises :class:`FormatError` for a member name that cannot be written, a
@@ -335,24 +375,46 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
 
     parts: list[tuple[bytes, bytes]] = []
     index_size = len(_INDEX_HEAD) + len(_INDEX_TAIL)
-    marker = '"sha256":"' + ZERO_HASH + '"'
     for i, (spec, offset) in enumerate(zip(members, data_offsets, strict=True)):
-        entry = {
-            "path": spec.path,
-            "offset": offset,
-            "size": spec.size,
-            "type": spec.media_type,
-            "sha256": ZERO_HASH,
-            "kind": spec.kind,
-            "title": spec.title,
-            "urls": list(spec.urls),
-        }
-        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-        cut = text.index(marker) + len('"sha256":"')
-        before, after = text[:cut].encode("utf-8"), text[cut + 64 :].encode("utf-8")
+        before, after = _entry_parts(spec, offset)
         parts.append((before, after))
         index_size += len(before) + 64 + len(after) + (1 if i else 0)
 
+    return _finish(list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime)
+
+
+def with_titles(plan: Plan, titles: dict[int, str | None], meta: Meta, *, loader: str) -> Plan:
+    """``plan`` with the titles of the members ``titles`` names (by member index; pages whose title
+    is read while they are written): their site index entries are encoded again, every other member's
+    entry and every check and offset of :func:`plan` is kept (an indexed tree has thousands of
+    members; the titles change nothing but the index's text)."""
+    members = list(plan.members)
+    parts = list(plan._index_parts)
+    index_size = plan.index_size
+    for i, title in titles.items():
+        members[i] = dataclasses.replace(members[i], title=title)
+        old = parts[i]
+        parts[i] = _entry_parts(members[i], plan.data_offsets[i])
+        index_size += len(parts[i][0]) + len(parts[i][1]) - len(old[0]) - len(old[1])
+    listed = [m for m in members if m.key is not None]
+    last = len(members) - 1
+    pos = plan.data_offsets[last] + tar.data_span(members[last].size)
+    return _finish(members, listed, plan.data_offsets, pos, parts, index_size, meta, loader, plan.mtime)
+
+
+def _finish(
+    members: list[MemberSpec],
+    listed: list[MemberSpec],
+    data_offsets: list[int],
+    pos: int,
+    parts: list[tuple[bytes, bytes]],
+    index_size: int,
+    meta: Meta,
+    loader: str,
+    mtime: int,
+) -> Plan:
+    """The plan of members laid out up to ``pos``, their index entries ``parts`` (``index_size``
+    bytes in all): the site index's place, the header text and its slots."""
     index_offset = pos + tar.member_blocks_size(INDEX_PATH, index_size)
     tar_end = index_offset + tar.data_span(index_size)
     tar_size = tar_end + len(tar.end_of_archive(tar_end))
@@ -389,7 +451,7 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
     return Plan(
         header=data,
         overhead=overhead,
-        members=list(members),
+        members=members,
         data_offsets=data_offsets,
         hash_slots=[manifest_at + s for s in slots],
         index_hash_slot=index_slot,

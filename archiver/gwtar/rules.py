@@ -92,13 +92,16 @@ def member_path_problem(path: str) -> str | None:
         return "name contains NUL"
     if path.startswith("/"):
         return "absolute name"
-    parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts):
+    # an empty, "." or ".." segment, found without splitting (every member's name is checked; an
+    # indexed tree has thousands): the path is not absolute, so a segment starts at 0 or after "/"
+    marked = f"/{path}/"
+    if "//" in marked or "/./" in marked or "/../" in marked:
         return "name has an empty, '.' or '..' segment"
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "name is not valid UTF-8"
+    if not path.isascii():
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            return "name is not valid UTF-8"
     return None
 
 

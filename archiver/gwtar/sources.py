@@ -59,6 +59,9 @@ class Source:
     # one read per file instead of two; the header's numbers that depend on the titles (the index
     # size and totalArchiveSize) have fixed widths and are written again at the end
     late_titles: frozenset[str] = frozenset()
+    # the sizes of the tree's search index files the walk found as plain files (not symbolic links):
+    # packing the index takes them as they are, without looking at each file again
+    index_sizes: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,8 +149,13 @@ def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
         raise FormatError(f"cannot list folder: {e.strerror}", subject=folder) from None
 
 
-def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
-    """Regular files under ``root`` in sorted path order as (tree path, file path, stat) (tree.md
+#: Where a tree's search index lives (archiver.search.archive.PREFIX, without importing the search).
+INDEX_PREFIX = f"{RESERVED_DIR}/search/"
+
+
+def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result, bool]]:
+    """Regular files under ``root`` in sorted path order as (tree path, file path, stat, whether it
+    is a symbolic link) (tree.md
     §8.2): files directly inside the reserved folder are metadata and skipped, and so are the tree's
     private files (:func:`archiver.tree.is_private`: the ``tmp`` folder is not entered); symlinks are
     followed only to files inside the root that are not private; symlinked folders and special files
@@ -164,7 +172,8 @@ def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
             rel = f"{prefix}/{entry.name}" if prefix else entry.name
             if maybe_private and tree.is_private(rel):
                 continue
-            if entry.is_symlink():
+            linked = entry.is_symlink()
+            if linked:
                 if entry.is_dir() or in_reserved:
                     continue
                 real = os.path.realpath(entry.path)
@@ -174,7 +183,7 @@ def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
                 stack.append((rel, iter(_sorted_entries(entry.path))))
                 break
             if entry.is_file() and not in_reserved:
-                yield rel, entry.path, entry.stat()
+                yield rel, entry.path, entry.stat(), linked
         else:
             stack.pop()
 
@@ -252,6 +261,7 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
     newest = 0.0
     home_page: str | None = None
     late: set[str] = set()
+    index_sizes: dict[str, int] = {}
     if header is not None:
         for record in tree.read_records(root):
             if record.path in rules.EXCLUDED or tree.is_private(record.path):
@@ -284,7 +294,7 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
         expected[rel] = None
         when = created or header.created
     else:
-        for rel, full, st in _walk(str(root)):
+        for rel, full, st, linked in _walk(str(root)):
             if rel in rules.EXCLUDED:
                 continue
             why = rules.member_path_problem(rel)
@@ -299,6 +309,8 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
             files[rel] = full
             expected[rel] = None
             newest = max(newest, st.st_mtime)
+            if not linked and rel.startswith(INDEX_PREFIX):
+                index_sizes[rel] = st.st_size
         when = created or _fallback_created(newest)
     main_path = _pick_main(specs, main, home_page, src)
     if main_path in late:  # the header needs the main page's title before the body is written
@@ -317,8 +329,9 @@ def tree_source(src: Path, *, main: str | None = None, created: str | None = Non
         title=specs[main_path].title,
     )
     mtime = _epoch(when, "created")
+    assets = main_assets(main_path, files, kinds)
     return Source(
-        specs, files, expected, meta, mtime, main_assets(main_path, files, kinds), late_titles=frozenset(late)
+        specs, files, expected, meta, mtime, assets, late_titles=frozenset(late), index_sizes=index_sizes
     )
 
 
@@ -329,10 +342,8 @@ def add_search_index(source: Source, root: Path, work: Path) -> None:
     from archiver.search import archive
 
     drop_search_index(source)
-    for path, full in archive.pack_files(root, work).items():
-        source.specs[path] = MemberSpec(
-            path=path, size=full.stat().st_size, media_type=archive.media_type(path)
-        )
+    for path, (full, size) in archive.pack_sizes(root, work, known=source.index_sizes).items():
+        source.specs[path] = MemberSpec(path=path, size=size, media_type=archive.media_type(path))
         source.files[path] = full
         source.expected[path] = None
 

@@ -216,11 +216,7 @@ def _write_out(
         meter.start(sum(m.size for m in plan.members))
         hashes, titles = write_body(fd, plan, source, meter)
         if titles:  # the pages' titles are known now: the index, and the header's sizes, follow them
-            members = [
-                dataclasses.replace(spec, title=titles[i]) if i in titles else spec
-                for i, spec in enumerate(plan.members)
-            ]
-            final = layout.plan(members, source.meta, loader=loader, mtime=source.mtime)
+            final = layout.with_titles(plan, titles, source.meta, loader=loader)
             if (final.overhead, final.data_offsets, final.hash_slots) != (
                 plan.overhead,
                 plan.data_offsets,

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from archiver.errors import FormatError
@@ -26,6 +27,7 @@ __all__ = [
     "is_index_path",
     "media_type",
     "pack_files",
+    "pack_sizes",
     "page_paths",
     "sidecar",
     "sidecar_read",
@@ -64,31 +66,49 @@ def _listed(index: Index) -> list[str]:
 
 
 def pack_files(root: Path, work: Path) -> dict[str, Path]:
-    """The index files to pack with the tree at ``root``, by tree path: the tree's own index when it
-    has one this archiver reads (written by ``archiver index``; its files are taken as they are,
-    checked against its manifest by ``verify`` after packing; the search page and its script are
-    this archiver's, written into ``work``, so an index made by an older archiver gets the page that
-    works inside the loader), else one built now into ``work`` (streaming over the pages,
-    formats/search.md §5)."""
+    """The index files to pack with the tree at ``root``, by tree path (:func:`pack_sizes` without
+    the sizes)."""
+    return {path: Path(full) for path, (full, _size) in pack_sizes(root, work).items()}
+
+
+def pack_sizes(root: Path, work: Path, known: Mapping[str, int] | None = None) -> dict[str, tuple[str, int]]:
+    """The index files to pack with the tree at ``root``, by tree path, as (file, size): the tree's
+    own index when it has one this archiver reads (written by ``archiver index``; its files are taken
+    as they are, checked against its manifest by ``verify`` after packing; the search page and its
+    script are this archiver's, written into ``work``, so an index made by an older archiver gets the
+    page that works inside the loader), else one built now into ``work`` (streaming over the pages,
+    formats/search.md §5). A tree's index file is looked at with one ``lstat`` (a regular file, not
+    a symbolic link: the index is thousands of small files, and pack pays for each), or not at all
+    when ``known`` has its size (what a walk of the tree found for a plain file, by tree path)."""
+    known = known or {}
     if store.has_index(root):
         try:
             index = store.open_index(root)
         except FormatError:
             index = None  # an older or foreign index: built again below
         if index is not None:
-            out = {}
+            out: dict[str, tuple[str, int]] = {}
             fresh = work / "search-page"
             pages = {PREFIX + name: data for name, data in page.files().items()}
+            base = os.path.join(root, "")
             for path in _listed(index):
                 if path in pages:  # the page and its script: this archiver's, not the tree's copy
                     fresh.mkdir(parents=True, exist_ok=True)
-                    out[path] = fresh / path.rsplit("/", 1)[-1]
-                    out[path].write_bytes(pages[path])
+                    target = fresh / path.rsplit("/", 1)[-1]
+                    target.write_bytes(pages[path])
+                    out[path] = (str(target), len(pages[path]))
                     continue
-                full = Path(root) / path
-                if not full.is_file() or full.is_symlink():
+                full = base + path if os.sep == "/" else os.path.join(base, *path.split("/"))
+                if path in known:
+                    out[path] = (full, known[path])
+                    continue
+                try:
+                    st = os.lstat(full)
+                except OSError:
                     break
-                out[path] = full
+                if not stat.S_ISREG(st.st_mode):  # a symbolic link, a folder, a device
+                    break
+                out[path] = (full, st.st_size)
             else:
                 return out
     folder = work / "search"
@@ -103,12 +123,12 @@ def pack_files(root: Path, work: Path) -> dict[str, Path]:
     store.build_index(Path(root), emit)
     for name, data in page.files().items():
         (folder / name).write_bytes(data)
-    out = {}
+    built = {}
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
             full = Path(dirpath) / name
-            out[PREFIX + full.relative_to(folder).as_posix()] = full
-    return dict(sorted(out.items()))
+            built[PREFIX + full.relative_to(folder).as_posix()] = (str(full), full.stat().st_size)
+    return dict(sorted(built.items()))
 
 
 def _load(read: Read) -> Callable[[str], bytes]:

@@ -3,6 +3,7 @@ order; purity."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -191,3 +192,81 @@ def test_listing_problem() -> None:
     assert layout.listing_problem("ok.png", tar.MAX_USTAR_SIZE + 1) is not None
     assert layout.listing_problem("007", 1) is None and layout.listing_problem("7", 1) is not None
     assert layout.listing_problem("__proto__", 1) is not None
+
+
+text_st = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    path=segment,
+    size=st.integers(0, 2**40),
+    offset=st.integers(0, 2**45),
+    media_type=text_st,
+    kind=st.sampled_from(["page", "asset"]),
+    title=st.none() | text_st,
+    urls=st.lists(text_st, max_size=3),
+)
+def test_index_entry_is_the_json_encoders_text(
+    path: str, size: int, offset: int, media_type: str, kind: str, title: str | None, urls: list[str]
+) -> None:
+    """The site index entry put together from its strings' JSON is the text json.dumps gives (quotes,
+    backslashes, control characters, non-ASCII, a null title, empty and full URL lists)."""
+    spec = MemberSpec(path, size, media_type, kind, title, tuple(urls))  # type: ignore[arg-type]
+    before, after = layout._entry_parts(spec, offset)
+    entry = {"path": path, "offset": offset, "size": size, "type": media_type, "sha256": layout.ZERO_HASH,
+             "kind": kind, "title": title, "urls": urls}  # fmt: skip
+    assert before + layout.ZERO_HASH.encode() + after == json.dumps(
+        entry, ensure_ascii=False, separators=(",", ":")
+    ).encode("utf-8")
+
+
+def test_index_entry_refuses_what_json_would_not_write_as_a_number_or_string() -> None:
+    with pytest.raises(TypeError):
+        layout._entry_parts(MemberSpec("a", True, "text/plain"), 512)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        layout._entry_parts(MemberSpec("a", 1, "text/plain", title=3), 512)  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(members_st, st.integers(0, 12), st.data())
+def test_with_titles_is_the_plan_of_the_titled_members(
+    raw: list[tuple[str, int, str]], listed: int, data: st.DataObject
+) -> None:
+    """Titles read while the body is written: the plan made again from only the titled entries is the
+    plan of the titled members made from scratch, byte for byte."""
+    specs = _specs(raw, listed)
+    first = layout.plan(specs, META, loader=STUB_LOADER, mtime=1767225600)
+    chosen = data.draw(st.sets(st.integers(0, len(specs) - 1)))
+    titles = {i: data.draw(st.none() | text_st) for i in sorted(chosen)}
+    got = layout.with_titles(first, titles, META, loader=STUB_LOADER)
+    titled = [dataclasses.replace(s, title=titles[i]) if i in titles else s for i, s in enumerate(specs)]
+    want = layout.plan(titled, META, loader=STUB_LOADER, mtime=1767225600)
+    assert got == want
+    hashes = ["b" * 64] * len(specs)
+    assert b"".join(got.index_chunks(hashes)) == b"".join(want.index_chunks(hashes))
+
+
+def _path_problem_by_segments(path: str) -> str | None:
+    """member_path_problem as formats/gwtar.md words it, segment by segment (the reference)."""
+    if not path:
+        return "empty name"
+    if "\x00" in path:
+        return "name contains NUL"
+    if path.startswith("/"):
+        return "absolute name"
+    if any(p in ("", ".", "..") for p in path.split("/")):
+        return "name has an empty, '.' or '..' segment"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "name is not valid UTF-8"
+    return None
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(st.sampled_from(["/", ".", "a", "é", "\x00", "\ud800", "..", "..."]), max_size=12).map("".join)
+)
+def test_member_path_problem_is_the_segment_by_segment_check(path: str) -> None:
+    assert rules.member_path_problem(path) == _path_problem_by_segments(path)

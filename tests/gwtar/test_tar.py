@@ -127,3 +127,52 @@ def test_end_of_archive_pads_to_a_record(length: int) -> None:
 )
 def test_member_blocks_size(name: str, size: int) -> None:
     assert tar.member_blocks_size(name, size) == len(tar.member_blocks(name, size, mtime=0))
+
+
+@settings(max_examples=200)
+@given(
+    names,
+    st.integers(0, tar.MAX_USTAR_SIZE),
+    st.integers(0, 8**11 - 1),
+    st.integers(0, 8**7 - 1),
+    st.integers(0, 8**7 - 1),
+    st.sampled_from([b"0", b"5", b"x", b"2"]),
+    st.text("abcé", max_size=8),
+    st.text("lnk/", max_size=30),
+)
+def test_header_fields_shared_between_members_give_each_its_checksum(
+    name: str, size: int, mtime: int, mode: int, uid: int, typeflag: bytes, uname: str, link: str
+) -> None:
+    """The fields cached per (mode, ids, mtime, type, link, owner names) and each member's names and
+    size make the header byte for byte, its checksum the byte sum (tarfile's reading agrees)."""
+    if tar.split_name(name) is None:
+        return
+    for m in (mtime, 0):  # a second mtime with the same other fields: nothing cached leaks across
+        block = tar.encode_header(
+            name, size, mtime=m, mode=mode, uid=uid, gid=uid, typeflag=typeflag, uname=uname, gname=uname,
+            linkname=link,
+        )  # fmt: skip
+        assert len(block) == tar.BLOCK
+        assert int(block[148:154], 8) == sum(block[:148]) + 8 * 32 + sum(block[156:])
+        info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+        assert (info.name, info.size, info.mtime, info.mode, info.uid, info.linkname) == (
+            name, size, m, mode, uid, link,
+        )  # fmt: skip
+        assert info.type == typeflag and info.uname == uname
+
+
+@settings(max_examples=200)
+@given(names, st.integers(-1, tar.MAX_USTAR_SIZE + 1), st.integers(0, 8**11 - 1))
+def test_member_blocks_of_a_ustar_name_is_its_one_header(name: str, size: int, mtime: int) -> None:
+    """The short way a member's blocks take (a name and size that fit one header) gives the header
+    encode_header writes, of the length member_blocks_size says; the rest go the pax way."""
+    try:
+        blocks = tar.member_blocks(name, size, mtime=mtime)
+    except tar.TarError:
+        assert size < 0
+        return
+    assert len(blocks) == tar.member_blocks_size(name, size)
+    if tar.fits_ustar(name, size):
+        assert blocks == tar.encode_header(name, size, mtime=mtime)
+    else:
+        assert len(blocks) > tar.BLOCK

@@ -301,6 +301,35 @@ def test_batched_small_files_and_kernel_copies_agree(tmp_path: Path, monkeypatch
     assert third.path.read_bytes() == first.path.read_bytes()
 
 
+def test_short_reads_of_small_files_give_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small file read in one call is hashed whole; when the kernel gives fewer bytes (a short
+    read, or none at first), the rest is read across the batch buffers and hashed in pieces: the
+    same archive either way, and a file that gives nothing is reported as shrunk."""
+    root = tmp_path / "tree"
+    _mixed_tree(root)
+    first = pack(root, tmp_path / "a.gwtar.html", loader=STUB_LOADER)
+    real = os.preadv
+    seen: set[int] = set()
+
+    def short(fd: int, buffers: list[memoryview], offset: int) -> int:
+        if offset == 0 and fd not in seen and threading.current_thread().name != "gwtar-hash":
+            seen.add(fd)
+            want = len(buffers[0])
+            return 0 if want % 2 else real(fd, [buffers[0][: max(1, want // 3)]], offset)
+        return real(fd, buffers, offset)
+
+    monkeypatch.setattr(os, "preadv", short)
+    second = pack(root, tmp_path / "b.gwtar.html", loader=STUB_LOADER)
+    assert second.path.read_bytes() == first.path.read_bytes()
+    assert seen
+    monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset: 0)
+    with pytest.raises(FormatError, match="shrank"):
+        pack(root, tmp_path / "c.gwtar.html", loader=STUB_LOADER)
+    assert not (tmp_path / "c.gwtar.html").exists()
+
+
 def test_an_error_in_the_hashing_thread_fails_the_pack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

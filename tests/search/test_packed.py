@@ -216,3 +216,20 @@ def test_a_zim_stores_the_compressed_index_files_as_they_are(site: Path, tmp_pat
         assert f.read_bytes() in raw, f
     assert (folder / "search.js").read_bytes() not in raw  # compressed: plain JavaScript
     assert _zim_index(tmp_path / "s.zim")[PREFIX + "manifest.js"] == (folder / "manifest.js").read_bytes()
+
+
+def test_a_symlinked_index_file_is_not_taken_the_index_is_built_again(mini: Path, tmp_path: Path) -> None:
+    """The walk's sizes spare pack a look at each index file, but only for plain files: an index file
+    that is a symbolic link (here to other bytes inside the tree) makes pack build the index again,
+    as a missing one does, rather than pack what the link points to (a tree without a manifest: the
+    one pack walks)."""
+    (mini / "_archiver" / "manifest.jsonl").unlink()
+    done = run("index", str(mini))
+    assert done.returncode == 0, done.stderr
+    chunk = mini / "_archiver" / "search" / "x" / "0.js"
+    genuine = chunk.read_bytes()
+    (mini / "other.js").write_bytes(b"/* not the index */" + b" " * (len(genuine) - 19))
+    chunk.unlink()
+    chunk.symlink_to(mini / "other.js")
+    gwtar.pack(mini, tmp_path / "m.gwtar.html", search_index=True)
+    assert _gwtar_index(tmp_path / "m.gwtar.html")[f"{PREFIX}x/0.js"] == genuine
