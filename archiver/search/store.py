@@ -12,17 +12,20 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from archiver import forks
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
 from archiver.search.guarded import extract
-from archiver.search.query import Index
 from archiver.search.text import MAX_HTML, Page
 from archiver.tree import RESERVED_DIR, manifest_path, records
+
+if TYPE_CHECKING:  # the query core is imported by what opens an index, not by the build (~30 ms)
+    from archiver.search.query import Index
 
 __all__ = [
     "INDEX_DIR",
@@ -72,10 +75,13 @@ def _read_page(root: Path, rel: str) -> bytes:
         return f.read(MAX_HTML)
 
 
-#: A tree of at least this many pages is read, extracted and tokenised by worker processes, one a
-#: CPU (at most :data:`_MAX_WORKERS`), when this process has no other thread; the builder merges
-#: their pages in path order, so the bytes are those of one process. Fewer pages do not repay them.
+#: A tree of at least this many pages and :data:`_PARALLEL_BYTES` of HTML is read, extracted and
+#: tokenised by worker processes, one a CPU (at most :data:`_MAX_WORKERS`), when this process has
+#: no other thread; the builder merges their pages in path order, so the bytes are those of one
+#: process. A smaller tree does not repay the pool: its forks, each worker's own markup-guard child
+#: (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips cost more than they save.
 _PARALLEL_PAGES = 64
+_PARALLEL_BYTES = 2 << 20
 _MAX_WORKERS = 8
 #: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
 #: bounded when the builder is the slower).
@@ -83,8 +89,6 @@ _AHEAD = 4
 #: A worker's job holds consecutive pages up to these bounds (:meth:`_Extractor._batches`).
 _BATCH_PAGES = 32
 _BATCH_BYTES = 256 << 10
-
-_skip: frozenset[str] = frozenset()  # a preparing worker's boilerplate blocks (set before the fork)
 
 
 class _Failed(NamedTuple):
@@ -112,14 +116,15 @@ def _extract_one(root: str, rel: str) -> Page | _Failed:
         return _Failed(e.message, e.subject)
 
 
-def _prepare_one(root: str, job: str | Page) -> build.Prepared | _Failed:
+def _prepare_one(root: str, job: str | Page, skip: frozenset[str]) -> build.Prepared | _Failed:
     """A worker's job: the page at path ``job`` (or the page ``job``, already extracted) made ready
-    for the builder (:func:`archiver.search.build.prepare`), or the error as :func:`_extract_one`."""
+    for the builder (:func:`archiver.search.build.prepare`, ``skip``: the boilerplate blocks), or the
+    error as :func:`_extract_one`."""
     try:
         page = job if isinstance(job, Page) else _extracted(Path(root), job)
     except FormatError as e:
         return _Failed(e.message, e.subject)
-    return build.prepare(page, _skip)
+    return build.prepare(page, skip)
 
 
 def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> list[Any]:
@@ -132,46 +137,66 @@ def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> 
     return out
 
 
+def workers_for(pages: int, html_bytes: int, cpus: int) -> int:
+    """The processes that extract and tokenise a tree of ``pages`` pages holding ``html_bytes`` of
+    HTML on ``cpus`` CPUs: 1 (this process alone) below :data:`_PARALLEL_PAGES` pages or
+    :data:`_PARALLEL_BYTES`, else a worker a CPU, at most :data:`_MAX_WORKERS`. Pure."""
+    if pages < _PARALLEL_PAGES or html_bytes < _PARALLEL_BYTES or cpus < 2:
+        return 1
+    return min(cpus, _MAX_WORKERS)
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _html_bytes(root: Path, rels: list[str], enough: int) -> int:
+    """The pages' file sizes added up, stopping once past ``enough`` (a page that cannot be read
+    counts 0: its extraction names it)."""
+    total = 0
+    for rel in rels:
+        try:
+            total += os.stat(root / rel).st_size
+        except OSError:
+            continue
+        if total >= enough:
+            break
+    return total
+
+
 def _workers(pages: int, workers: int | None) -> int:
     if workers is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        workers = min(cpus, _MAX_WORKERS) if pages >= _PARALLEL_PAGES else 1
+        workers = workers_for(pages, _PARALLEL_BYTES, _cpus())
     return workers
 
 
-def _start_worker(skip: frozenset[str]) -> None:
-    """A pool worker's start: the boilerplate blocks to skip, and the stop signals left to the
-    parent (archiver/forks.py: a traceback from each worker at the pool's end or on Ctrl-C)."""
-    global _skip
-    _skip = skip
+def _start_worker() -> None:
+    """A pool worker's start: the stop signals left to the parent (archiver/forks.py: a traceback
+    from each worker at the pool's end or on Ctrl-C)."""
     forks.leave_to_parent()
 
 
 class _Extractor:
     """Pages extracted (:meth:`pages`) or extracted and prepared (:meth:`prepared`) in path order,
-    by this process or by a pool of workers; at most :data:`_AHEAD` jobs (batches of pages) a worker
-    are ahead of the builder."""
+    by this process or by a pool of workers (one pool for both: a worker keeps its markup-guard
+    child); at most :data:`_AHEAD` jobs (batches of pages) a worker are ahead of the builder.
+    ``workers``: the pool's size (default: :func:`workers_for` of ``pages``, their bytes not known)."""
 
-    def __init__(
-        self, root: Path, pages: int, workers: int | None = None, skip: frozenset[str] | None = None
-    ) -> None:
+    def __init__(self, root: Path, pages: int, workers: int | None = None) -> None:
         self._root = root
         self._workers = _workers(pages, workers)
-        self._skip = skip if skip is not None else frozenset()
         self._pool: Any = None
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
-        # process, as a fork copies no other thread (and no lock one of them holds). The workers
-        # inherit the boilerplate blocks (nothing pickled a job).
+        # process, as a fork copies no other thread (and no lock one of them holds).
         if (
             self._workers > 1
             and threading.active_count() == 1
             and "fork" in multiprocessing.get_all_start_methods()
         ):
             with forks.held():
-                self._pool = multiprocessing.get_context("fork").Pool(
-                    self._workers, initializer=_start_worker, initargs=(self._skip,)
-                )
+                context = multiprocessing.get_context("fork")
+                self._pool = context.Pool(self._workers, initializer=_start_worker)
 
     def __enter__(self) -> _Extractor:
         return self
@@ -227,14 +252,15 @@ class _Extractor:
             return
         yield from self._ordered(_extract_one, rels)
 
-    def prepared(self, jobs: Iterable[str | Page]) -> Iterator[build.Prepared]:
-        """Each job (a page's path, or a page already extracted) extracted and prepared."""
+    def prepared(self, jobs: Iterable[str | Page], skip: frozenset[str]) -> Iterator[build.Prepared]:
+        """Each job (a page's path, or a page already extracted) extracted and prepared, its blocks
+        in ``skip`` left out (handed to the workers with each batch: a few boilerplate blocks)."""
         if self._pool is None:
             for job in jobs:
                 page = job if isinstance(job, Page) else _extracted(self._root, job)
-                yield build.prepare(page, self._skip)
+                yield build.prepare(page, skip)
             return
-        yield from self._ordered(_prepare_one, jobs)
+        yield from self._ordered(partial(_prepare_one, skip=skip), jobs)
 
 
 def build_index(
@@ -245,11 +271,13 @@ def build_index(
     workers: int | None = None,
 ) -> tuple[dict, int]:
     """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages).
-    ``workers``: processes extracting and tokenising pages (default: one a CPU for a tree of 64
-    pages or more). The sampled pages (§2.2) are extracted first; the boilerplate blocks they give
-    are handed to the workers that then prepare every page (a sampled one kept is not extracted
-    again, up to :data:`_KEPT` characters)."""
+    ``workers``: processes extracting and tokenising pages (default: :func:`workers_for` the tree).
+    The sampled pages (§2.2) are extracted first; the boilerplate blocks they give are handed to
+    the same workers, which then prepare every page (a sampled one kept is not extracted again, up to
+    :data:`_KEPT` characters)."""
     paths = _pages(root)
+    if workers is None:
+        workers = workers_for(len(paths), _html_bytes(root, paths, _PARALLEL_BYTES), _cpus())
     kept: dict[str, Page] = {}
     size = 0
     with _Extractor(root, len(paths), workers) as extractor:
@@ -262,11 +290,12 @@ def build_index(
                     size += page.size()
                 yield page
 
-        skip = build.boilerplate(sample())
-    builder = build.Builder(emit, skip=skip)
-    with _Extractor(root, len(paths), workers, skip) as extractor:
+        sampled = sample()
+        skip = build.boilerplate(sampled)
+        sampled.close()
+        builder = build.Builder(emit, skip=skip)
         jobs = (kept.pop(rel, None) or rel for rel in paths)
-        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs), strict=True)):
+        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):
             builder.add_prepared(rel, prepared)
             if progress is not None:
                 progress(i + 1)
@@ -351,12 +380,16 @@ def _loader(folder: Path) -> Callable[[str], bytes]:
 
 def open_index(root: Path, label: str | None = None) -> Index:
     """The index of the tree at ``root`` (FormatError when it is damaged)."""
+    from archiver.search.query import Index
+
     folder = Path(root) / INDEX_DIR
     return Index(_loader(folder), label if label is not None else str(folder))
 
 
 def memory_index(root: Path, label: str | None = None) -> Index:
     """An index of the tree at ``root`` built in memory (for a tree that has none)."""
+    from archiver.search.query import Index
+
     files: dict[str, bytes] = {}
     build_index(Path(root), files.__setitem__)
 

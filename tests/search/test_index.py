@@ -264,3 +264,21 @@ def test_the_table_of_short_numbers_is_each_numbers_digits() -> None:
     assert len(build._SHORT) == 1 << 15
     assert [build._digits(v) for v in range(1 << 15)] == build._SHORT
     assert build.unpack_numbers("".join(build._SHORT)) == list(range(1 << 15))
+
+
+def test_a_small_tree_is_indexed_without_worker_processes() -> None:
+    """The pool is for trees of many pages and much HTML: below either bound, or on one CPU, this
+    process reads every page (a pool's forks and its workers' markup-guard children cost more)."""
+    many, much = store._PARALLEL_PAGES, store._PARALLEL_BYTES
+    assert store.workers_for(many, much, 2) == 2
+    assert store.workers_for(10 * many, 100 * much, 64) == store._MAX_WORKERS
+    assert store.workers_for(many - 1, 100 * much, 2) == 1
+    assert store.workers_for(10 * many, much - 1, 2) == 1
+    assert store.workers_for(10 * many, 100 * much, 1) == 1
+
+
+def test_the_html_bytes_are_added_up_to_enough(tmp_path: Path) -> None:
+    for name, size in (("a.html", 100), ("b.html", 200), ("c.html", 300)):
+        (tmp_path / name).write_bytes(b"x" * size)
+    assert store._html_bytes(tmp_path, ["a.html", "b.html", "gone.html", "c.html"], 10_000) == 600
+    assert store._html_bytes(tmp_path, ["a.html", "b.html", "c.html"], 250) == 300
