@@ -5,6 +5,7 @@ built from the tree's pages and written atomically (:func:`write_index`), opened
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.util
 import os
 import shutil
 import stat
@@ -17,7 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from archiver import forks
+from archiver import forks, markup_guard
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
 from archiver.search.guarded import extract
@@ -172,8 +173,11 @@ def _workers(pages: int, workers: int | None) -> int:
 
 def _start_worker() -> None:
     """A pool worker's start: the stop signals left to the parent (archiver/forks.py: a traceback
-    from each worker at the pool's end or on Ctrl-C)."""
+    from each worker at the pool's end or on Ctrl-C), and its markup-guard child ended and waited
+    for when the pool closes (else it outlives the worker until ``PR_SET_PDEATHSIG`` kills it, and
+    its CPU is in no one's account: a fork runs no ``atexit`` function)."""
     forks.leave_to_parent()
+    multiprocessing.util.Finalize(None, markup_guard.close_child, exitpriority=10)
 
 
 class _Extractor:
@@ -201,9 +205,12 @@ class _Extractor:
     def __enter__(self) -> _Extractor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         if self._pool is not None:
-            self._pool.terminate()
+            if kind is None:  # the workers are idle: each ends its guard child and exits
+                self._pool.close()
+            else:
+                self._pool.terminate()
             self._pool.join()
 
     def _batches(self, jobs: Iterable[Any]) -> Iterator[list[Any]]:
