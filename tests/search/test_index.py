@@ -282,3 +282,38 @@ def test_the_html_bytes_are_added_up_to_enough(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(b"x" * size)
     assert store._html_bytes(tmp_path, ["a.html", "b.html", "gone.html", "c.html"], 10_000) == 600
     assert store._html_bytes(tmp_path, ["a.html", "b.html", "c.html"], 250) == 300
+
+
+def test_a_build_that_fails_midway_leaves_no_temporary_folder_and_the_old_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files already handed to the writing thread when the build fails are not left behind: the
+    thread is ended before the temporary folder is removed; the index in place stays."""
+    _tree_of_pages(tmp_path, 6)
+    store.write_index(tmp_path)
+    before = {p: p.read_bytes() for p in (tmp_path / store.INDEX_DIR).rglob("*") if p.is_file()}
+
+    def failing(root: Path, emit: build.Emit, *args: object, **kwargs: object) -> tuple[dict, int]:
+        for i in range(3 * store._WRITE_AHEAD):
+            emit(f"x/{i}", b"data")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "build_index", failing)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_index(tmp_path)
+    assert not list((tmp_path / "_archiver" / "tmp").iterdir())
+    assert {p: p.read_bytes() for p in (tmp_path / store.INDEX_DIR).rglob("*") if p.is_file()} == before
+
+
+def test_a_file_the_writing_thread_cannot_write_is_the_builds_error(tmp_path: Path) -> None:
+    writer = store._Writer(tmp_path)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "0.js").write_bytes(b"in the way")
+    writer.put("t/0.js", b"new")
+    with pytest.raises(FileExistsError):
+        writer.close()
+    writer = store._Writer(tmp_path)
+    writer.put("x/0.js", b"a")
+    writer.put("x/1.js", b"bc")
+    writer.close()
+    assert (tmp_path / "x" / "1.js").read_bytes() == b"bc" and writer.written == 3
