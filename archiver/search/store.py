@@ -4,8 +4,6 @@ built from the tree's pages and written atomically (:func:`write_index`), opened
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.util
 import os
 import queue
 import shutil
@@ -177,6 +175,8 @@ def _start_worker() -> None:
     from each worker at the pool's end or on Ctrl-C), and its markup-guard child ended and waited
     for when the pool closes (else it outlives the worker until ``PR_SET_PDEATHSIG`` kills it, and
     its CPU is in no one's account: a fork runs no ``atexit`` function)."""
+    import multiprocessing.util
+
     forks.leave_to_parent()
     multiprocessing.util.Finalize(None, markup_guard.close_child, exitpriority=10)
 
@@ -193,15 +193,15 @@ class _Extractor:
         self._pool: Any = None
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
-        # process, as a fork copies no other thread (and no lock one of them holds).
-        if (
-            self._workers > 1
-            and threading.active_count() == 1
-            and "fork" in multiprocessing.get_all_start_methods()
-        ):
-            with forks.held():
-                context = multiprocessing.get_context("fork")
-                self._pool = context.Pool(self._workers, initializer=_start_worker)
+        # process, as a fork copies no other thread (and no lock one of them holds). multiprocessing
+        # is imported here: a tree indexed by this process alone does without it (~10 ms).
+        if self._workers > 1 and threading.active_count() == 1:
+            import multiprocessing
+
+            if "fork" in multiprocessing.get_all_start_methods():
+                with forks.held():
+                    context = multiprocessing.get_context("fork")
+                    self._pool = context.Pool(self._workers, initializer=_start_worker)
 
     def __enter__(self) -> _Extractor:
         return self
