@@ -330,8 +330,10 @@ def _refuse_foreign(root: Path) -> None:
                 )
 
 
-#: Files queued for :class:`_Writer`'s thread at most (the builder waits beyond: memory stays bounded).
-_WRITE_AHEAD = 64
+#: Files handed to :class:`_Writer`'s thread together (one wake-up of it for many files), and the
+#: batches queued for it at most (the builder waits beyond: memory stays bounded).
+_WRITE_BATCH = 16
+_WRITE_AHEAD = 4
 
 
 class _Writer:
@@ -346,7 +348,8 @@ class _Writer:
 
     def __init__(self, folder: Path) -> None:
         self._folder = str(folder)
-        self._queue: queue.Queue[tuple[str, bytes] | None] = queue.Queue(maxsize=_WRITE_AHEAD)
+        self._queue: queue.Queue[list[tuple[str, bytes]] | None] = queue.Queue(maxsize=_WRITE_AHEAD)
+        self._batch: list[tuple[str, bytes]] = []
         self._made: set[str] = set()
         self._error: BaseException | None = None
         self._abort = False
@@ -357,17 +360,25 @@ class _Writer:
         """Write file ``name`` (a path relative to the folder, ``/`` between its parts)."""
         if self._error is not None:
             raise self._error
+        self._batch.append((name, data))
+        self.written += len(data)
+        if len(self._batch) >= _WRITE_BATCH:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="search-index-writer", daemon=True)
             self._thread.start()
-        self._queue.put((name, data))
-        self.written += len(data)
+        self._queue.put(self._batch)
+        self._batch = []
 
     def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            if self._error is None and not self._abort:
+        while (batch := self._queue.get()) is not None:
+            for name, data in batch:
+                if self._error is not None or self._abort:
+                    break
                 try:
-                    self._write(*item)
+                    self._write(name, data)
                 except BaseException as e:  # handed to the builder's thread
                     self._error = e
 
@@ -387,7 +398,12 @@ class _Writer:
             os.close(fd)
 
     def close(self, abort: bool = False) -> None:
+        if self._batch and not abort:
+            self._hand_over()
+        self._batch = []
         if self._thread is None:
+            if self._error is not None and not abort:
+                raise self._error
             return
         self._abort = abort
         self._queue.put(None)

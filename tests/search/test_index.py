@@ -294,7 +294,7 @@ def test_a_build_that_fails_midway_leaves_no_temporary_folder_and_the_old_index(
     before = {p: p.read_bytes() for p in (tmp_path / store.INDEX_DIR).rglob("*") if p.is_file()}
 
     def failing(root: Path, emit: build.Emit, *args: object, **kwargs: object) -> tuple[dict, int]:
-        for i in range(3 * store._WRITE_AHEAD):
+        for i in range(3 * store._WRITE_AHEAD * store._WRITE_BATCH):
             emit(f"x/{i}", b"data")
         raise KeyboardInterrupt
 
