@@ -78,10 +78,12 @@ def _read_page(root: Path, rel: str) -> bytes:
 #: A tree of at least this many pages and :data:`_PARALLEL_BYTES` of HTML is read, extracted and
 #: tokenised by worker processes, one a CPU (at most :data:`_MAX_WORKERS`), when this process has
 #: no other thread; the builder merges their pages in path order, so the bytes are those of one
-#: process. A smaller tree does not repay the pool: its forks, each worker's own markup-guard child
-#: (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips cost more than they save.
+#: process. A smaller tree does not repay the pool: its forks (and their copy-on-write faults), each
+#: worker's own markup-guard child (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips.
+#: docutils-doc (65 pages, 2.7 MB): 1.55 s of CPU with two workers (their guard children counted),
+#: 1.30 s in one process; python3-doc (530 pages, 50 MB) keeps its pool.
 _PARALLEL_PAGES = 64
-_PARALLEL_BYTES = 2 << 20
+_PARALLEL_BYTES = 8 << 20
 _MAX_WORKERS = 8
 #: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
 #: bounded when the builder is the slower).
