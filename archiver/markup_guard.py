@@ -37,6 +37,7 @@ __all__ = [
     "SEARCH_TEXT",
     "TRUSTED_TAGS",
     "CostlyMarkup",
+    "close_child",
     "limit_seconds",
     "needs_check",
     "run",
@@ -142,6 +143,13 @@ def _close() -> None:
 
 
 atexit.register(_close)
+
+
+def close_child() -> None:
+    """End this process's child, if it started one, and wait for it (a forked worker, which runs no
+    ``atexit`` function, calls it before it exits); the next check starts another."""
+    with _lock:
+        _close()
 
 
 def needs_check(doc: str | bytes) -> bool:

@@ -4,25 +4,28 @@ built from the tree's pages and written atomically (:func:`write_index`), opened
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import queue
 import shutil
 import stat
 import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from archiver import forks
+from archiver import forks, markup_guard
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
 from archiver.search.guarded import extract
-from archiver.search.query import Index
 from archiver.search.text import MAX_HTML, Page
 from archiver.tree import RESERVED_DIR, manifest_path, records
+
+if TYPE_CHECKING:  # the query core is imported by what opens an index, not by the build (~30 ms)
+    from archiver.search.query import Index
 
 __all__ = [
     "INDEX_DIR",
@@ -72,10 +75,15 @@ def _read_page(root: Path, rel: str) -> bytes:
         return f.read(MAX_HTML)
 
 
-#: A tree of at least this many pages is read, extracted and tokenised by worker processes, one a
-#: CPU (at most :data:`_MAX_WORKERS`), when this process has no other thread; the builder merges
-#: their pages in path order, so the bytes are those of one process. Fewer pages do not repay them.
+#: A tree of at least this many pages and :data:`_PARALLEL_BYTES` of HTML is read, extracted and
+#: tokenised by worker processes, one a CPU (at most :data:`_MAX_WORKERS`), when this process has
+#: no other thread; the builder merges their pages in path order, so the bytes are those of one
+#: process. A smaller tree does not repay the pool: its forks (and their copy-on-write faults), each
+#: worker's own markup-guard child (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips.
+#: docutils-doc (65 pages, 2.7 MB): 1.55 s of CPU with two workers (their guard children counted),
+#: 1.30 s in one process; python3-doc (530 pages, 50 MB) keeps its pool.
 _PARALLEL_PAGES = 64
+_PARALLEL_BYTES = 8 << 20
 _MAX_WORKERS = 8
 #: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
 #: bounded when the builder is the slower).
@@ -83,8 +91,6 @@ _AHEAD = 4
 #: A worker's job holds consecutive pages up to these bounds (:meth:`_Extractor._batches`).
 _BATCH_PAGES = 32
 _BATCH_BYTES = 256 << 10
-
-_skip: frozenset[str] = frozenset()  # a preparing worker's boilerplate blocks (set before the fork)
 
 
 class _Failed(NamedTuple):
@@ -112,14 +118,15 @@ def _extract_one(root: str, rel: str) -> Page | _Failed:
         return _Failed(e.message, e.subject)
 
 
-def _prepare_one(root: str, job: str | Page) -> build.Prepared | _Failed:
+def _prepare_one(root: str, job: str | Page, skip: frozenset[str]) -> build.Prepared | _Failed:
     """A worker's job: the page at path ``job`` (or the page ``job``, already extracted) made ready
-    for the builder (:func:`archiver.search.build.prepare`), or the error as :func:`_extract_one`."""
+    for the builder (:func:`archiver.search.build.prepare`, ``skip``: the boilerplate blocks), or the
+    error as :func:`_extract_one`."""
     try:
         page = job if isinstance(job, Page) else _extracted(Path(root), job)
     except FormatError as e:
         return _Failed(e.message, e.subject)
-    return build.prepare(page, _skip)
+    return build.prepare(page, skip)
 
 
 def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> list[Any]:
@@ -132,53 +139,81 @@ def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> 
     return out
 
 
+def workers_for(pages: int, html_bytes: int, cpus: int) -> int:
+    """The processes that extract and tokenise a tree of ``pages`` pages holding ``html_bytes`` of
+    HTML on ``cpus`` CPUs: 1 (this process alone) below :data:`_PARALLEL_PAGES` pages or
+    :data:`_PARALLEL_BYTES`, else a worker a CPU, at most :data:`_MAX_WORKERS`. Pure."""
+    if pages < _PARALLEL_PAGES or html_bytes < _PARALLEL_BYTES or cpus < 2:
+        return 1
+    return min(cpus, _MAX_WORKERS)
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _html_bytes(root: Path, rels: list[str], enough: int) -> int:
+    """The pages' file sizes added up, stopping once past ``enough`` (a page that cannot be read
+    counts 0: its extraction names it)."""
+    total = 0
+    for rel in rels:
+        try:
+            total += os.stat(root / rel).st_size
+        except OSError:
+            continue
+        if total >= enough:
+            break
+    return total
+
+
 def _workers(pages: int, workers: int | None) -> int:
     if workers is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        workers = min(cpus, _MAX_WORKERS) if pages >= _PARALLEL_PAGES else 1
+        workers = workers_for(pages, _PARALLEL_BYTES, _cpus())
     return workers
 
 
-def _start_worker(skip: frozenset[str]) -> None:
-    """A pool worker's start: the boilerplate blocks to skip, and the stop signals left to the
-    parent (archiver/forks.py: a traceback from each worker at the pool's end or on Ctrl-C)."""
-    global _skip
-    _skip = skip
+def _start_worker() -> None:
+    """A pool worker's start: the stop signals left to the parent (archiver/forks.py: a traceback
+    from each worker at the pool's end or on Ctrl-C), and its markup-guard child ended and waited
+    for when the pool closes (else it outlives the worker until ``PR_SET_PDEATHSIG`` kills it, and
+    its CPU is in no one's account: a fork runs no ``atexit`` function)."""
+    import multiprocessing.util
+
     forks.leave_to_parent()
+    multiprocessing.util.Finalize(None, markup_guard.close_child, exitpriority=10)
 
 
 class _Extractor:
     """Pages extracted (:meth:`pages`) or extracted and prepared (:meth:`prepared`) in path order,
-    by this process or by a pool of workers; at most :data:`_AHEAD` jobs (batches of pages) a worker
-    are ahead of the builder."""
+    by this process or by a pool of workers (one pool for both: a worker keeps its markup-guard
+    child); at most :data:`_AHEAD` jobs (batches of pages) a worker are ahead of the builder.
+    ``workers``: the pool's size (default: :func:`workers_for` of ``pages``, their bytes not known)."""
 
-    def __init__(
-        self, root: Path, pages: int, workers: int | None = None, skip: frozenset[str] | None = None
-    ) -> None:
+    def __init__(self, root: Path, pages: int, workers: int | None = None) -> None:
         self._root = root
         self._workers = _workers(pages, workers)
-        self._skip = skip if skip is not None else frozenset()
         self._pool: Any = None
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
-        # process, as a fork copies no other thread (and no lock one of them holds). The workers
-        # inherit the boilerplate blocks (nothing pickled a job).
-        if (
-            self._workers > 1
-            and threading.active_count() == 1
-            and "fork" in multiprocessing.get_all_start_methods()
-        ):
-            with forks.held():
-                self._pool = multiprocessing.get_context("fork").Pool(
-                    self._workers, initializer=_start_worker, initargs=(self._skip,)
-                )
+        # process, as a fork copies no other thread (and no lock one of them holds). multiprocessing
+        # is imported here: a tree indexed by this process alone does without it (~10 ms).
+        if self._workers > 1 and threading.active_count() == 1:
+            import multiprocessing
+
+            if "fork" in multiprocessing.get_all_start_methods():
+                with forks.held():
+                    context = multiprocessing.get_context("fork")
+                    self._pool = context.Pool(self._workers, initializer=_start_worker)
 
     def __enter__(self) -> _Extractor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         if self._pool is not None:
-            self._pool.terminate()
+            if kind is None:  # the workers are idle: each ends its guard child and exits
+                self._pool.close()
+            else:
+                self._pool.terminate()
             self._pool.join()
 
     def _batches(self, jobs: Iterable[Any]) -> Iterator[list[Any]]:
@@ -227,14 +262,15 @@ class _Extractor:
             return
         yield from self._ordered(_extract_one, rels)
 
-    def prepared(self, jobs: Iterable[str | Page]) -> Iterator[build.Prepared]:
-        """Each job (a page's path, or a page already extracted) extracted and prepared."""
+    def prepared(self, jobs: Iterable[str | Page], skip: frozenset[str]) -> Iterator[build.Prepared]:
+        """Each job (a page's path, or a page already extracted) extracted and prepared, its blocks
+        in ``skip`` left out (handed to the workers with each batch: a few boilerplate blocks)."""
         if self._pool is None:
             for job in jobs:
                 page = job if isinstance(job, Page) else _extracted(self._root, job)
-                yield build.prepare(page, self._skip)
+                yield build.prepare(page, skip)
             return
-        yield from self._ordered(_prepare_one, jobs)
+        yield from self._ordered(partial(_prepare_one, skip=skip), jobs)
 
 
 def build_index(
@@ -245,11 +281,13 @@ def build_index(
     workers: int | None = None,
 ) -> tuple[dict, int]:
     """Build the index of the tree at ``root`` through ``emit``; returns (manifest, pages).
-    ``workers``: processes extracting and tokenising pages (default: one a CPU for a tree of 64
-    pages or more). The sampled pages (§2.2) are extracted first; the boilerplate blocks they give
-    are handed to the workers that then prepare every page (a sampled one kept is not extracted
-    again, up to :data:`_KEPT` characters)."""
+    ``workers``: processes extracting and tokenising pages (default: :func:`workers_for` the tree).
+    The sampled pages (§2.2) are extracted first; the boilerplate blocks they give are handed to
+    the same workers, which then prepare every page (a sampled one kept is not extracted again, up to
+    :data:`_KEPT` characters)."""
     paths = _pages(root)
+    if workers is None:
+        workers = workers_for(len(paths), _html_bytes(root, paths, _PARALLEL_BYTES), _cpus())
     kept: dict[str, Page] = {}
     size = 0
     with _Extractor(root, len(paths), workers) as extractor:
@@ -262,11 +300,12 @@ def build_index(
                     size += page.size()
                 yield page
 
-        skip = build.boilerplate(sample())
-    builder = build.Builder(emit, skip=skip)
-    with _Extractor(root, len(paths), workers, skip) as extractor:
+        sampled = sample()
+        skip = build.boilerplate(sampled)
+        sampled.close()
+        builder = build.Builder(emit, skip=skip)
         jobs = (kept.pop(rel, None) or rel for rel in paths)
-        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs), strict=True)):
+        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):
             builder.add_prepared(rel, prepared)
             if progress is not None:
                 progress(i + 1)
@@ -293,6 +332,89 @@ def _refuse_foreign(root: Path) -> None:
                 )
 
 
+#: Files handed to :class:`_Writer`'s thread together (one wake-up of it for many files), and the
+#: batches queued for it at most (the builder waits beyond: memory stays bounded).
+_WRITE_BATCH = 16
+_WRITE_AHEAD = 4
+
+
+class _Writer:
+    """The index's files written into ``folder`` by a thread of their own while the builder goes on:
+    creating a file cost the kernel 20-500 µs of CPU on the ext4 disk of the machine measured (the
+    more, the busier the disk; docutils-doc's index is 336 files), which the thread spends beside
+    the builder's Python (the GIL is free in the calls). Started by the first file, so after the
+    build's worker pool has forked (a fork copies no other thread). :meth:`close` waits for every
+    file and raises the first error; with ``abort`` it drops the files not written yet, and returns
+    once the thread has ended (nothing more is created in ``folder``, which the caller can then
+    remove)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = str(folder)
+        self._queue: queue.Queue[list[tuple[str, bytes]] | None] = queue.Queue(maxsize=_WRITE_AHEAD)
+        self._batch: list[tuple[str, bytes]] = []
+        self._made: set[str] = set()
+        self._error: BaseException | None = None
+        self._abort = False
+        self._thread: threading.Thread | None = None
+        self.written = 0
+
+    def put(self, name: str, data: bytes) -> None:
+        """Write file ``name`` (a path relative to the folder, ``/`` between its parts)."""
+        if self._error is not None:
+            raise self._error
+        self._batch.append((name, data))
+        self.written += len(data)
+        if len(self._batch) >= _WRITE_BATCH:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="search-index-writer", daemon=True)
+            self._thread.start()
+        self._queue.put(self._batch)
+        self._batch = []
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            for name, data in batch:
+                if self._error is not None or self._abort:
+                    break
+                try:
+                    self._write(name, data)
+                except BaseException as e:  # handed to the builder's thread
+                    self._error = e
+
+    def _write(self, name: str, data: bytes) -> None:
+        parent = name.rpartition("/")[0]
+        if parent and parent not in self._made:
+            os.makedirs(os.path.join(self._folder, parent), exist_ok=True)
+            self._made.add(parent)
+        fd = os.open(
+            os.path.join(self._folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666
+        )
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+    def close(self, abort: bool = False) -> None:
+        if self._batch and not abort:
+            self._hand_over()
+        self._batch = []
+        if self._thread is None:
+            if self._error is not None and not abort:
+                raise self._error
+            return
+        self._abort = abort
+        self._queue.put(None)
+        self._thread.join()
+        self._thread = None
+        if self._error is not None and not abort:
+            raise self._error
+
+
 def write_index(root: Path) -> tuple[dict, int, int]:
     """Build the index and the search page of the tree at ``root`` into a temporary folder inside
     the tree, then put it in place of ``_archiver/search/`` with a rename; returns
@@ -304,21 +426,12 @@ def write_index(root: Path) -> tuple[dict, int, int]:
     tmp_parent = root / RESERVED_DIR / "tmp"
     tmp_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="search-", dir=tmp_parent))
-    written = 0
+    writer = _Writer(work)
     try:
-
-        def emit(name: str, data: bytes) -> None:
-            nonlocal written
-            path = work / f"{name}.js"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "xb") as f:
-                f.write(data)
-            written += len(data)
-
-        manifest, pages = build_index(root, emit)
+        manifest, pages = build_index(root, lambda name, data: writer.put(f"{name}.js", data))
         for name, data in page.files().items():
-            (work / name).write_bytes(data)
-            written += len(data)
+            writer.put(name, data)
+        writer.close()
         target = root / INDEX_DIR
         old = None
         if target.exists():
@@ -328,9 +441,10 @@ def write_index(root: Path) -> tuple[dict, int, int]:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
+        writer.close(abort=True)
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return manifest, pages, written
+    return manifest, pages, writer.written
 
 
 def has_index(root: Path) -> bool:
@@ -351,12 +465,16 @@ def _loader(folder: Path) -> Callable[[str], bytes]:
 
 def open_index(root: Path, label: str | None = None) -> Index:
     """The index of the tree at ``root`` (FormatError when it is damaged)."""
+    from archiver.search.query import Index
+
     folder = Path(root) / INDEX_DIR
     return Index(_loader(folder), label if label is not None else str(folder))
 
 
 def memory_index(root: Path, label: str | None = None) -> Index:
     """An index of the tree at ``root`` built in memory (for a tree that has none)."""
+    from archiver.search.query import Index
+
     files: dict[str, bytes] = {}
     build_index(Path(root), files.__setitem__)
 

@@ -264,3 +264,56 @@ def test_the_table_of_short_numbers_is_each_numbers_digits() -> None:
     assert len(build._SHORT) == 1 << 15
     assert [build._digits(v) for v in range(1 << 15)] == build._SHORT
     assert build.unpack_numbers("".join(build._SHORT)) == list(range(1 << 15))
+
+
+def test_a_small_tree_is_indexed_without_worker_processes() -> None:
+    """The pool is for trees of many pages and much HTML: below either bound, or on one CPU, this
+    process reads every page (a pool's forks and its workers' markup-guard children cost more)."""
+    many, much = store._PARALLEL_PAGES, store._PARALLEL_BYTES
+    assert store.workers_for(many, much, 2) == 2
+    assert store.workers_for(10 * many, 100 * much, 64) == store._MAX_WORKERS
+    assert store.workers_for(many - 1, 100 * much, 2) == 1
+    assert store.workers_for(10 * many, much - 1, 2) == 1
+    assert store.workers_for(10 * many, 100 * much, 1) == 1
+
+
+def test_the_html_bytes_are_added_up_to_enough(tmp_path: Path) -> None:
+    for name, size in (("a.html", 100), ("b.html", 200), ("c.html", 300)):
+        (tmp_path / name).write_bytes(b"x" * size)
+    assert store._html_bytes(tmp_path, ["a.html", "b.html", "gone.html", "c.html"], 10_000) == 600
+    assert store._html_bytes(tmp_path, ["a.html", "b.html", "c.html"], 250) == 300
+
+
+def test_a_build_that_fails_midway_leaves_no_temporary_folder_and_the_old_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files already handed to the writing thread when the build fails are not left behind: the
+    thread is ended before the temporary folder is removed; the index in place stays."""
+    _tree_of_pages(tmp_path, 6)
+    store.write_index(tmp_path)
+    before = {p: p.read_bytes() for p in (tmp_path / store.INDEX_DIR).rglob("*") if p.is_file()}
+
+    def failing(root: Path, emit: build.Emit, *args: object, **kwargs: object) -> tuple[dict, int]:
+        for i in range(3 * store._WRITE_AHEAD * store._WRITE_BATCH):
+            emit(f"x/{i}", b"data")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "build_index", failing)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_index(tmp_path)
+    assert not list((tmp_path / "_archiver" / "tmp").iterdir())
+    assert {p: p.read_bytes() for p in (tmp_path / store.INDEX_DIR).rglob("*") if p.is_file()} == before
+
+
+def test_a_file_the_writing_thread_cannot_write_is_the_builds_error(tmp_path: Path) -> None:
+    writer = store._Writer(tmp_path)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "0.js").write_bytes(b"in the way")
+    writer.put("t/0.js", b"new")
+    with pytest.raises(FileExistsError):
+        writer.close()
+    writer = store._Writer(tmp_path)
+    writer.put("x/0.js", b"a")
+    writer.put("x/1.js", b"bc")
+    writer.close()
+    assert (tmp_path / "x" / "1.js").read_bytes() == b"bc" and writer.written == 3
