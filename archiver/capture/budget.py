@@ -49,21 +49,20 @@ class PageBudget:
         beyond the budget again, so N stored pages stay N across any number of resumes (before, two
         failures retried on a resume made 12 of 10). The pending pages kept are charged to this
         run: one that fails again gives its place back."""
+        limit = self.limit
+        if limit is None:  # no budget: charge() and release() count nothing, and no record is decoded
+            return  # (a re-capture of 1,000 pages decoded its 1,000 records to count them)
         state = self.context.state
         stored = sum(1 for r in state.records() if r.kind == "page")
-        pending = state.count("pending", "page")
-        limit = self.limit
-        if limit is not None:
-            rows = sorted(
-                (r for r in state.rows() if r.kind == "page" and r.state == "pending"),
-                key=lambda r: (r.priority, r.depth, r.seq),
-            )
-            places = max(limit - stored, 0)
-            for row in rows[places:]:
-                state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
-            self.charged.update(r.key for r in rows[:places])
-            pending = min(len(rows), places)
-        self.pages_charged = stored + pending
+        rows = sorted(
+            (r for r in state.rows() if r.kind == "page" and r.state == "pending"),
+            key=lambda r: (r.priority, r.depth, r.seq),
+        )
+        places = max(limit - stored, 0)
+        for row in rows[places:]:
+            state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
+        self.charged.update(r.key for r in rows[:places])
+        self.pages_charged = stored + min(len(rows), places)
 
     def charge(self, key: str) -> bool:
         """May ``key`` join the frontier as a page?"""

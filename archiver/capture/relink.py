@@ -207,11 +207,9 @@ def public(record: Record) -> Record:
     """The record as the manifest shows it: secret query values redacted (tree.md §8.1); a copy
     when anything is, else ``record`` itself (a URL without a query has nothing to redact)."""
     referrer = record.referrer
-    if (
-        "?" not in (referrer or "")
-        and not any("?" in u for u in record.urls)
-        and not any("?" in u for u in record.redirects)
-    ):
+    # "?" in any of them is "?" in them joined (one character: no join makes one): no generator
+    # (every record of a re-capture, twice)
+    if "?" not in "".join((referrer or "", *record.urls, *record.redirects)):
         return record
     return msgspec.structs.replace(
         record,

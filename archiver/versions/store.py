@@ -206,9 +206,14 @@ def safe_path(path: str) -> str | None:
     if not path or "\x00" in path or path.startswith("/") or "\\" in path:
         return "not a plain relative path"
     parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts):
+    if "" in parts or "." in parts or ".." in parts:  # three C scans (a version's every record)
         return "not a plain relative path"
-    if is_private(path) or (parts[0] == RESERVED_DIR and len(parts) > 1 and parts[1] == MANIFEST_NAME):
+    head = parts[0]
+    if (  # a path outside the reserved folder is neither private nor the manifest: one compare
+        len(parts) > 1
+        and head.lower() == RESERVED_DIR
+        and (is_private(path) or (head == RESERVED_DIR and parts[1] == MANIFEST_NAME))
+    ):
         return "names a private file of the tree"
     return None
 

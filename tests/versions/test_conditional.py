@@ -456,3 +456,23 @@ def test_kept_records_reach_the_manifest_as_the_state_encodes_them(tmp_path: Pat
         one / "_archiver" / "manifest.jsonl"
     ).read_bytes()
     assert list(read_records(batch)) == records
+
+
+def test_a_file_is_whole_only_with_its_size_and_hash(tmp_path: Path) -> None:
+    """stage._whole, on which a conditional request stands: a small file read by one call, a large
+    one in chunks; a byte changed, a size that differs or a missing file is not whole."""
+    import hashlib
+
+    from archiver.capture.stage import _WHOLE_AT_ONCE, _whole
+
+    for size in (0, 818, _WHOLE_AT_ONCE - 1, _WHOLE_AT_ONCE, 3 * _WHOLE_AT_ONCE + 5):
+        data = bytes(i % 251 for i in range(size))
+        path = tmp_path / f"f{size}"
+        path.write_bytes(data)
+        sha = hashlib.sha256(data).hexdigest()
+        assert _whole(str(path), size, sha)
+        assert not _whole(str(path), size + 1, sha)
+        if size:
+            path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+            assert not _whole(str(path), size, sha)
+    assert not _whole(str(tmp_path / "missing"), 0, hashlib.sha256(b"").hexdigest())
