@@ -80,10 +80,12 @@ def _read_page(root: Path, rel: str) -> bytes:
 #: no other thread; the builder merges their pages in path order, so the bytes are those of one
 #: process. A smaller tree does not repay the pool: its forks (and their copy-on-write faults), each
 #: worker's own markup-guard child (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips.
-#: docutils-doc (65 pages, 2.7 MB): 1.55 s of CPU with two workers (their guard children counted),
-#: 1.30 s in one process; python3-doc (530 pages, 50 MB) keeps its pool.
+#: docutils-doc (65 pages, 2.7 MB) is above it: two workers cost more CPU (1.55 s with their guard
+#: children against 1.30 s in one process, at load 4-5) but take less time on a quiet machine (wall
+#: median of 7: 0.68 s against 0.87 s; Pagefind, which uses both CPUs, 0.50 s), and the time is what
+#: a person waits for. The generated 301 pages (0.75 MB) are below it.
 _PARALLEL_PAGES = 64
-_PARALLEL_BYTES = 8 << 20
+_PARALLEL_BYTES = 2 << 20
 _MAX_WORKERS = 8
 #: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
 #: bounded when the builder is the slower).
