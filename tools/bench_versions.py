@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-versions-") as scratch:
         work = args.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)  # a --work folder that does not exist yet is made
         shutil.rmtree(work / "site", ignore_errors=True)
         site, tree, mirror, log = work / "site", work / "tree", work / "wget", work / "access.log"
         for p in (tree, mirror):
