@@ -167,14 +167,18 @@ def read_record_list(root: Path) -> list[Record]:
     for n, line in enumerate(lines):
         if n == last:
             break
-        if not line.strip():
-            continue
-        try:
-            record = _record_decoder.decode(line)
-        except msgspec.DecodeError as e:
-            raise FormatError(f"line {n + 2}: {e}", subject=str(path)) from None
-        by_path[record.path] = record
+        if line.strip():
+            record = _decode_record(line, n + 2, path)
+            by_path[record.path] = record
     return list(by_path.values())
+
+
+def _decode_record(line: bytes, lineno: int, path: Path) -> Record:
+    """The record on manifest line ``lineno`` (1 is the header), or a :class:`FormatError` naming it."""
+    try:
+        return _record_decoder.decode(line)
+    except msgspec.DecodeError as e:
+        raise FormatError(f"line {lineno}: {e}", subject=str(path)) from None
 
 
 def _manifest_lines(f: BinaryIO, path: Path) -> Iterator[tuple[int, Record]]:
@@ -191,13 +195,8 @@ def _manifest_lines(f: BinaryIO, path: Path) -> Iterator[tuple[int, Record]]:
         lineno += 1
         if not line.endswith(b"\n"):
             return  # torn last line
-        if not line.strip():
-            continue
-        try:
-            record = _record_decoder.decode(line)
-        except msgspec.DecodeError as e:
-            raise FormatError(f"line {lineno}: {e}", subject=str(path)) from None
-        yield offset, record
+        if line.strip():
+            yield offset, _decode_record(line, lineno, path)
 
 
 def records(root: Path) -> Iterator[Record]:
