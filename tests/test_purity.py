@@ -26,6 +26,7 @@ GWTAR = {
     "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
     "archiver.gwtar.refs", "archiver.gwtar.rules", "contextlib", "archiver.css_refs", "archiver.html_refs",
     "archiver.urls", "archiver.html_depth",
+    "functools", "operator", "json.encoder",  # tar.py: cached header fields; layout.py: sort key, JSON
 }  # fmt: skip
 PAR2 = {
     "__future__", "collections.abc", "dataclasses", "hashlib", "math", "re", "struct", "typing", "zlib",
