@@ -10,15 +10,27 @@ signal, ends its pool and says so once.
 :func:`held` blocks the signals while the workers are forked, so that one arriving before a worker
 has run :func:`leave_to_parent` waits for it; :func:`leave_to_parent` (a pool's ``initializer``)
 makes SIGTERM and SIGHUP end the worker at once, silently, and SIGINT do nothing, then unblocks them.
+:func:`cpus` is what a pool is sized by.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 
-__all__ = ["SIGNALS", "held", "leave_to_parent"]
+__all__ = ["SIGNALS", "cpus", "held", "leave_to_parent"]
+
+
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one, else every CPU): a
+    pool's size, one worker a CPU."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
 
 #: The signals a worker leaves to its parent.
 SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP, signal.SIGINT})

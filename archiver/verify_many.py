@@ -249,10 +249,7 @@ def jobs_default(items: Sequence[Target | Verdict]) -> int:
                 total += _TREE_GUESS if item.path.is_dir() else item.path.stat().st_size
     if total < PARALLEL_BYTES:
         return 1
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return forks.cpus()
 
 
 # ------------------------------------------------------------------------------------------ JUnit XML

@@ -150,10 +150,6 @@ def workers_for(pages: int, html_bytes: int, cpus: int) -> int:
     return min(cpus, _MAX_WORKERS)
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _html_bytes(root: Path, rels: list[str], enough: int) -> int:
     """The pages' file sizes added up, stopping once past ``enough`` (a page that cannot be read
     counts 0: its extraction names it)."""
@@ -166,12 +162,6 @@ def _html_bytes(root: Path, rels: list[str], enough: int) -> int:
         if total >= enough:
             break
     return total
-
-
-def _workers(pages: int, workers: int | None) -> int:
-    if workers is None:
-        workers = workers_for(pages, _PARALLEL_BYTES, _cpus())
-    return workers
 
 
 def _start_worker() -> None:
@@ -189,11 +179,11 @@ class _Extractor:
     """Pages extracted (:meth:`pages`) or extracted and prepared (:meth:`prepared`) in path order,
     by this process or by a pool of workers (one pool for both: a worker keeps its markup-guard
     child); at most :data:`_AHEAD` jobs (batches of pages) a worker are ahead of the builder.
-    ``workers``: the pool's size (default: :func:`workers_for` of ``pages``, their bytes not known)."""
+    ``workers``: the pool's size (1: no pool; :func:`build_index` asks :func:`workers_for`)."""
 
-    def __init__(self, root: Path, pages: int, workers: int | None = None) -> None:
+    def __init__(self, root: Path, workers: int) -> None:
         self._root = root
-        self._workers = _workers(pages, workers)
+        self._workers = workers
         self._pool: Any = None
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
@@ -289,10 +279,10 @@ def build_index(
     :data:`_KEPT` characters)."""
     paths = _pages(root)
     if workers is None:
-        workers = workers_for(len(paths), _html_bytes(root, paths, _PARALLEL_BYTES), _cpus())
+        workers = workers_for(len(paths), _html_bytes(root, paths, _PARALLEL_BYTES), forks.cpus())
     kept: dict[str, Page] = {}
     size = 0
-    with _Extractor(root, len(paths), workers) as extractor:
+    with _Extractor(root, workers) as extractor:
 
         def sample() -> Iterator[Page]:
             nonlocal size

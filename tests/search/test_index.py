@@ -240,7 +240,7 @@ def test_worker_processes_write_the_bytes_one_process_writes(
 def test_an_unreadable_page_is_named_when_workers_extract(tmp_path: Path) -> None:
     """A page a worker cannot read is the same one-line error, naming the file, as in one process."""
     _tree_of_pages(tmp_path, 3)
-    with store._Extractor(tmp_path, 100, workers=2) as extractor, pytest.raises(FormatError) as caught:
+    with store._Extractor(tmp_path, workers=2) as extractor, pytest.raises(FormatError) as caught:
         list(extractor.pages(["p000.html", "gone.html", "p001.html"]))
     assert caught.value.subject == str(tmp_path / "gone.html")
     assert caught.value.message.startswith("cannot be read")

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from archiver import safefs
 from archiver.search import store
-with safefs.interruptible(), store._Extractor(Path(sys.argv[1]), 1000, workers=2) as ex:
+with safefs.interruptible(), store._Extractor(Path(sys.argv[1]), workers=2) as ex:
     assert ex._pool is not None, "the test needs the pool of two workers"
     assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)  # the parent's handler
     got = [ex._pool.apply(signal.getsignal, (s,)) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
@@ -57,7 +57,7 @@ from archiver import safefs
 from archiver.search import store
 root = Path(sys.argv[1])
 for _ in range(int(sys.argv[2])):
-    with safefs.interruptible(), store._Extractor(root, 1000, workers=2) as ex:
+    with safefs.interruptible(), store._Extractor(root, workers=2) as ex:
         assert ex._pool is not None
         for _page in ex.pages(store._pages(root)):
             pass
