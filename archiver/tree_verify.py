@@ -23,6 +23,7 @@ from typing import Any
 from archiver.errors import FormatError
 from archiver.findings import Verdict
 from archiver.tree import RESERVED_DIR, hash_file, is_private, manifest_path, records
+from archiver.urls import SEARCH_DIR
 
 __all__ = ["TreeProblem", "TreeReport", "is_tree", "verify_tree"]
 
@@ -155,7 +156,7 @@ def verify_tree(root: Path, *, links: bool = True) -> TreeReport:
     return report
 
 
-_SEARCH_DIR = f"{RESERVED_DIR}/search/"
+_SEARCH_DIR = f"{SEARCH_DIR}/"
 
 
 def _check_versions(root: Path, report: TreeReport) -> None:

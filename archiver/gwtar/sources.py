@@ -23,7 +23,7 @@ from archiver.gwtar import refs, rules
 from archiver.gwtar.body import TITLE_LIMIT
 from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.media import media_type_for
-from archiver.urls import RESERVED_DIR
+from archiver.urls import RESERVED_DIR, SEARCH_DIR
 
 __all__ = [
     "TOOL",
@@ -149,18 +149,17 @@ def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
         raise FormatError(f"cannot list folder: {e.strerror}", subject=folder) from None
 
 
-#: Where a tree's search index lives (archiver.search.archive.PREFIX, without importing the search).
-INDEX_PREFIX = f"{RESERVED_DIR}/search/"
+#: The tree paths of the search index's files start so (their sizes the walk keeps: Source.index_sizes).
+INDEX_PREFIX = f"{SEARCH_DIR}/"
 
 
 def _walk(root: str) -> Iterator[tuple[str, str, os.stat_result, bool]]:
     """Regular files under ``root`` in sorted path order as (tree path, file path, stat, whether it
-    is a symbolic link) (tree.md
-    §8.2): files directly inside the reserved folder are metadata and skipped, and so are the tree's
-    private files (:func:`archiver.tree.is_private`: the ``tmp`` folder is not entered); symlinks are
-    followed only to files inside the root that are not private; symlinked folders and special files
-    are skipped. Iterative (one generator, whatever the depth): trees of many small files are walked
-    at the cost of the stat."""
+    is a symbolic link) (tree.md §8.2): files directly inside the reserved folder are metadata and
+    skipped, and so are the tree's private files (:func:`archiver.tree.is_private`: the ``tmp``
+    folder is not entered); symlinks are followed only to files inside the root that are not
+    private; symlinked folders and special files are skipped. Iterative (one generator, whatever the
+    depth): trees of many small files are walked at the cost of the stat."""
     inside = root + os.sep
     stack: list[tuple[str, Iterator[os.DirEntry[str]]]] = [("", iter(_sorted_entries(root)))]
     while stack:

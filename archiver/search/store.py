@@ -23,6 +23,7 @@ from archiver.search import build, page
 from archiver.search.guarded import extract
 from archiver.search.text import MAX_HTML, Page
 from archiver.tree import RESERVED_DIR, manifest_path, records
+from archiver.urls import SEARCH_DIR
 
 if TYPE_CHECKING:  # the query core is imported by what opens an index, not by the build (~30 ms)
     from archiver.search.query import Index
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 #: Where a tree keeps its index, relative to its root.
-INDEX_DIR = f"{RESERVED_DIR}/search"
+INDEX_DIR = SEARCH_DIR
 _HTML = (".html", ".htm", ".xhtml")
 #: Characters of sampled pages (§2.2) kept for the build instead of being extracted again.
 _KEPT = 32 << 20

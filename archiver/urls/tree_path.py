@@ -22,6 +22,7 @@ __all__ = [
     "REPORT_NAME",
     "RESERVED_DIR",
     "RESERVED_NAMES",
+    "SEARCH_DIR",
     "STATE_NAME",
     "VERSIONS_NAME",
     "Kind",
@@ -34,6 +35,10 @@ Kind = Literal["page", "asset"]
 
 #: The folder at the root of every tree that holds assets (one sub-folder per host) and metadata.
 RESERVED_DIR = "_archiver"
+#: Where a tree keeps its search index and search page (formats/search.md §4.1), relative to its
+#: root: named here so that what must know the folder (pack's walk, a tree's verify) need not
+#: import the search.
+SEARCH_DIR = f"{RESERVED_DIR}/search"
 #: The capture's resume state (SQLite), directly inside RESERVED_DIR; SQLite names its side files
 #: (``-wal``, ``-shm``, ``-journal``…) after it. Re-exported by :mod:`archiver.tree`.
 STATE_NAME = "crawl.sqlite"
