@@ -265,9 +265,8 @@ def member_blocks_size(name: str, size: int) -> int:
 def member_blocks(name: str, size: int, *, mtime: int) -> bytes:
     """Everything before a regular member's data: one ustar header, preceded by a pax header when the
     name or size does not fit ustar (formats/gwtar.md §5.1: only unlisted members may need one)."""
-    parts = split_name(name)
-    if parts is not None and 0 <= size <= MAX_USTAR_SIZE and 0 <= mtime <= _MAX_MTIME:
-        return _encode(parts[0], parts[1], size, _fixed_fields(0o644, 0, 0, mtime, b"0", b"", "", ""))
+    if 0 <= size <= MAX_USTAR_SIZE and split_name(name) is not None:  # most members: no pax records
+        return encode_header(name, size, mtime=mtime)
     records = _pax_records(name, size)
     if not records:
         return encode_header(name, size, mtime=mtime)
