@@ -12,7 +12,9 @@ staging folder renamed; an existing one gets each member moved in, with a journa
 :func:`temp_path` names the temporary file of an output ``OUT`` as ``.OUT.archiver-tmp-PID-RAND``
 beside it; :func:`sweep_stale` removes those whose process is gone (after a ``kill -9``).
 :func:`interruptible` makes SIGTERM and SIGHUP raise :class:`KeyboardInterrupt`, so the same cleanup
-runs as for Ctrl-C (exit 130).
+runs as for Ctrl-C (exit 130). Inside it, :func:`deferred` holds those signals and Ctrl-C back for
+code that an exception raised between two of its bytecodes would leave unable to clean up; they are
+raised at its :func:`checkpoint` calls or when it ends.
 """
 
 from __future__ import annotations
@@ -32,7 +34,17 @@ from types import FrameType
 
 from archiver.errors import ArchiverError, FormatError, UsageError
 
-__all__ = ["TMP_TAG", "Staging", "interruptible", "io_error", "sweep_stale", "temp_dir", "temp_path"]
+__all__ = [
+    "TMP_TAG",
+    "Staging",
+    "checkpoint",
+    "deferred",
+    "interruptible",
+    "io_error",
+    "sweep_stale",
+    "temp_dir",
+    "temp_path",
+]
 
 TMP_TAG = ".archiver-tmp-"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -143,6 +155,49 @@ def interruptible() -> Iterator[None]:
         _signalled = None
         for s, h in old.items():
             signal.signal(s, h)
+
+
+#: a signal received inside a :func:`deferred` block and not raised yet (its name)
+_pending: str | None = None
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP received inside the block are held, not raised where they land:
+    :func:`checkpoint` raises :class:`KeyboardInterrupt` for a held one, and so does the block's end
+    (when no other exception is leaving it). For code that a KeyboardInterrupt between any two of its
+    bytecodes would leave unable to clean up: :mod:`zipfile` interrupted inside ``ZipFile.open`` keeps
+    the archive "writing", and closing it then raises ValueError in place of the interruption (and
+    again when the object is collected). Main thread only; elsewhere the block changes nothing."""
+    global _pending, _signalled
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _pending = None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        global _pending
+        _pending = _pending or signal.Signals(signum).name
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        name, _pending = _pending, None
+    if name is not None:
+        _signalled = name
+        raise KeyboardInterrupt(name)
+
+
+def checkpoint() -> None:
+    """Raise :class:`KeyboardInterrupt` if a signal is held by the enclosing :func:`deferred` block."""
+    global _pending, _signalled
+    if _pending is not None:
+        name, _pending = _pending, None
+        _signalled = name
+        raise KeyboardInterrupt(name)
 
 
 # ------------------------------------------------------------------------------------------ staging

@@ -261,13 +261,17 @@ def pack(paths: list[Path], out: Path) -> PackResult:
     tmp = safefs.temp_path(out)
     try:
         with safefs.interruptible():
-            with tmp.open("xb") as raw, zipfile.ZipFile(raw, "w", allowZip64=True) as zf:
-                for name in entries:
-                    if name in by_name:
-                        _copy_warc(zf, name, by_name[name])
-                    else:
-                        method = zipfile.ZIP_STORED if name.endswith(".gz") else zipfile.ZIP_DEFLATED
-                        zf.writestr(_info(name, method), small[name], compresslevel=9)
+            with tmp.open("xb") as raw:
+                # zipfile cannot be interrupted just anywhere (safefs.deferred): signals wait for a
+                # checkpoint (between members, between a WARC's MiB) or for the central directory
+                with safefs.deferred(), zipfile.ZipFile(raw, "w", allowZip64=True) as zf:
+                    for name in entries:
+                        safefs.checkpoint()
+                        if name in by_name:
+                            _copy_warc(zf, name, by_name[name])
+                        else:
+                            method = zipfile.ZIP_STORED if name.endswith(".gz") else zipfile.ZIP_DEFLATED
+                            zf.writestr(_info(name, method), small[name], compresslevel=9)
                 raw.flush()
                 os.fsync(raw.fileno())
             os.replace(tmp, out)
@@ -296,6 +300,7 @@ def _copy_warc(zf: zipfile.ZipFile, name: str, w: _Warc) -> None:
     sha = hashlib.sha256()
     with w.path.open("rb") as src, zf.open(info, "w", force_zip64=w.size >= 1 << 31) as dst:
         while chunk := src.read(1 << 20):
+            safefs.checkpoint()
             sha.update(chunk)
             dst.write(chunk)
     if sha.hexdigest() != w.sha256:
