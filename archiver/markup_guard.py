@@ -11,14 +11,16 @@ Below :data:`TRUSTED_TAGS` no construction found costs more than about 0.1 s and
 worst known: a few hundred formatting elements reopened in each of a few hundred paragraphs).
 
 The child is started on first use (one a process, a fresh interpreter that imports only the depth
-pass and Lexbor), reads pages from a pipe and answers each; one that went over a limit is killed and
-the next page starts another. Its time is its CPU, read from /proc while it parses, so a loaded
-machine refuses no more than a quiet one. It dies with its parent (``PR_SET_PDEATHSIG``).
+pass and Lexbor), reads pages from a pipe and answers each; one that went over a limit, or died, is
+killed and the next page starts another. Its time is its CPU, read from /proc while it parses, so a
+loaded machine refuses no more than a quiet one. It dies with its parent (``PR_SET_PDEATHSIG``: with
+the thread that started it, so one whose thread has ended is replaced).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import select
 import struct
@@ -127,12 +129,16 @@ class _Child:
         self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
             if f is not None:
-                f.close()
+                with contextlib.suppress(OSError):  # a page left in the buffer of a dead child's pipe
+                    f.close()
 
 
 _lock = threading.Lock()
 _child: _Child | None = None
 _owner = 0  # the pid that started _child: a forked worker starts its own
+#: the thread that started _child: the kernel sends ``PR_SET_PDEATHSIG`` when that thread ends (not
+#: the process), so a child started by a thread that has ended is gone or going, and is replaced
+_starter: threading.Thread | None = None
 
 
 def _close() -> None:
@@ -140,6 +146,17 @@ def _close() -> None:
     if _child is not None and _owner == os.getpid():
         _child.close()
     _child = None
+
+
+def _ensure_child() -> _Child:
+    """This process's child, started when there is none (or the one there is not this process's or
+    outlived the thread that started it). Under ``_lock``."""
+    global _child, _owner, _starter
+    if _child is not None and _owner == os.getpid() and _starter is not None and _starter.is_alive():
+        return _child
+    _close()
+    _child, _owner, _starter = _Child(), os.getpid(), threading.current_thread()
+    return _child
 
 
 atexit.register(_close)
@@ -176,16 +193,17 @@ def run(text: str, job: bytes) -> bytes:
 
 
 def _ask(data: bytes, kind: bytes) -> bytes:
-    global _child, _owner
     with _lock:
-        if _child is None or _owner != os.getpid():
-            _child, _owner = _Child(), os.getpid()
+        child = _ensure_child()
         seconds = limit_seconds(len(data))
-        answer, result = _child.ask(data, kind, seconds)
+        try:
+            answer, result = child.ask(data, kind, seconds)
+        except BaseException:  # it did not start, or an interruption: the next check starts another
+            _close()
+            raise
         if answer == _OK:
             return result
-        _child.close()
-        _child = None
+        _close()
     if answer == _MEMORY:
         raise CostlyMarkup(f"markup too costly to parse (more than {LIMIT_MIB} MiB)")
     raise CostlyMarkup(f"markup too costly to parse (more than {seconds:.1f} s of CPU)")

@@ -6,6 +6,7 @@ of few tags never starts the child; an ordinary large page passes. The inputs ar
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,15 @@ def test_the_limit_grows_with_the_page() -> None:
         markup_guard.limit_seconds(10 << 20)
         == markup_guard.LIMIT_SECONDS + 10 * markup_guard.LIMIT_SECONDS_A_MIB
     )
+
+
+def test_a_child_whose_starting_thread_ended_is_replaced() -> None:
+    """The kernel kills the child when the thread that started it ends (PR_SET_PDEATHSIG follows the
+    thread): the next check starts another instead of taking the dead child's silence for a refusal."""
+    thread = threading.Thread(target=markup_guard.vet, args=(_ordinary(5000),))
+    thread.start()
+    thread.join()
+    first = markup_guard._child
+    assert first is not None
+    markup_guard.vet(_ordinary(5000))
+    assert markup_guard._child is not first
