@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from archiver.cli.output import _print_json, _writing
 from archiver.errors import UsageError
 
 
@@ -133,6 +132,7 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
+    from archiver.cli.output import _print_json, _writing  # not at import: a capture prints no escaped name
     from archiver.merge import merge
 
     out = Path(args.out)
