@@ -65,7 +65,8 @@ def _new_version(args: argparse.Namespace) -> int:
     pending = recapture.begin(out)
     options = capture_options(args)
     wants_index = options["search_index"] is True or (options["search_index"] is None and not args.no_render)
-    options.update(refresh=not pending.resumed, search_index=False, revalidate=True)
+    final = recapture.FinalManifest(out, pending)
+    options.update(refresh=not pending.resumed, search_index=False, revalidate=True, final_manifest=final)
     code = capture_main(
         args.urls,
         out,
@@ -74,7 +75,7 @@ def _new_version(args: argparse.Namespace) -> int:
         bookmarks=Path(args.bookmarks) if args.bookmarks else None,
         **options,
     )
-    done = recapture.finish(out, pending)
+    done = recapture.finish(out, pending, final)
     if done.recorded is None:
         print(f"archiver: {out}: the new version is not recorded yet: the run did not finish; run the same "
               "command again to go on", file=sys.stderr)  # fmt: skip
