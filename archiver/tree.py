@@ -40,6 +40,7 @@ __all__ = [
     "read_records",
     "records",
     "title_from_html",
+    "write_manifest",
     "write_records",
 ]
 
@@ -391,3 +392,19 @@ def write_records(root: Path, header: Header, items: Iterable[Record]) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
+
+
+def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
+    """:func:`write_records`, the file's bytes built first and returned: each record encoded once
+    for a caller that stores the same bytes again (a re-capture's version,
+    :mod:`archiver.versions.recapture`)."""
+    data = _encoder.encode(header) + b"\n" + b"".join([_encoder.encode(r) + b"\n" for r in items])
+    path = manifest_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    return data

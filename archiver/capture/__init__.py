@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from archiver.capture.crawl import run_capture
 from archiver.capture.fetch import Resolver
@@ -41,6 +41,11 @@ from archiver.capture.options import CaptureOptions
 from archiver.capture.report import CaptureReport, Item
 from archiver.capture.transport import TransportFactory
 from archiver.errors import EXIT_PARTIAL, ArchiverError, CaptureError, UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from archiver.tree import Header, Record
 
 __all__ = ["CaptureOptions", "CaptureReport", "Item", "capture", "capture_main", "status_main"]
 
@@ -88,6 +93,7 @@ def capture(
     warc: bool = False,
     warc_max_size: int = 1_000_000_000,
     transport: TransportFactory | None = None,
+    final_manifest: Callable[[Header, list[Record]], None] | None = None,
     state: str | None = None,
     crawl: str | None = None,
     lease: float = 30.0,
@@ -175,6 +181,7 @@ def capture(
         warc=warc,
         warc_max_size=warc_max_size,
         transport=transport,
+        final_manifest=final_manifest,
     )
     if state is not None:
         from archiver.capture.redis.state import redis_state

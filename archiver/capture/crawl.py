@@ -402,7 +402,11 @@ class Crawler:
             relink(shard, self.out, self.scope.hygiene, self.writer, drop_candidates=fixed, rows=rows)
         self.state.set("complete", "1" if complete else "0")
         records = [public(record) for record in final_records(self.state, rows=rows)]
-        write_records(self.out, self._header(incomplete=not complete), records)
+        header = self._header(incomplete=not complete)
+        if complete and self.options.final_manifest is not None:  # a re-capture's: written once
+            self.options.final_manifest(header, records)
+        else:
+            write_records(self.out, header, records)
         self.writer.empty_tmp(remove=True)
         self.state.close()
         if isinstance(self.state, State):  # the report's rows and records, read once (one process)

@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Any
 from archiver.capture.policy import redact
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from archiver.capture.crawlstate import StateFactory
     from archiver.capture.fetch import Resolver
     from archiver.capture.transport import TransportFactory
+    from archiver.tree import Header, Record
 
 __all__ = ["CaptureOptions"]
 
@@ -75,6 +78,10 @@ class CaptureOptions:
     #: rendering (the build would nearly double its CPU) or for a worker of a shared crawl (the
     #: merged tree is indexed once: ``archiver index``).
     search_index: bool | None = None
+    #: When the run finished its frontier, writes its final manifest (the header and the records the
+    #: state gives, one a path) in place of :func:`archiver.tree.write_records`: a re-capture dates it
+    #: and leaves out what the run did not reach (:mod:`archiver.versions.recapture`), written once.
+    final_manifest: Callable[[Header, list[Record]], None] | None = None
 
     def wants_search_index(self) -> bool:
         if self.search_index is not None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from archiver.cli.output import _print_json, _writing
 from archiver.errors import UsageError
 
 
@@ -66,7 +65,8 @@ def _new_version(args: argparse.Namespace) -> int:
     pending = recapture.begin(out)
     options = capture_options(args)
     wants_index = options["search_index"] is True or (options["search_index"] is None and not args.no_render)
-    options.update(refresh=not pending.resumed, search_index=False, revalidate=True)
+    final = recapture.FinalManifest(out, pending)
+    options.update(refresh=not pending.resumed, search_index=False, revalidate=True, final_manifest=final)
     code = capture_main(
         args.urls,
         out,
@@ -75,7 +75,7 @@ def _new_version(args: argparse.Namespace) -> int:
         bookmarks=Path(args.bookmarks) if args.bookmarks else None,
         **options,
     )
-    done = recapture.finish(out, pending)
+    done = recapture.finish(out, pending, final)
     if done.recorded is None:
         print(f"archiver: {out}: the new version is not recorded yet: the run did not finish; run the same "
               "command again to go on", file=sys.stderr)  # fmt: skip
@@ -133,6 +133,7 @@ def capture_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
+    from archiver.cli.output import _print_json, _writing  # not at import: a capture prints no escaped name
     from archiver.merge import merge
 
     out = Path(args.out)

@@ -3,6 +3,7 @@ line (control characters, backslashes, bytes that are not UTF-8), and a failed w
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -23,7 +24,13 @@ def _encodable(*texts: str | None) -> bool:
     return True
 
 
-_UNPRINTABLE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+@functools.cache
+def _unprintable() -> re.Pattern[str]:
+    """What :func:`_escaped` escapes, compiled on first use: the class with the surrogates' range takes
+    ~4 M instructions to compile, paid at every start of every command that imports this module."""
+    return re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -39,7 +46,7 @@ def _escape_one(m: re.Match[str]) -> str:
 
 def _escaped(text: str) -> str:
     """``text`` on one line: control characters, backslashes and bytes that are not UTF-8 as escapes."""
-    return _UNPRINTABLE.sub(_escape_one, text)
+    return _unprintable().sub(_escape_one, text)
 
 
 def _writing(run: Callable[[], Any], out: Path) -> Any:

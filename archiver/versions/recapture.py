@@ -18,12 +18,12 @@ from typing import Any, NamedTuple
 import msgspec
 
 from archiver.errors import FormatError, UsageError
-from archiver.tree import Header, read_header, write_records
+from archiver.tree import Header, Record, read_header, write_manifest, write_records
 from archiver.urls import REPORT_NAME, RESERVED_DIR
 from archiver.versions import store
 from archiver.versions.keeper import for_tree
 
-__all__ = ["PENDING", "Pending", "begin", "finish"]
+__all__ = ["PENDING", "FinalManifest", "Pending", "begin", "finish"]
 
 PENDING = store.PENDING
 
@@ -114,18 +114,16 @@ class Finished(NamedTuple):
     removed: int  # files the run did not reach again, taken out of the tree
 
 
-def finish(root: Path, pending: Pending) -> Finished:
-    """After the capture: when its run finished the frontier, every record the run did not fetch
-    again (fetched before ``pending.started``) leaves the tree and the manifest, the manifest is
-    dated with the run's start, and the state is recorded as a new version; else nothing changes."""
-    if not _complete(root):
-        return Finished(None, 0)
-    header = read_header(root)
-    assert header is not None
+def _settle(
+    root: Path, pending: Pending, header: Header, records: list[Record]
+) -> tuple[Header, list[Record], int]:
+    """The manifest a finished re-capture leaves (its header dated with the run's start, the records
+    the run fetched again) and how many files left the tree: every record the run did not fetch again
+    (fetched before ``pending.started``) is taken out of the tree, its bytes kept first."""
     kept, gone = [], []
     stamp: str | None = _stamp(pending.started)
     stamp = stamp if _STAMPED.fullmatch(stamp) else None
-    for r in store.manifest_records(root):  # one decode a line
+    for r in records:
         (gone if _before(r.fetched, pending.started, stamp) else kept).append(r)
     keeper = for_tree(root) if gone else None
     for r in gone:
@@ -141,7 +139,53 @@ def finish(root: Path, pending: Pending) -> Finished:
     options.pop("version", None)
     new_header = Header(home=header.home, created=_stamp(pending.started), tool=header.tool,
                         seeds=header.seeds, options=options)  # fmt: skip
+    return new_header, kept, len(gone)
+
+
+class FinalManifest:
+    """The capture's ``final_manifest`` for a re-capture: when the run finished its frontier, the
+    manifest :func:`finish` would make of the one the capture writes is written in its place, once
+    (one encoding, one fsync; :func:`finish` records those bytes as the version). An error taking a
+    file out leaves the capture's own manifest, as before, and is raised by :func:`finish`."""
+
+    def __init__(self, root: Path, pending: Pending) -> None:
+        self.root = root
+        self.pending = pending
+        self.written: tuple[Header, list[Record], bytes] | None = None
+        self.removed = 0
+        self.error: Exception | None = None
+
+    def __call__(self, header: Header, records: list[Record]) -> None:
+        try:
+            new_header, kept, self.removed = _settle(self.root, self.pending, header, records)
+        except Exception as e:  # raised after the run's report, as when finish took the files out
+            self.error = e
+            write_records(self.root, header, records)
+            return
+        self.written = (new_header, kept, write_manifest(self.root, new_header, kept))
+
+
+def finish(root: Path, pending: Pending, final: FinalManifest | None = None) -> Finished:
+    """After the capture: when its run finished the frontier, every record the run did not fetch
+    again (fetched before ``pending.started``) leaves the tree and the manifest, the manifest is
+    dated with the run's start, and the state is recorded as a new version; else nothing changes.
+    ``final``: the capture's ``final_manifest``; when it wrote the manifest, that is recorded as it
+    is (nothing read back, nothing encoded again)."""
+    if final is not None and final.error is not None:
+        raise final.error
+    if final is not None and final.written is not None:
+        header, kept, data = final.written
+        done = store.record(root, (header, kept), data)
+        _pending_path(root).unlink(missing_ok=True)
+        return Finished(done, final.removed)
+    if not _complete(root):
+        return Finished(None, 0)
+    header = read_header(root)
+    assert header is not None
+    new_header, kept, removed = _settle(
+        root, pending, header, store.manifest_records(root)
+    )  # one decode a line
     write_records(root, new_header, kept)
     done = store.record(root, (new_header, kept))  # what was just written: not read back
     _pending_path(root).unlink(missing_ok=True)
-    return Finished(done, len(gone))
+    return Finished(done, removed)

@@ -280,11 +280,15 @@ class Recorded(NamedTuple):
     bytes_added: int
 
 
-def record(root: Path, written: tuple[Header, list[Record]] | None = None) -> Recorded:
+def record(
+    root: Path, written: tuple[Header, list[Record]] | None = None, encoded: bytes | None = None
+) -> Recorded:
     """Record the tree's current state as a version (formats/history.md §2): its manifest only (the
     tree holds the bytes until a capture lets a file go, :mod:`archiver.versions.keeper`).
     ``written``: the header and records the caller has just written as the tree's manifest (with
-    :func:`archiver.tree.write_records`: one record a path), recorded without reading it back."""
+    :func:`archiver.tree.write_records`: one record a path), recorded without reading it back;
+    ``encoded``: that manifest's bytes, as :func:`archiver.tree.write_manifest` returned them (then
+    no record is encoded again)."""
     header = read_header(root) if written is None else written[0]
     if header is None:
         raise UsageError("has no manifest: only a capture's tree has versions", subject=str(root))
@@ -296,20 +300,21 @@ def record(root: Path, written: tuple[Header, list[Record]] | None = None) -> Re
     if current is None:
         same = next(v for v in reversed(existing) if v.recorded)
         return Recorded(same, False, 0, 0)
-    lines = [_encoder.encode(header) + b"\n"]  # the manifest compacted, as _manifest_bytes: one pass
-    for r in manifest_records(root) if written is None else written[1]:
+    records = manifest_records(root) if written is None else written[1]
+    for r in records:
         why = safe_path(r.path)
         if why:
             raise FormatError(why, subject=f"{manifest_path(root)}: {r.path}")
         if not _HEX64.match(r.sha256):
             blob_path(root, r.sha256)  # raises: not a SHA-256
-        lines.append(_encoder.encode(r) + b"\n")
-    files = len(lines) - 1
+    if encoded is None or written is None:  # the manifest compacted, as _manifest_bytes
+        encoded = _encoder.encode(header) + b"\n" + b"".join([_encoder.encode(r) + b"\n" for r in records])
+    files = len(records)
     mark = folder / STORE_MARK
     if not mark.is_file():
         _write_atomic(mark, STORE_FORMAT)
     vid = current.id
-    body = _version_body(b"".join(lines), vid)
+    body = _version_body(encoded, vid)
     _write_atomic(folder / f"{vid}.jsonl", body)
     report = root / RESERVED_DIR / REPORT_NAME
     if report.is_file():
