@@ -212,8 +212,11 @@ class Crawler:
             row = state.row(key)
             if row is not None and row.state == "skipped":
                 state.mark(key, state="pending", outcome="", reason="")
-        if self.options.refresh:
+        mark = self.options.refresh_mark
+        if self.options.refresh and (mark is None or state.get("refreshed") != mark):
             state.refresh()
+            if mark is not None:  # a kill before this line refreshes again when resumed: no harm
+                state.set("refreshed", mark)
         state.requeue(("failed", "unconfirmed"), self.options.max_attempts)
         self.budget.start()
         state.set("complete", "0")

@@ -40,6 +40,11 @@ class CaptureOptions:
     asset_cap: int = 25 << 20
     resume: bool = True
     refresh: bool = False
+    #: With ``refresh``: the refresh is applied once for this mark (a re-capture's start): a run whose
+    #: state was refreshed for it already (a resumed re-capture) goes on from where it stopped, and
+    #: one that failed before its state was refreshed (a usage error, the tree's lock held) still
+    #: refreshes when run again (formats/history.md §6).
+    refresh_mark: str | None = None
     #: Ask every page again unconditionally and render it (by default a page whose conditional
     #: request is answered 304 keeps its previous file: formats/history.md §6.1).
     rerender: bool = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from archiver.errors import UsageError
+from archiver.errors import EXIT_PARTIAL, UsageError
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
@@ -66,7 +66,8 @@ def _new_version(args: argparse.Namespace) -> int:
     options = capture_options(args)
     wants_index = options["search_index"] is True or (options["search_index"] is None and not args.no_render)
     final = recapture.FinalManifest(out, pending)
-    options.update(refresh=not pending.resumed, search_index=False, revalidate=True, final_manifest=final)
+    options.update(refresh=True, refresh_mark=pending.mark, search_index=False, revalidate=True,
+                   final_manifest=final)  # fmt: skip
     code = capture_main(
         args.urls,
         out,
@@ -76,6 +77,8 @@ def _new_version(args: argparse.Namespace) -> int:
         **options,
     )
     done = recapture.finish(out, pending, final)
+    if done.recorded is None and code not in (0, EXIT_PARTIAL):
+        return code  # it failed, and said why (the pending mark stays: run again, it refreshes once)
     if done.recorded is None:
         print(f"archiver: {out}: the new version is not recorded yet: the run did not finish; run the same "
               "command again to go on", file=sys.stderr)  # fmt: skip

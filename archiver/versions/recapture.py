@@ -30,7 +30,13 @@ PENDING = store.PENDING
 
 class Pending(NamedTuple):
     started: datetime
-    resumed: bool  # True: an interrupted re-capture goes on (the crawl state is resumed, not refreshed)
+    resumed: bool  # True: an interrupted or failed re-capture goes on (its mark and start kept)
+
+    @property
+    def mark(self) -> str:
+        """The capture's ``refresh_mark``: the crawl state is refreshed once for this re-capture, so a
+        resumed one goes on where it stopped and one that failed before refreshing refreshes."""
+        return _stamp(self.started)
 
 
 def _pending_path(root: Path) -> Path:
@@ -154,8 +160,10 @@ class FinalManifest:
         self.written: tuple[Header, list[Record], bytes] | None = None
         self.removed = 0
         self.error: Exception | None = None
+        self.ran = False  # the capture finished its frontier in this process and called it
 
     def __call__(self, header: Header, records: list[Record]) -> None:
+        self.ran = True
         try:
             new_header, kept, self.removed = _settle(self.root, self.pending, header, records)
         except Exception as e:  # raised after the run's report, as when finish took the files out
@@ -178,6 +186,11 @@ def finish(root: Path, pending: Pending, final: FinalManifest | None = None) -> 
         done = store.record(root, (header, kept), data)
         _pending_path(root).unlink(missing_ok=True)
         return Finished(done, final.removed)
+    if final is not None and not final.ran:
+        # the capture did not finish its frontier in this run: it stopped, or never started (a usage
+        # error, the tree's lock held by another capture), and the report there is an earlier run's
+        # (read as finished, it once took every file out of the tree)
+        return Finished(None, 0)
     if not _complete(root):
         return Finished(None, 0)
     header = read_header(root)

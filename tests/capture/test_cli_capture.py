@@ -30,6 +30,7 @@ NOT_FLAGS = {
     "transport": "--from-warc FILE... (the records of those files answer, formats/warc.md 8)",
     "revalidate": "--new-version sets it (the first pass of formats/history.md 6.3)",
     "final_manifest": "--new-version sets it (the manifest dated and trimmed, written once: history.md 6)",
+    "refresh_mark": "--new-version sets it (the refresh applied once a re-capture: history.md 6)",
 }
 
 

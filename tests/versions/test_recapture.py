@@ -7,6 +7,7 @@ and the same command finishes it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -129,6 +130,7 @@ def _recapture_in_process(url: str, out: Path, monkeypatch: pytest.MonkeyPatch, 
 
         class Unused(recapture.FinalManifest):
             def __call__(self, header: Header, records: list[Record]) -> None:
+                self.ran = True
                 crawl.write_records(self.root, header, records)
 
         monkeypatch.setattr(recapture, "FinalManifest", Unused)
@@ -345,3 +347,43 @@ def test_a_file_moved_aside_by_a_clash_stays_in_its_version(tmp_path: Path) -> N
     vs = store.versions(out)
     assert _cli("extract", str(out), "--version", vs[0].id, "-o", str(first)).returncode == 0
     assert tree_files(first) == first_files
+
+
+@pytest.mark.parametrize("failure", ["usage error", "lock held"])
+def test_a_re_capture_that_never_ran_takes_nothing_out_and_the_next_one_refreshes(
+    site: Path, tmp_path: Path, failure: str
+) -> None:
+    """``--new-version`` that fails before its crawl (a misspelt scheme in a seed; another capture
+    holding the tree's lock) once read the previous run's report as its own finished one: every file
+    left the tree and an empty version was recorded. Now the tree and versions are untouched, and the
+    same command run again fetches everything again (the refresh is applied once a re-capture, not
+    skipped as a resume's) and records the site as it is."""
+    import fcntl
+
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        assert _capture(server.url, out).returncode == 0
+        before = tree_files(out)
+        time.sleep(1.1)
+        (site / "a.html").write_text(_page("A", "<p>A changed.</p>"))
+        if failure == "usage error":
+            seeds = (server.url, "htp://127.0.0.1/")
+            failed = _cli("capture", *seeds, "-o", str(out), "--no-render", "--new-version")
+        else:
+            fd = os.open(out / "_archiver", os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                failed = _capture(server.url, out, "--new-version")
+            finally:
+                os.close(fd)
+        assert failed.returncode == 2, failed.stderr
+        assert "recorded" not in failed.stderr and "removed" not in failed.stderr
+        assert tree_files(out) == before
+        assert [v.recorded for v in store.versions(out)][:1] == [True]
+        assert not any(v.recorded for v in store.versions(out)[1:])
+        time.sleep(1.1)
+        again = _capture(server.url, out, "--new-version")
+        assert again.returncode == 0, again.stderr
+        assert "recorded (5 files, 0 no longer on the site removed" in again.stderr, again.stderr
+    assert b"A changed." in (out / "a.html").read_bytes()
+    assert [v.recorded for v in store.versions(out)] == [True, True]
