@@ -315,7 +315,7 @@ if (typeof window === "undefined" || typeof document === "undefined") {
 const realStop = window.stop, realFetch = window.fetch.bind(window);
 window.stop = () => {};
 
-const doc = document, docURL = location.href.split("#")[0], secure = !!(window.isSecureContext && window.crypto && crypto.subtle);
+const doc = document, docURL = location.href.split("#")[0], secure = !!(window.isSecureContext && window.crypto?.subtle);
 const RETAIN = 256 << 20, VERIFY_MAX = 256 << 20, SLICE_UNVERIFIED = 16 << 20;
 const LAZY = "src srcset poster data href xlink-href background media".split(" ").map(a => "[data-gwtar-" + a + "]").join();
 const NS = {
@@ -329,7 +329,7 @@ const esc = s => String(s).replace(/[&<>"']/g, c => "&#" + c.charCodeAt(0) + ";"
 const decodeText = (b, label) => { try { return new TextDecoder(label || "utf-8").decode(b); } catch (e) { return new TextDecoder().decode(b); } };
 const blobURL = (data, type) => URL.createObjectURL(new Blob([data], { type }));
 const fileName = () => decodeSegment(location.pathname.split("/").pop() || "archive.gwtar.html");
-const isMediaChild = el => /^(source|track)$/.test(el.localName) && /^(video|audio)$/.test(el.parentNode && el.parentNode.localName);
+const isMediaChild = el => /^(source|track)$/.test(el.localName) && /^(video|audio)$/.test(el.parentNode?.localName);
 class IntegrityError extends Error {}
 
 function problem(kind, path, what) {
@@ -337,9 +337,9 @@ function problem(kind, path, what) {
   if (kind !== "missing") showNotice();
 }
 function fail(err, el, path) {
-  if (!(err instanceof IntegrityError)) return problem("error", path, String(err && err.message || err));
+  if (!(err instanceof IntegrityError)) return problem("error", path, String(err?.message || err));
   problem("integrity", path, err.message);
-  if (el && el.style) { el.setAttribute("data-gwtar-error", err.message); el.style.outline = "3px dashed #c00"; }
+  if (el?.style) { el.setAttribute("data-gwtar-error", err.message); el.style.outline = "3px dashed #c00"; }
 }
 
 // ------------------------------------------------------------ byte sources
@@ -552,17 +552,17 @@ class Archive {
     });
   }
   async inVersion(id, path) {
-    const v = await this.versions(), e = v && v.list.find(x => x.id === id), f = e && await this.once("\0v" + id, async () =>
+    const v = await this.versions(), e = v?.list.find(x => x.id === id), f = e && await this.once("\0v" + id, async () =>
       new Map(decodeText(await this.bytes(await this.lookup(e.manifest))).split("\n").slice(1).filter(l => l.trim()).map(l => { const r = JSON.parse(l); return [r.path, r]; })));
-    const r = f && f.get(path), m = r && v.h.get(r.sha256);
-    return m && m.size === r.size ? { ...m, path: "@" + id + "/" + path, type: r.media_type || m.type, kind: r.kind } : null;
+    const r = f?.get(path), m = r && v.h.get(r.sha256);
+    return m?.size === r.size ? { ...m, path: "@" + id + "/" + path, type: r.media_type || m.type, kind: r.kind } : null;
   }
   async lookup(path) {
     const at = VP.exec(path);
     if (at) return this.inVersion(at[1], at[2]);
     if (!this.index && this.listed.has(path)) return this.listed.get(path);
     const ix = await this.loadIndex();
-    return ix && ix.get(path) || null;
+    return ix?.get(path) || null;
   }
   bytes(m) { return this.once(m.path, async () => this.verify(m, await this.source.read(m.offset, m.offset + m.size))); }
   // What the main page's first render needs, asked for as soon as the loader starts (firstSpans).
@@ -604,16 +604,16 @@ function marker(path) {
   return markerURLs.get(markerIds.get(path)) || "data:,gwtar-" + markerIds.get(path) + "-";
 }
 const routeURL = (path, frag, query) => docURL + routeHash(path, frag, query);
-const withFragment = (u, r) => u + (r && r.fragment != null ? "#" + r.fragment : "");
+const withFragment = (u, r) => u + (r?.fragment != null ? "#" + r.fragment : "");
 
 // One document being rewritten: `path` its tree path, `base` what its references resolve against,
 // `eager` for frames and srcdoc (everything is loaded before they are written).
 class Ctx {
   constructor(path, eager) { Object.assign(this, { path, base: path, eager, sheets: new Map() }); }
-  resolve(ref) { const r = resolveRef(this.base, ref); return r && r.path ? r : null; }
+  resolve(ref) { const r = resolveRef(this.base, ref); return r?.path ? r : null; }
   async entry(ref, from) {
-    const r = from ? resolveRef(from, ref) : this.resolve(ref), m = r && r.path && await archive.lookup(r.path);
-    if (r && r.path && !m) problem("missing", r.path, r.path + " is not in the archive");
+    const r = from ? resolveRef(from, ref) : this.resolve(ref), m = r?.path && await archive.lookup(r.path);
+    if (r?.path && !m) problem("missing", r.path, r.path + " is not in the archive");
     return m || null;
   }
   // A stylesheet's text, references resolved: @import -> blob of the processed sheet (a cycle ->
@@ -677,7 +677,7 @@ class Ctx {
       m.removeAttribute("http-equiv");
     }
     const baseEl = d.querySelector("base[href]"), br = baseEl && resolveRef(this.path, baseEl.getAttribute("href"));
-    if (br && br.path) this.base = br.path;
+    if (br?.path) this.base = br.path;
     d.querySelectorAll("base").forEach(b => b.removeAttribute("href"));
     const all = [...d.getElementsByTagName("*")];
     d.querySelectorAll("template").forEach(t => all.push(...t.content.querySelectorAll("*")));
@@ -694,7 +694,7 @@ class Ctx {
         /* A GET form to a page of the archive (the site's own search box rewritten to the search
            page, formats/search.md section 9) is sent to its route by onSubmit: a native submission
            would load FILE/~/path?q=, which is no file on disk, or reload the archive. */
-        const action = get("action"), to = action && action.trim() ? resolveRef(this.base, action) : { path: this.path };
+        const action = get("action"), to = action?.trim() ? resolveRef(this.base, action) : { path: this.path };
         if (to) el.setAttribute("data-gwtar-action", to.path || this.path);
       } else if (tag === "link") {
         const rels = (get("rel") || "").toLowerCase().split(/\s+/), none = () => el.setAttribute("href", "data:text/css,");
@@ -731,7 +731,7 @@ class Ctx {
     // serve, answered from the archive by pageFetch, mapped back by runtimeRef).
     const head = d.head || d.documentElement, vb = d.createElement("base");
     vb.setAttribute("href", archive.memberURL(dirOf(this.base).concat("").join("/")));
-    if (baseEl && baseEl.getAttribute("target")) vb.setAttribute("target", baseEl.getAttribute("target"));
+    if (baseEl?.getAttribute("target")) vb.setAttribute("target", baseEl.getAttribute("target"));
     head.prepend(vb);
     if (!d.querySelector("link[rel~=icon i]")) head.append(Object.assign(d.createElement("link"), { rel: "icon", href: "data:," }));
     // The first two plain images are most likely above the fold: ask for them with the fonts instead
@@ -789,14 +789,14 @@ class Lazy {
         const html = await new Ctx(m.path, true).html(decodeText(await archive.bytes(m)));
         el.setAttribute(tag === "iframe" ? "srcdoc" : "data", tag === "iframe" ? html : blobURL(html, "text/html"));
       }, el, ref));
-    } else if (has("srcset") || tag === "img" && el.parentNode && el.parentNode.localName === "picture") jobs.push(this.srcset(el, all));
+    } else if (has("srcset") || tag === "img" && el.parentNode?.localName === "picture") jobs.push(this.srcset(el, all));
     else if (has("src")) jobs.push(this.load(el, take("src"), put("src")));
     return Promise.all(jobs).then(() => tag === "img" && !all && el.src && !el.src.startsWith("data:") && track(el.decode().catch(noop)));
   }
   // srcset and <picture>: the browser picks. Candidates become markers; the one it tries fails at once
   // (no request) and the capturing "error" listener (onError) loads exactly that member.
   srcset(img, all) {
-    const p = img.parentNode, els = p && p.localName === "picture" ? [...p.children].filter(c => c.localName === "source").concat(img) : [img];
+    const p = img.parentNode, els = p?.localName === "picture" ? [...p.children].filter(c => c.localName === "source").concat(img) : [img];
     return Promise.all(els.flatMap(el => ["srcset", "src"].map(async a => {
       const v = el.getAttribute("data-gwtar-" + a);
       if (v == null) return;
@@ -817,8 +817,8 @@ class Lazy {
       if (!m) return problem("missing", path, path + " is not in the archive");
       const u = await archive.url(m);
       markerURLs.set(+id, u);
-      for (const el of p && p.localName === "picture" ? p.children : [img]) {
-        for (const a of ["srcset", "src"]) { const v = el.getAttribute(a); if (v && v.includes(url)) el.setAttribute(a, v.split(url).join(u)); }
+      for (const el of p?.localName === "picture" ? p.children : [img]) {
+        for (const a of ["srcset", "src"]) { const v = el.getAttribute(a); if (v?.includes(url)) el.setAttribute(a, v.split(url).join(u)); }
       }
       await img.decode().catch(noop);
     }, img, path);
@@ -913,7 +913,7 @@ class Lazy {
   }
   scheduleSweep() {
     clearTimeout(sweepTimer);
-    sweepTimer = later(() => { sweepTimer = 0; if (current && current.lazy === this) this.sweep(); }, 50);
+    sweepTimer = later(() => { sweepTimer = 0; if (current?.lazy === this) this.sweep(); }, 50);
   }
   // In the live document: observe deferred elements; re-sweep on what page scripts change; follow
   // images that page scripts make (the loader itself only sets src, href and style).
@@ -940,6 +940,7 @@ class Lazy {
       if (sweep) this.scheduleSweep();
     }).observe(this.doc.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: ["class", "src", "open"] });
     addEventListener("resize", () => this.scheduleSweep());
+    this.doc.addEventListener("load", e => { if (e.target.localName === "link") this.scheduleSweep(); }, true);
   }
   observe(el) {
     const t = el.localName;
@@ -982,6 +983,9 @@ NS.idle = () => new Promise(resolve => {
     else requestAnimationFrame(() => later(check, 16));
   })();
 });
+// Resolves when every stylesheet link of the document has loaded or failed (at most 5 s each).
+const sheetsApplied = d => Promise.all([...d.querySelectorAll("link[rel~=stylesheet]")].map(l => l.sheet || l.disabled ||
+  new Promise(r => { l.addEventListener("load", r); l.addEventListener("error", r); later(r, 5000); })));
 NS.go = (path, frag, query) => { location.hash = routeHash(path, frag, query); };
 // For a page shown by the loader (the search page, formats/gwtar.md section 7.2): the route of the
 // address, the address of a route (a link that opens a member here), a blob URL of a member's
@@ -1021,16 +1025,16 @@ function write(html) {
 function saveScroll() { try { history.replaceState({ gwtarScroll: scrollY }, ""); } catch (e) { /* rate-limited */ } }
 function onError(ev) {
   const t = ev.target;
-  if (t && t.localName === "img" && current && current.lazy && current.lazy.onMarkerError(t, t.currentSrc || t.getAttribute("src") || "")) ev.stopImmediatePropagation();
+  if (t?.localName === "img" && current?.lazy?.onMarkerError(t, t.currentSrc || t.getAttribute("src") || "")) ev.stopImmediatePropagation();
 }
 // A GET form whose action names a member opens that member's route with the form's fields as the
 // route's query. Runs after the page's own listeners (window, bubbling): a page that handles its
 // form itself (preventDefault) keeps it; POST, and a submitter with its own formaction, are left to
 // the browser.
 function onSubmit(ev) {
-  const f = ev.target, s = ev.submitter, path = f && f.getAttribute && f.getAttribute("data-gwtar-action");
-  const method = (s && s.getAttribute("formmethod") || f && f.getAttribute && f.getAttribute("method") || "get").toLowerCase();
-  if (ev.defaultPrevented || path == null || method !== "get" || !archive || s && s.hasAttribute("formaction")) return;
+  const f = ev.target, s = ev.submitter, path = f?.getAttribute?.("data-gwtar-action");
+  const method = (s?.getAttribute("formmethod") || f?.getAttribute?.("method") || "get").toLowerCase();
+  if (ev.defaultPrevented || path == null || method !== "get" || !archive || s?.hasAttribute("formaction")) return;
   let data;
   try { data = new FormData(f, s); } catch (e) { data = new FormData(f); }
   ev.preventDefault();
@@ -1043,7 +1047,7 @@ function onRoute() {
   else render(path, r.fragment, r.query);
 }
 function scrollToFragment(frag) {
-  if (!frag) return scrollTo(0, history.state && history.state.gwtarScroll || 0);
+  if (!frag) return scrollTo(0, history.state?.gwtarScroll || 0);
   const id = decodeSegment(frag), el = doc.getElementById(id) || doc.getElementsByName(id)[0];
   if (el) el.scrollIntoView();
   else if (/^top$/i.test(id)) scrollTo(0, 0);
@@ -1084,7 +1088,10 @@ async function render(path, frag, query) {
       scrollToFragment(frag);
       const y = scrollY;
       // idle() waits for the first sweep, whose loads it then tracks: none may be in flight unseen.
-      track(new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => { try { lazy.sweep(); } finally { r(); } }))));
+      // It runs once the page's stylesheets are applied (a blob: sheet written with the page may
+      // still be loading at DOMContentLoaded; a sweep before it would see no marker); a sheet that
+      // arrives later (or that a script adds) sweeps again when it loads.
+      track(sheetsApplied(lazy.doc).then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => { try { lazy.sweep(); } finally { r(); } })))));
       later(async () => {
         await NS.idle();
         await doc.fonts.ready;
@@ -1103,7 +1110,7 @@ async function render(path, frag, query) {
   } catch (err) {
     if (seq === renderSeq) {
       fatal(err instanceof IntegrityError ? "This page failed its integrity check and is not shown. " + err.message :
-        "The page " + path + " could not be loaded: " + (err && err.message || err), true);
+        "The page " + path + " could not be loaded: " + (err?.message || err), true);
     }
   }
 }
@@ -1115,7 +1122,7 @@ function shell(title, body) {
 }
 function extractHelp(hdr) {
   return "<p>Or extract it: it is an HTML header followed by a tar archive.</p><pre>tail -c +" + (hdr.overhead + 1) + " " + esc(shellQuote(fileName())) +
-    " | tar -x</pre><p>then open the extracted <code>" + esc(hdr.meta && hdr.meta.main || "index.html") + "</code>.</p>";
+    " | tar -x</pre><p>then open the extracted <code>" + esc(hdr.meta?.main || "index.html") + "</code>.</p>";
 }
 const mainLink = () => archive && archive.main ? "<p><a href='" + esc(routeURL(archive.main)) + "'>Go to the archive's main page</a></p>" : "";
 function fatal(message, help) {
@@ -1167,7 +1174,7 @@ const vRoute = (id, path, list) => id === list[list.length - 1].id ? path : "@" 
 // this page since the version before: the diff page the packer adds (formats/gwtar.md section 13.4),
 // a page of the archive like the search page, which reads both versions through gwtar.url.
 async function showVersions(path) {
-  const v = await archive.versions(), list = v && v.list;
+  const v = await archive.versions(), list = v?.list;
   if (!list || !current || current.path !== path || path.startsWith("_archiver/")) return;
   const at = VP.exec(path), id = at ? at[1] : list[list.length - 1].id, real = at ? at[2] : path, i = list.findIndex(e => e.id === id), host = doc.createElement("div");
   host.setAttribute("data-gwtar-versions", "");
@@ -1190,7 +1197,7 @@ function picker(hdr, message) {
   input.addEventListener("change", () => input.files[0] && openFile(input.files[0]));
   addEventListener("dragover", ev => { ev.preventDefault(); zone.className = "on"; });
   addEventListener("dragleave", () => { zone.className = ""; });
-  addEventListener("drop", ev => { ev.preventDefault(); const f = ev.dataTransfer && ev.dataTransfer.files[0]; if (f) openFile(f); });
+  addEventListener("drop", ev => { ev.preventDefault(); const f = ev.dataTransfer?.files[0]; if (f) openFile(f); });
 }
 // Read the chosen file's own header (it need not be this archive) and show it from disk.
 async function openFile(file) {
@@ -1230,7 +1237,7 @@ function start(source, hdr) {
   onRoute();
 }
 
-const boot = fn => window.scheduler && scheduler.postTask ? scheduler.postTask(fn, { priority: "user-blocking" }) : later(fn);
+const boot = fn => window.scheduler?.postTask ? scheduler.postTask(fn, { priority: "user-blocking" }) : later(fn);
 boot(() => {
   // Read the header's values (the v1 globals and extension 1's metadata element) before the document
   // is replaced; replace the parser, so nothing after the header is parsed; stop the download.

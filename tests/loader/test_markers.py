@@ -101,7 +101,10 @@ class Holder:
             if self.held.get(path):
                 return
             page.wait_for_timeout(25)
-        state = page.evaluate("[gwtar.state, gwtar.page, gwtar.problems]")
+        state = page.evaluate(
+            "[gwtar.state, gwtar.page, gwtar.problems, getComputedStyle(document.body).backgroundImage,"
+            " [...document.querySelectorAll('link')].map(l => [l.rel, l.href.slice(0, 5), !!l.sheet])]"
+        )
         seen = f"ranges asked: {self.seen}; loader: {state}"
         raise AssertionError(f"no request for {path} in {seconds:g} s; {seen}")
 
@@ -134,4 +137,35 @@ def test_a_marker_loaded_for_the_page_before_is_resolved_on_the_next(page: Page,
         wait_ready(page, "b.html")
         assert page.evaluate("window.late") == 1
         assert "blob:" in page.evaluate(BACKGROUND)
+        assert page.evaluate("gwtar.problems") == []
+
+
+@pytest.fixture(scope="module")
+def switched(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A page with a second stylesheet that is disabled until a script enables it (a theme switch):
+    its background tile is a marker no layout used when the page was shown."""
+    tree = tmp_path_factory.mktemp("switched") / "tree"
+    tree.mkdir()
+    (tree / "index.html").write_text(
+        '<!DOCTYPE html><html><head><link rel="stylesheet" href="light.css">'
+        '<link rel="stylesheet" href="dark.css" id="dark" disabled></head><body><p>theme</p></body></html>'
+    )
+    (tree / "light.css").write_text("body { margin: 0 }\n")
+    (tree / "dark.css").write_text("body { background: url(tile.png) }\n")
+    (tree / "tile.png").write_bytes(_png(40, 40))
+    out = tree.parent / "switched.gwtar.html"
+    gwtar.pack(tree, out, main="index.html")
+    return out
+
+
+def test_a_stylesheet_applied_after_the_page_is_shown_loads_its_images(page: Page, switched: Path) -> None:
+    """The loader reads which CSS images a page uses once its stylesheets are applied, and again when
+    a stylesheet loads later (here one a script enables): before, nothing swept again and the tile
+    stayed a marker."""
+    with serve("range", switched) as served:
+        open_gwtar(page, served)
+        assert "gwtar-" not in page.evaluate(BACKGROUND) and "blob:" not in page.evaluate(BACKGROUND)
+        page.evaluate("document.getElementById('dark').disabled = false")
+        page.wait_for_function(f"{BACKGROUND}.includes('blob:')", timeout=10_000)
+        page.evaluate("gwtar.idle()")
         assert page.evaluate("gwtar.problems") == []
