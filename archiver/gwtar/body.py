@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archiver import tree
+from archiver import safefs, tree
 from archiver.errors import FormatError
 from archiver.gwtar import layout
 from archiver.progress import Meter
@@ -273,6 +273,7 @@ class _Body:
                 done += n
                 self.pos += n
                 self.flusher.grew(self.pos)
+                safefs.checkpoint()
             _check_unchanged(fd, before, path)
         finally:
             os.close(fd)
@@ -301,6 +302,7 @@ class _Body:
 
     def flush(self) -> None:
         """Queue the buffer's pieces for hashing, write it, and take the next free buffer."""
+        safefs.checkpoint()
         if self.hasher.error is not None:
             raise self.hasher.error
         if not self.fill:
@@ -343,25 +345,29 @@ def write_body(
     """Write every member (headers, data, padding) after the header at ``fd``'s position; return
     the members' SHA-256 values, checked against the manifest's, and the titles of the pages in
     ``source.late_titles`` (by member index)."""
-    hasher = _Hasher(len(plan.members))
-    flusher = _Flusher(fd)
-    hasher.start()
-    flusher.start()
-    try:
-        body = _Body(fd, len(plan.header), hasher, flusher)
-        padding = b""  # the previous member's padding goes out with the next header
-        late = source.late_titles
-        for i, spec in enumerate(plan.members):
-            body.member(
-                i, source.files[spec.path], spec.size, padding + plan.blocks(i), want_title=spec.path in late
-            )
-            padding = _PADDING[-spec.size % 512]
-            meter.advance(spec.size)
-        body.put(padding)
-        body.flush()
-    finally:
-        hasher.stop()
-        flusher.stop()
+    # Ctrl-C, SIGTERM and SIGHUP are held while the threads are fed and raised only between members
+    # and buffers (safefs.checkpoint): a KeyboardInterrupt inside a queue's put or an event's set
+    # could leave a thread unwoken, and the writer waited for it for good
+    with safefs.deferred():
+        hasher = _Hasher(len(plan.members))
+        flusher = _Flusher(fd)
+        hasher.start()
+        flusher.start()
+        try:
+            body = _Body(fd, len(plan.header), hasher, flusher)
+            padding = b""  # the previous member's padding goes out with the next header
+            late = source.late_titles
+            for i, spec in enumerate(plan.members):
+                safefs.checkpoint()
+                head = padding + plan.blocks(i)
+                body.member(i, source.files[spec.path], spec.size, head, want_title=spec.path in late)
+                padding = _PADDING[-spec.size % 512]
+                meter.advance(spec.size)
+            body.put(padding)
+            body.flush()
+        finally:
+            hasher.stop()
+            flusher.stop()
     if hasher.error is not None:
         raise hasher.error
     hashes: list[str] = []

@@ -88,7 +88,28 @@ def pack(
     (formats/gwtar.md §5.4; built now when the tree has none; not with ``single_page``).
     ``all_versions`` adds every earlier version of a versioned tree (formats/gwtar.md §13).
     Raises :class:`UsageError` for bad arguments and :class:`FormatError`
-    for an input that cannot be packed; no output file exists after an error."""
+    for an input that cannot be packed; no output file exists after an error. SIGTERM and SIGHUP
+    end it as Ctrl-C does, from its first temporary folder on (:func:`safefs.interruptible`)."""
+    with safefs.interruptible():
+        return _pack(
+            Path(src), Path(out), main=main, single_page=single_page, created=created, loader=loader,
+            fec=fec, progress=progress, search_index=search_index, all_versions=all_versions,
+        )  # fmt: skip
+
+
+def _pack(
+    src: Path,
+    out: Path,
+    *,
+    main: str | None,
+    single_page: bool,
+    created: str | None,
+    loader: str | None,
+    fec: float | None,
+    progress: Meter | None,
+    search_index: bool,
+    all_versions: bool,
+) -> PackResult:
     src = Path(src)
     out = Path(out)
     if out.is_dir():

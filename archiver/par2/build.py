@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from archiver import safefs
 from archiver.errors import ArchiverError, FormatError
 from archiver.par2.engine import Engine, run
 from archiver.par2.layout import Plan, Slot, creator_text
@@ -45,12 +44,10 @@ __all__ = ["Generated", "copy_file", "generated", "private_dir", "write_slots"]
 @contextlib.contextmanager
 def private_dir(near: Path, label: str) -> Iterator[Path]:
     """A fresh folder next to ``near`` (same filesystem, so hard links and renames work), removed on
-    exit whatever happens."""
-    work = Path(tempfile.mkdtemp(prefix=f".{near.name[:40]}.{label}-", dir=near.parent))
-    try:
+    exit whatever happens, a signal included (:func:`archiver.safefs.temp_dir`: one left by a killed
+    run is recognised and removed by the next). ``label`` is kept for the callers' reading."""
+    with safefs.temp_dir(near) as work:
         yield work
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def copy_file(src: Path, dst: Path, length: int | None = None) -> None:

@@ -104,16 +104,31 @@ def find_engine() -> Engine:
 def run(engine: Engine, args: Sequence[str], *, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run ``engine`` with ``args`` in ``cwd`` (quietly, stdin closed) and return the finished process;
     the caller judges the exit code (par2: 0 ok, 1 repairable, 2 not repairable, 3 bad arguments,
-    4 not enough critical data, 5 repair failed, 6 I/O error, 7 logic error, 8 out of memory)."""
+    4 not enough critical data, 5 repair failed, 6 I/O error, 7 logic error, 8 out of memory).
+    Interrupted (Ctrl-C, or SIGTERM inside :func:`archiver.safefs.interruptible`), it kills the
+    engine and waits until it is gone: ``subprocess.run`` waits a quarter of a second only, and an
+    engine still writing its files then could leave one in the folder its caller is removing."""
+    argv = [str(engine.path), *args]
     try:
-        return subprocess.run(
-            [str(engine.path), *args],
+        proc = subprocess.Popen(
+            argv,
             cwd=cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
             text=True,
             errors="replace",
-            check=False,
-            stdin=subprocess.DEVNULL,
         )
     except OSError as e:
         raise EnvironmentProblem(f"cannot run it ({e.strerror}); {_FIX}", subject=str(engine.path)) from e
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)

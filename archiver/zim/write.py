@@ -30,8 +30,8 @@ from pathlib import Path
 
 from libzim.writer import Blob, ContentProvider, Creator, Hint, Item, StringProvider
 
+from archiver import safefs
 from archiver.errors import FormatError
-from archiver.safefs import signalled
 
 __all__ = [
     "CLUSTER_SIZE",
@@ -198,13 +198,17 @@ def write_zim(
         .config_nbworkers(workers or default_workers())
         .config_indexing(True, index_language)
     )
-    with quiet_stdout(), creator as c:
+    # Ctrl-C, SIGTERM and SIGHUP are held while libzim runs (safefs.deferred) and raised between
+    # items: one raised inside a callback of ours made libzim's Cython wrapper end in SystemError
+    # ("returned a result with an exception set"), an internal error instead of the interruption
+    with safefs.deferred(), quiet_stdout(), creator as c:
         c.add_illustration(48, illustration)
         for spec in items:
+            safefs.checkpoint()
             try:
                 c.add_item(_Item(spec, mismatches))
             except RuntimeError as e:
-                if (name := signalled()) is not None:  # SIGTERM/SIGHUP met in one of our callbacks
+                if (name := safefs.signalled()) is not None:  # SIGTERM/SIGHUP met in one of our callbacks
                     raise KeyboardInterrupt(name) from None
                 raise FormatError(f"libzim refused entry {spec.path!r}: {e}") from None
         for r in redirects():
