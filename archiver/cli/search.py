@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from archiver import safefs
 from archiver.cli.output import _escaped, _print_json, _writing
 from archiver.errors import UsageError
 
@@ -50,6 +51,13 @@ def _index_archive(args: argparse.Namespace, path: Path) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    # SIGTERM and SIGHUP end it as Ctrl-C does (exit 130, its pool ended, nothing half-written);
+    # they killed it before, the pool's workers printing BrokenPipeError tracebacks to a dead parent
+    with safefs.interruptible():
+        return _index(args)
+
+
+def _index(args: argparse.Namespace) -> int:
     from archiver.search import store
 
     if Path(args.tree).is_file():
