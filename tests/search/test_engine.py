@@ -139,6 +139,24 @@ def test_the_snippets_ascii_path_finds_what_the_tokenizer_finds(
     assert snippet_module._ascii_hits(text, terms, prefix) == snippet_module._hits(text, terms, prefix)
 
 
+@pytest.mark.parametrize(
+    ("text", "terms", "prefix"),
+    [
+        ("baba ba bab ba", frozenset({"ba"}), ""),  # a term inside a longer run is no match
+        ("aaa aa aaaa aa", frozenset({"aa"}), "aa"),  # overlapping finds of the needle
+        ("Ba9 ba9ba BA", frozenset({"ba9"}), "b"),  # case, digits, term and prefix on one run
+        ("x" * 70 + " " + "x" * 64 + " xx", frozenset({"x" * 70}), "x"),  # over MAX_TERM: dropped
+        ("bar barn_bar bar-bar", frozenset({"bar", "é", "東京", ""}), "é"),  # non-ASCII needles: none
+        ("ab", frozenset(), "abc"),
+        ("", frozenset({"a"}), "a"),
+    ],
+)
+def test_the_snippets_ascii_path_finds_whole_runs(text: str, terms: frozenset[str], prefix: str) -> None:
+    """Each needle found by str.find: a match only where a whole run of letters and digits is it
+    (or starts with the prefix), whatever else the needle is found inside."""
+    assert snippet_module._ascii_hits(text, terms, prefix) == snippet_module._hits(text + " é", terms, prefix)
+
+
 # --- postings tables (formats/search.md §6.5, Tables): the server's precomputed term data ---------
 
 
