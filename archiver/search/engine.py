@@ -110,6 +110,19 @@ class _Word:
             self.lists.append((self.merged, False))
 
     @classmethod
+    def one(cls, term: str, t: str, td: TermData) -> _Word:
+        """The word ``term`` that found one term, ``t`` (itself, or a prefix's one completion): what
+        ``_Word(term, prefix, [(t, td)])`` makes, without its loops (most words in most indexes)."""
+        w = cls.__new__(cls)
+        w.term, w._found, w._load, w.merged = term, [(t, td)], None, None
+        w.df = {t: len(td.docs)}
+        w.union = td.mask
+        w.size = 2 * ENTRY + td.size
+        w.exact = td if t == term else None
+        w.lists = [(td, t == term)]
+        return w
+
+    @classmethod
     def stored(cls, term: str, exact: TermData | None, merged: _Merged, terms: int, load: Any) -> _Word:
         """A prefix whose completions a table stores merged: ``load()`` gives :attr:`found` (the same
         list, ``exact`` first when the prefix is a term), ``terms`` how many it holds."""
@@ -283,10 +296,16 @@ class Engine:
         found: dict[str, tuple[int, Any]] = {}
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
             ids, got = table.lookup(term, prefix)
-            if prefix:
-                found = {table.term(j): (table.shard(j), j) for j in ids}
-            elif ids:  # the term itself: its key is the term's (not decoded again)
-                found = {term: (table.shard(ids[0]), ids[0])}
+            # (-1: the term's shard, named only when its postings are malformed)
+            if prefix and len(ids) > 1:
+                found = {table.term(j): (-1, j) for j in ids}
+            elif ids:  # one term: the word itself (a prefix's: when its key is as long as the word's)
+                j = ids[0]
+                own = not prefix or table.kstart[j + 1] - table.kstart[j] == len(order_key(term))
+                t = term if own else table.term(j)
+                word = _Word.one(term, t, self._data(index, key, table, t, -1, j))
+                self._put(("w", key, term, prefix), word, word.size)
+                return word
             if got is not None:  # the prefix's completions stored merged: decoded when needed
                 exact = self._data(index, key, table, term, *found[term]) if term in found else None
 
@@ -309,7 +328,11 @@ class Engine:
         return word
 
     def _data(self, index: Index, key: Hashable, table: Table | None, t: str, i: int, raw: Any) -> TermData:
-        """Term ``t``'s data (shard ``i``; ``raw``: its postings, or its number in ``table``)."""
+        """Term ``t``'s data (shard ``i``; ``raw``: its postings, or its number in ``table``). A term a
+        table stores decoded is read in place each time (a few views: cheaper than sharing it); one
+        decoded here is shared by the words that hold it while any is kept."""
+        if table is not None and table.heavy[raw] >= 0:
+            return table.data(raw, index)
         td = self._terms.get((key, t, i))
         if td is None:
             try:
@@ -320,7 +343,7 @@ class Engine:
                         raw, index.version, getattr(index, "lengths", []), index.avgdl, index.documents
                     )
             except ValueError as e:
-                where = index._where(f"t/{i}")
+                where = index._where(f"t/{table.shard(raw) if table is not None else i}")
                 raise FormatError(f"the postings of {t!r} are malformed ({e})", subject=where) from None
             self._terms[(key, t, i)] = td
         return td

@@ -3,7 +3,6 @@ as character ranges (formats/search.md §6.4). Pure: no network, no filesystem, 
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ class Snippet:
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 #: A word of CJK characters only (the tokenizer's ``_CJK`` class, no mark): one segment, its bigrams.
 _CJK_WORD = regex.compile(_CJK.pattern + "+")
 
@@ -41,7 +41,9 @@ def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int,
     as the tokenizer cuts them) tokenized alone, except a word that cannot hold one. A word that
     folding leaves as it is (formats/search.md §3: NFKC, lower case, accents) and that is in NFKD
     form (nothing a segment's folding could change) gives only terms that are substrings of it (its
-    CJK bigrams, its runs); when no query term nor the prefix is a substring, it has no match. A
+    CJK bigrams, its runs), and so does a word of CJK characters only that folding keeps (its
+    bigrams: a kana with a voicing mark, が, is not NFKD); when no query term nor the prefix is a
+    substring, it has no match. A
     Chinese or Japanese page is a few long words whose bigrams are all new to the tokenizer's
     cache: tokenizing them all was most of a CJK answer's snippets."""
     needles = [t for t in terms if t]
@@ -51,7 +53,9 @@ def _hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int,
     for m in _WORD.finditer(text):
         word = m.group()
         if not any(n in word for n in needles):
-            if is_normalized("NFKD", word) and fold(word) == word:
+            # its tokens are substrings of it (an NFKD word that folding keeps), or its bigrams (CJK
+            # characters only, kept by folding: a kana with its voicing mark is not NFKD): no match
+            if (is_normalized("NFKD", word) or _CJK_WORD.fullmatch(word)) and fold(word) == word:
                 continue
         elif _CJK_WORD.fullmatch(word) and fold(word) == word:
             out += _cjk_hits(word, m.start(), terms, needles, prefix)
@@ -88,24 +92,33 @@ def _cjk_hits(
 
 def _ascii_hits(text: str, terms: frozenset[str], prefix: str) -> list[tuple[int, int, str]]:
     """:func:`_hits` of an ASCII text: its words are its runs of letters and digits, lower case
-    is their whole folding (formats/search.md §3), and lowering keeps every offset; one regex
-    finds the words that match (a word is a whole run: no letter or digit on either side)."""
-    out = []
-    for m in _matcher(terms, prefix).finditer(text.lower()):
-        word = m.group()
-        if len(word) <= MAX_TERM:
-            out.append((m.start(), m.end(), word))
-    return out
-
-
-@functools.lru_cache(maxsize=256)
-def _matcher(terms: frozenset[str], prefix: str) -> re.Pattern[str]:
-    words = sorted((re.escape(t) for t in terms if t and _ASCII_WORD.fullmatch(t)), key=len, reverse=True)
+    is their whole folding (formats/search.md §3), and lowering keeps every offset; a match is a
+    whole run that is a term or starts with the prefix. Each needle (a term, the prefix) is found
+    with ``str.find`` and kept where no letter or digit is on either side of the run (no regular
+    expression compiled for each query: every query has other terms)."""
+    low = text.lower()
+    found: dict[int, tuple[int, int, str]] = {}
+    for term in terms:
+        if not _ASCII_WORD.fullmatch(term) or len(term) > MAX_TERM:
+            continue
+        at = low.find(term)
+        while at >= 0:
+            end = at + len(term)
+            if (not at or low[at - 1] not in _ALNUM) and (end == len(low) or low[end] not in _ALNUM):
+                found[at] = (at, end, term)
+            at = low.find(term, end)
     if prefix and _ASCII_WORD.fullmatch(prefix):
-        words.insert(0, re.escape(prefix) + "[a-z0-9]*")
-    if not words:
-        return re.compile(r"(?!)")
-    return re.compile(r"(?<![a-z0-9])(?:" + "|".join(words) + r")(?![a-z0-9])")
+        at = low.find(prefix)
+        while at >= 0:
+            if not at or low[at - 1] not in _ALNUM:
+                run = _ASCII_WORD.match(low, at)  # (the prefix is letters and digits: a run)
+                end = run.end() if run is not None else at + len(prefix)
+                if end - at <= MAX_TERM:
+                    found[at] = (at, end, low[at:end])
+                at = low.find(prefix, end)
+            else:  # inside a run: the next run starts after the prefix's letters at the earliest
+                at = low.find(prefix, at + len(prefix))
+    return [found[k] for k in sorted(found)]
 
 
 def snippet(text: str, terms: frozenset[str], prefix: str = "", width: int = WIDTH) -> Snippet:

@@ -52,6 +52,8 @@ HEAVY = 48
 #: One key in this many is kept decoded in memory for the lookups (:attr:`Table.sample`).
 SAMPLE = 32
 _LITTLE = array("H", [1]).tobytes() == b"\x01\x00"
+_new = object.__new__
+_from_bytes = int.from_bytes
 _SIZES = {"I": 4, "i": 4, "d": 8, "Q": 8}
 _ARRAYS = {
     "kstart": "I", "rstart": "I", "count": "I", "shard": "I", "heavy": "i", "pstart": "I",
@@ -294,6 +296,7 @@ class Table:
         self.kstart, self.keys, self.count, self.heavy = s["kstart"], s["keys"], s["count"], s["heavy"]
         self.bytes = len(view)
         self._raw, self._rstart, self._pstart, self._masks = s["raw"], s["rstart"], s["pstart"], s["masks"]
+        self._docs, self._impact, self._order, self._offs = s["docs"], s["impact"], s["order"], s["offs"]
         #: Every SAMPLE-th key, decoded once: a word's first lookup bisects these in C, then at most
         #: SAMPLE keys of the table (about 1.7 KB of memory a thousand terms: 250 KB a table of the
         #: generated corpus, 148,000 terms).
@@ -405,19 +408,20 @@ class Table:
         """Term ``j``'s data: read in place when stored decoded, else decoded now (ValueError when its
         postings are malformed, with the core's message). A stored one is made without
         :class:`TermData`'s constructor (its four empty arrays would be replaced at once)."""
-        s = self.s
         raw = self._raw[self._rstart[j] : self._rstart[j + 1]]
         h = self.heavy[j]
         if h < 0:
             return term_data(str(raw, "ascii"), index.version, index.lengths, index.avgdl, index.documents)
-        td = TermData.__new__(TermData)
+        td = _new(TermData)
         td.raw, td.lengths = raw, index.lengths
-        a, b = self._pstart[h], self._pstart[h + 1]
-        td.docs, td.impact, td.order = s["docs"][a:b], s["impact"][a:b], s["order"][a:b]
-        td.offs = s["offs"][a + h : b + h + 1]
+        pstart = self._pstart
+        a, b = pstart[h], pstart[h + 1]
+        td.docs, td.impact, td.order = self._docs[a:b], self._impact[a:b], self._order[a:b]
+        td.offs = self._offs[a + h : b + h + 1]
         m = self.mask
         at = 2 * m * h
-        td.mask = int.from_bytes(self._masks[at : at + m], "little")
-        td.titles = int.from_bytes(self._masks[at + m : at + 2 * m], "little")
+        masks = self._masks
+        td.mask = _from_bytes(masks[at : at + m], "little")
+        td.titles = _from_bytes(masks[at + m : at + 2 * m], "little")
         td.size = TERM_BYTES + 4 * m
         return td

@@ -39,6 +39,9 @@ _LETTERS = str.maketrans(
     {"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i", "ς": "σ"}
 )
 
+#: The combining diacritical marks folding removes (U+0300–U+036F), for ``str.translate``.
+_COMBINING = dict.fromkeys(range(0x300, 0x370))
+
 
 class Token(NamedTuple):
     """One term at one position, from ``start`` to ``end`` (character offsets) of the source text."""
@@ -53,9 +56,7 @@ def fold(text: str) -> str:
     """NFKC, lower case, the letters of :data:`_LETTERS`, then the combining diacritical marks
     U+0300–U+036F removed after canonical decomposition (é→e, ﬁ→fi, Ａ→a, ß→ss, ﾃ→テ)."""
     text = unicodedata.normalize("NFKC", text).lower().translate(_LETTERS)
-    decomposed = unicodedata.normalize("NFD", text)
-    stripped = "".join(c for c in decomposed if not "\u0300" <= c <= "\u036f")
-    return unicodedata.normalize("NFC", stripped)
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).translate(_COMBINING))
 
 
 def _segments(word: str) -> Iterator[tuple[bool, int, int]]:

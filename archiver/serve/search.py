@@ -48,6 +48,7 @@ KEPT_FRAGMENTS = 4096
 ANSWER_BYTES = 8 << 20
 
 Read = Callable[[str], bytes]
+_READ = 1 << 16  # bytes a read call asks for (an index file is a few KiB: one call and the EOF)
 
 
 def _tree_read(root: str) -> Read:
@@ -59,8 +60,13 @@ def _tree_read(root: str) -> Read:
             fd = os.open(os.path.join(root, *parts), os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             raise KeyError(path) from None
-        with os.fdopen(fd, "rb") as f:
-            return f.read()
+        try:  # os.read, not a buffered file object: an answer reads ten or more small files
+            parts = []
+            while got := os.read(fd, _READ):
+                parts.append(got)
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        finally:
+            os.close(fd)
 
     return read
 

@@ -139,6 +139,24 @@ def test_the_snippets_ascii_path_finds_what_the_tokenizer_finds(
     assert snippet_module._ascii_hits(text, terms, prefix) == snippet_module._hits(text, terms, prefix)
 
 
+@pytest.mark.parametrize(
+    ("text", "terms", "prefix"),
+    [
+        ("baba ba bab ba", frozenset({"ba"}), ""),  # a term inside a longer run is no match
+        ("aaa aa aaaa aa", frozenset({"aa"}), "aa"),  # overlapping finds of the needle
+        ("Ba9 ba9ba BA", frozenset({"ba9"}), "b"),  # case, digits, term and prefix on one run
+        ("x" * 70 + " " + "x" * 64 + " xx", frozenset({"x" * 70}), "x"),  # over MAX_TERM: dropped
+        ("bar barn_bar bar-bar", frozenset({"bar", "é", "東京", ""}), "é"),  # non-ASCII needles: none
+        ("ab", frozenset(), "abc"),
+        ("", frozenset({"a"}), "a"),
+    ],
+)
+def test_the_snippets_ascii_path_finds_whole_runs(text: str, terms: frozenset[str], prefix: str) -> None:
+    """Each needle found by str.find: a match only where a whole run of letters and digits is it
+    (or starts with the prefix), whatever else the needle is found inside."""
+    assert snippet_module._ascii_hits(text, terms, prefix) == snippet_module._hits(text + " é", terms, prefix)
+
+
 # --- postings tables (formats/search.md §6.5, Tables): the server's precomputed term data ---------
 
 
@@ -321,3 +339,39 @@ def test_a_document_ranked_by_the_top_k_loop_builds_no_posting_and_its_prefix_po
     read.clear()
     _same(indexes, eng, keys, "ko ba", 1, 0)
     assert read and "ba" not in read  # the prefix's positions kept, the other word's read again
+
+
+@pytest.mark.parametrize("numbers", [[99, 0, 0, 1, 5], [0, 0, 0, 3, 1]])
+def test_a_light_terms_malformed_postings_in_a_table_name_its_shard(numbers: list[int]) -> None:
+    """A term a table stores undecoded (few numbers) whose posting names no document or is short of
+    positions: the engine names the shard it came from (the table's number of it, found only then),
+    as the core names it, not another shard nor an IndexError."""
+    import hashlib
+    import json
+
+    from archiver.errors import FormatError
+    from archiver.search import build
+    from tests.search.helpers import build_files
+
+    pages = [_page(random.Random(3), i) for i in range(30)]
+    files = build_files(pages, shard_bytes=256)
+    manifest = json.loads(build.payload_of("manifest", files["manifest"]))
+    last = len(manifest["shards"]) - 1
+    assert last > 0
+    name = f"t/{last}"
+    rows = json.loads(build.inflate(build.payload_of(name, files[name])))
+    rows[0][1] = build.pack_numbers(numbers)
+    payload = build.deflate(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode())
+    files[name] = build.wrap(name, payload)
+    manifest["shards"][last][2:4] = [len(files[name]), hashlib.sha256(payload).hexdigest()]
+    files["manifest"] = build.manifest_bytes(manifest)
+    ix = query.Index(files.__getitem__, "mem")
+    eng = _tabled([ix], ["k"], 64 << 20)
+    assert "k" in eng.tables  # the table was built: a light term is decoded when met
+    for found in (
+        lambda: eng.search([ix], ["k"], rows[0][0] + " "),
+        lambda: query.search([ix], rows[0][0] + " "),
+    ):
+        with pytest.raises(FormatError) as caught:
+            found()
+        assert caught.value.subject == f"mem/{name}.js" and "malformed" in caught.value.message

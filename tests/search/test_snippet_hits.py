@@ -69,5 +69,8 @@ def test_a_run_of_cjk_characters_matched_where_its_needles_are() -> None:
         ("中国中国中", frozenset(), "国中"),
         ("中国 豈中国", frozenset({"豈中"}), "中"),
         ("ああああ", frozenset({"ああ"}), "あ"),
+        ("がぎぐげご。中国がぎ", frozenset({"中国"}), ""),  # voiced kana: no NFKD word, no needle
+        ("がぎぐ ｶﾞｷﾞ がぎ", frozenset({"がぎ"}), ""),  # halfwidth: folding changes it, tokenized
+        ("がぎぐ ｶﾞｷﾞ", frozenset({"ガギ"}), "ギ"),
     ]:
         assert snippet._hits(text, terms, prefix) == _reference(text, terms, prefix)

@@ -139,3 +139,26 @@ def test_the_builders_term_list_is_what_tokens_yields(text: str, start: int) -> 
     assert {k: t for k, t in enumerate(listed) if t is not None} == yielded
     assert len(listed) >= (max(yielded) + 1 if yielded else 0)
     assert all(t is None for t in listed[max(yielded, default=-1) + 1 :])
+
+
+def _fold_by_characters(text: str) -> str:
+    """fold as tokenizer version 1 first wrote it: the combining marks dropped one character at a time."""
+    import unicodedata
+
+    from archiver.search.tokens import _LETTERS
+
+    text = unicodedata.normalize("NFKC", text).lower().translate(_LETTERS)
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not "\u0300" <= c <= "\u036f"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=12))
+def test_fold_drops_the_combining_marks_as_the_first_fold_did(text: str) -> None:
+    """fold removes U+0300-U+036F with str.translate: the same strings as the loop over characters."""
+    assert fold(text) == _fold_by_characters(text)
+
+
+@pytest.mark.parametrize("text", ["e\u0301", "\u0300\u036f\u0370", "ÅﬁⅫ", "が\u0301", "ǅ\u0345", "ΐ"])
+def test_fold_drops_the_combining_marks_at_the_range_ends(text: str) -> None:
+    assert fold(text) == _fold_by_characters(text)

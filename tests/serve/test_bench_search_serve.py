@@ -74,3 +74,24 @@ def test_the_old_cycle_is_still_an_option() -> None:
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     assert "--cycle" in out and "--distinct" in out and "--cold" in out
+
+
+def test_the_cpu_bench_sorts_queries_by_kind_and_sums_them_up() -> None:
+    """tools/bench_search_cpu.py: the kinds it reports per query, and its summary (no timing)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    spec = importlib.util.spec_from_file_location("bench_search_cpu", ROOT / "tools" / "bench_search_cpu.py")
+    assert spec is not None and spec.loader is not None
+    cpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cpu)
+    assert [cpu.kind(q) for q in ["bakar", "ba", "bakar dino", "bakar ba", "東京", "a b c"]] == [
+        "one",
+        "short",
+        "two",
+        "X ba",
+        "cjk",
+        "X ba",
+    ]
+    rows = [{"kind": "one", "cpu_ms": float(x)} for x in range(1, 21)] + [{"kind": "cjk", "cpu_ms": 7.0}]
+    got = cpu.summary(rows)
+    assert got["one"] == {"n": 20, "mean": 10.5, "p50": 11.0, "p95": 20.0, "max": 20.0}
+    assert got["cjk"]["n"] == 1 and got["all"]["n"] == 21 and got["all"]["max"] == 20.0
