@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 from urllib.parse import quote, unquote
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -227,3 +228,23 @@ def test_a_public_suffix_is_found_as_the_whole_list_finds_it(name: str) -> None:
     from archiver.urls.domains import _psl, has_public_suffix
 
     assert has_public_suffix(name) == (_psl().publicsuffix(name.lower(), accept_unknown=False) is not None)
+
+
+_relative_refs = st.one_of(
+    url_strings(),
+    st.sampled_from(["a.html", "../b/c.png", "/root.css", "//cdn.io/x.js", "?q=1&utm_source=x", "#top", ""]),
+    st.text(_seg_chars, max_size=12),
+)
+
+
+@given(_relative_refs, url_strings(), st.sampled_from([urls.DEFAULT_HYGIENE, urls.NO_HYGIENE]))
+def test_canonical_and_key_is_canonicalize_then_dedup_key(ref: str, base: str, hygiene: urls.Hygiene) -> None:
+    """The pair the capture's scope resolves every new reference to, with the URL parsed once, is the
+    two calls' (the dedup key of the canonical URL, which canonicalizes it again)."""
+    try:
+        canonical = urls.canonicalize(ref, base)
+    except URLError:
+        with pytest.raises(URLError):
+            urls.canonical_and_key(ref, base, hygiene)
+        return
+    assert urls.canonical_and_key(ref, base, hygiene) == (canonical, urls.dedup_key(canonical, hygiene))

@@ -86,12 +86,14 @@ async def page(stage: Stage, row: Row) -> None:
             await stage.finish(key, state="failed", outcome="failed", reason=str(e), status=result.status)
             return
     doc = rewrite_html.parse(text)
-    base = rewrite_html.base_url(doc, result.final_url)
+    scanned = rewrite_html.scan(doc)  # one walk for the base, the title and the rewrite: no CSS query
+    base = rewrite_html.base_url(doc, result.final_url, scanned)
     stage.budget.charge_links(text, base, row.depth)
     linker = stage.linker(path, base, row.depth, key)
     # the href to the search page, remembered by the page's folder (TreePaths.rel): not worked out per page
     search = searchbox.Target(c.tree.rel(path, SEARCH_PAGE), result.final_url)
-    out = rewrite_html.rewrite(doc, linker, noscript="drop" if rendered else "unwrap", search=search)
+    noscript = "drop" if rendered else "unwrap"
+    out = rewrite_html.rewrite(doc, linker, noscript=noscript, search=search, scanned=scanned)
     data = out.html.encode("utf-8")
     sha = hashlib.sha256(data).hexdigest()
     first = c.state.blob_path(sha)

@@ -248,8 +248,7 @@ class Scope:
         memo = (ref, _base_part(ref, base))
         hit = self._keys.get(memo)
         if hit is None:
-            canonical = urls.canonicalize(ref, base)
-            hit = (canonical, urls.dedup_key(canonical, self.hygiene))
+            hit = urls.canonical_and_key(ref, base, self.hygiene)
             if len(self._keys) >= _MEMO_SIZE:
                 self._keys.clear()
             self._keys[memo] = hit

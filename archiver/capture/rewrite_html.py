@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -66,7 +66,17 @@ from archiver.html_refs import (
     parse_refresh,
 )
 
-__all__ = ["Change", "DropCandidate", "HTMLResult", "base_url", "parse", "rewrite", "title_of"]
+__all__ = [
+    "Change",
+    "DropCandidate",
+    "HTMLResult",
+    "Scan",
+    "base_url",
+    "parse",
+    "rewrite",
+    "scan",
+    "title_of",
+]
 
 #: ``change(reference, hint)`` → the text to write instead, or None to leave the reference as it is.
 Change = Callable[[str, Hint], "str | None"]
@@ -115,10 +125,55 @@ def parse(text: str) -> LexborHTMLParser:
     return LexborHTMLParser(bound_depth(text))
 
 
-def base_url(doc: LexborHTMLParser, url: str) -> str:
+class Scan(NamedTuple):
+    """One walk over the elements of a parsed document (:func:`scan`), in document order: what
+    :func:`base_url` and :func:`rewrite` would otherwise each look for with a CSS query (Lexbor sets up
+    a document's selector engine at its first query: ~35 us, more than the walk of a page's elements).
+    It describes the document as it was when scanned: valid until the document is changed (and
+    :func:`rewrite` empties ``nodes`` when it is done: a page of a million elements holds a wrapper
+    object for each, which the serialising that follows should not have to find room beside)."""
+
+    #: every element (and comment: its tag starts with ``-``), as ``traverse`` gives them
+    nodes: list[LexborNode]
+    base: LexborNode | None  # the first ``<base>`` with an ``href`` (``base[href]``)
+    title: LexborNode | None  # the first ``<title>`` (``title``)
+    removed: list[LexborNode]  # every ``<script>`` and ``<base>`` (the rewrite removes them)
+    noscripts: list[LexborNode]
+
+
+_SCANNED = frozenset({"script", "base", "noscript", "title"})
+
+
+def scan(doc: LexborHTMLParser) -> Scan:
+    """Walk ``doc``'s elements once (see :class:`Scan`). The walk is Lexbor's own (``traverse``), the
+    same elements in the same order a CSS query finds: none inside a ``<template>``'s contents, those
+    of SVG and MathML included (tests/capture/test_rewrite_html.py compares the two)."""
+    nodes: list[LexborNode] = []
+    base = title = None
+    removed: list[LexborNode] = []
+    noscripts: list[LexborNode] = []
+    root = doc.root
+    if root is not None:
+        for node in root.traverse(include_text=False):
+            nodes.append(node)
+            tag = node.tag
+            if tag in _SCANNED:
+                if tag == "title":
+                    title = title or node
+                elif tag == "noscript":
+                    noscripts.append(node)
+                else:
+                    removed.append(node)
+                    if base is None and tag == "base" and "href" in node.attributes:
+                        base = node
+    return Scan(nodes, base, title, removed, noscripts)
+
+
+def base_url(doc: LexborHTMLParser, url: str, scanned: Scan | None = None) -> str:
     """The URL that relative references in ``doc`` resolve against: its first ``<base href>``
-    resolved against ``url`` (the document's own URL), else ``url``."""
-    node = doc.css_first("base[href]")
+    resolved against ``url`` (the document's own URL), else ``url``. ``scanned``: :func:`scan` of
+    ``doc``, when the caller has it (no CSS query then)."""
+    node = doc.css_first("base[href]") if scanned is None else scanned.base
     if node is None:
         return url
     href = node.attributes.get("href") or ""
@@ -128,9 +183,9 @@ def base_url(doc: LexborHTMLParser, url: str) -> str:
         return url
 
 
-def title_of(doc: LexborHTMLParser) -> str | None:
+def title_of(doc: LexborHTMLParser, scanned: Scan | None = None) -> str | None:
     """The document's ``<title>`` text, whitespace collapsed (None when absent or blank)."""
-    node = doc.css_first("title")
+    node = doc.css_first("title") if scanned is None else scanned.title
     if node is None:
         return None
     text = " ".join(node.text(deep=True).split())
@@ -304,40 +359,53 @@ class _Rewriter:
                     del node.attrs[name]
         return True
 
-    def document(self, doc: LexborHTMLParser) -> None:
-        # one query for the three tags (each query parses its selector and walks the whole tree)
-        scripts, noscripts = [], []
-        for node in doc.css("script, base, noscript"):
-            (noscripts if node.tag == "noscript" else scripts).append(node)
-        for node in scripts:  # neither holds an element: none frees another
+    def document(self, doc: LexborHTMLParser, scanned: Scan | None = None) -> None:
+        found = scan(doc) if scanned is None else scanned
+        # asked before the removals (a removed node's children are freed with it)
+        walk_again = (found.noscripts and self.noscript == "drop") or any(map(_holds_element, found.removed))
+        for node in found.removed:
             node.decompose()
-        for node in noscripts:
+        for node in found.noscripts:
             if self.noscript == "unwrap":
                 node.unwrap()
             elif self.noscript == "drop":
                 node.decompose()
-        root = doc.root
+        # the elements left, in document order: the scan's less those removed (an unwrapped
+        # <noscript>'s children are where it was), unless some went with a removed parent
+        nodes = found.nodes
+        if walk_again:
+            root = doc.root
+            nodes = [] if root is None else list(root.traverse(include_text=False))
+        elif found.removed or (found.noscripts and self.noscript == "unwrap"):
+            gone = {id(n) for n in found.removed}  # the scan's own objects: by identity
+            if self.noscript == "unwrap":
+                gone.update(id(n) for n in found.noscripts)
+            nodes = [n for n in nodes if id(n) not in gone]
         boxes = False  # an element a search box can be (the rules below remove none)
         metas: list[LexborNode] = []  # those the rules leave, in document order (_ensure_charset)
-        if root is not None:
-            for node in list(root.traverse(include_text=False)):
-                tag = node.tag
-                if tag == "style":
-                    text = node.text(deep=True)
-                    result = rewrite_stylesheet(text, _css_change(self.change))
-                    if result.text != text:
-                        node.inner_html = result.text
-                    self._strip_handlers(node, node.attributes)
-                    continue
-                if tag and not tag.startswith("-"):
-                    tag = tag.lower()
-                    boxes = boxes or tag in searchbox.BOX_TAGS
-                    if self.element(node, tag) and tag == "meta":
-                        metas.append(node)
+        for node in nodes:
+            tag = node.tag
+            if tag == "style":
+                text = node.text(deep=True)
+                result = rewrite_stylesheet(text, _css_change(self.change))
+                if result.text != text:
+                    node.inner_html = result.text
+                self._strip_handlers(node, node.attributes)
+                continue
+            if tag and not tag.startswith("-"):
+                tag = tag.lower()
+                boxes = boxes or tag in searchbox.BOX_TAGS
+                if self.element(node, tag) and tag == "meta":
+                    metas.append(node)
         if self.search is not None and boxes:  # searchbox's queries cost more than the walk's look
             searchbox.rewrite(doc, self.search)
             metas = doc.css("meta")  # it may have replaced an element that holds one
         _ensure_charset(doc, metas)
+
+
+def _holds_element(node: LexborNode) -> bool:
+    """Whether ``node`` has an element child (an SVG ``<script>`` can: HTML's holds text only)."""
+    return any(not (child.tag or "-").startswith("-") for child in node.iter(include_text=True))
 
 
 def _ensure_charset(doc: LexborHTMLParser, metas: list[LexborNode]) -> None:
@@ -376,15 +444,18 @@ def rewrite(
     noscript: Literal["unwrap", "drop", "keep"] = "unwrap",
     drop_candidate: DropCandidate | None = None,
     search: searchbox.Target | None = None,
+    scanned: Scan | None = None,
 ) -> HTMLResult:
     """Rewrite ``doc`` in place as the module docstring says, and serialise it (doctype kept).
     ``change`` is called once per reference; resolve references against :func:`base_url` in it.
     ``drop_candidate`` (called after ``change`` saw a ``srcset``'s candidates) leaves the candidates
     it names out of their attribute, as long as one is left. ``search`` rewrites the page's search
-    boxes (:mod:`.searchbox`)."""
-    title = title_of(doc)
+    boxes (:mod:`.searchbox`). ``scanned``: :func:`scan` of ``doc`` as it is, when the caller has it."""
+    found = scan(doc) if scanned is None else scanned
+    title = title_of(doc, found)
     rewriter = _Rewriter(change, noscript, drop_candidate, search)
-    rewriter.document(doc)
+    rewriter.document(doc, found)
+    found.nodes.clear()  # the wrappers go before the serialising (see Scan)
     out = doc.html or ""
     # Lexbor writes every doctype as <!DOCTYPE html>; the original one decides quirks mode: keep it.
     # An XML declaration before it (XHTML served as text/html) comes out as a bogus comment: put the

@@ -417,11 +417,16 @@ class State:
         """Record tree paths given out (``path → key``)."""
         if self.known.paths is not None:
             self.known.paths.update(claims)
+        # a key with no row yet gets its path with the row (a link's path is given out just before
+        # its row is added): its update would change nothing
+        keys = self.known.keys
+        rows = [(p, k) for p, k in claims.items() if keys is None or k in keys]
         with self.transaction():
             self.db.executemany(
                 "INSERT OR REPLACE INTO paths (path, key) VALUES (?, ?)", list(claims.items())
             )
-            self.db.executemany("UPDATE urls SET path = ? WHERE key = ?", [(p, k) for p, k in claims.items()])
+            if rows:
+                self.db.executemany("UPDATE urls SET path = ? WHERE key = ?", rows)
 
     def move(self, key: str, old: str, new: str) -> None:
         """Give ``key`` the path ``new`` instead of ``old`` (a §4.5 file/folder clash)."""

@@ -44,7 +44,7 @@ from archiver.urls.canonical import (
     ref_action,
     scheme_typo,
 )
-from archiver.urls.dedup import DEFAULT_HYGIENE, Hygiene, dedup_key
+from archiver.urls.dedup import DEFAULT_HYGIENE, Hygiene, canonical_and_key, dedup_key
 from archiver.urls.dedup import NO_HYGIENE as NO_HYGIENE
 from archiver.urls.domains import registrable_domain
 from archiver.urls.href import rel
@@ -86,6 +86,7 @@ __all__ = [
     "VERSIONS_NAME",
     "Hygiene",
     "Kind",
+    "canonical_and_key",
     "canonicalize",
     "dedup_key",
     "ext",

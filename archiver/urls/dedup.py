@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from archiver.urls.canonical import _URL, _canonical
 from archiver.urls.percent import _pct_decode_text
 
-__all__ = ["DEFAULT_HYGIENE", "NO_HYGIENE", "Hygiene", "dedup_key"]
+__all__ = ["DEFAULT_HYGIENE", "NO_HYGIENE", "Hygiene", "canonical_and_key", "dedup_key"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,19 @@ def dedup_key(url: str, hygiene: Hygiene = DEFAULT_HYGIENE) -> str:
     return str(_dedup(url, hygiene))
 
 
+def canonical_and_key(ref: str, base: str | None, hygiene: Hygiene = DEFAULT_HYGIENE) -> tuple[str, str]:
+    """``(canonicalize(ref, base), dedup_key(that, hygiene))`` with the URL parsed once: a canonical URL
+    is its own canonical URL (``tests/test_urls_properties.py`` checks both, and that the pair is the
+    two calls'). Raises :class:`URLError` as :func:`canonicalize` does."""
+    u = _canonical(ref, base)
+    return str(u), str(_without_noise(u, hygiene))
+
+
 def _dedup(url: str, hygiene: Hygiene) -> _URL:
-    u = _canonical(url, None)
+    return _without_noise(_canonical(url, None), hygiene)
+
+
+def _without_noise(u: _URL, hygiene: Hygiene) -> _URL:
     if u.query is None:
         return u
     kept = [p for p in u.query.split("&") if p and not hygiene.drops(p.partition("=")[0])]

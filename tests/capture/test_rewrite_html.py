@@ -356,3 +356,74 @@ def test_the_kept_prolog_keeps_the_quirks_mode(tmp_path: pathlib.Path) -> None:
         finally:
             chromium.close()
     assert modes[0] == modes[1] and modes[0][1] == "-//W3C//DTD XHTML 1.0 Transitional//EN"
+
+
+# ---- one walk instead of CSS queries (rh.scan): the same elements, the same rewrite
+
+#: documents where a walk and a CSS query could part: <template> contents (neither sees them), SVG and
+#: MathML elements named script/title/base, an SVG <script> holding an element, nested and dropped
+#: <noscript>, a <base> without href before one with, a <title> in <svg> before <head>'s, no root
+_SCAN_CASES = [
+    "",
+    "<p>x",
+    "<html><head><template><base href=/t/><title>T1</title><script>a</script></template>"
+    "<title>T2</title></head><body><noscript><img src=a.png><script>x</script><base href=/n/>"
+    "</noscript><svg><script>s</script><title>svgt</title></svg><BASE HREF=/z/><base><base href=/y/>"
+    "</body></html>",
+    "<svg><title>first</title></svg><title>second</title><base href=/q/><a href=x.html>x</a>",
+    "<base target=_top><base href=sub/><a href=a.html>a</a><img src=i.png onload=x()>",
+    '<svg><script><circle/><a href="in-script.html">x</a></script></svg><a href=after.html>y</a>',
+    "<math><title>m</title><mi>x</mi></math><p><a href=p.html onclick=go()>p</a></p>",
+    "<noscript><noscript><img src=deep.png></noscript><a href=n.html>n</a></noscript><img src=b.png>",
+    "<head><noscript><link rel=stylesheet href=n.css></noscript></head><body><script>1</script>"
+    "<noscript><p style='background:url(bg.png)'>fallback</p></noscript><style>p{x:url(s.png)}</style>",
+    "<!--c--><div><!--x--><script>s</script><b>b</b><base href=/b/></div><iframe srcdoc='<img src=f.png>'>",
+]
+
+
+def _changes(text: str, noscript: str, fresh: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list]:
+    seen: list[tuple[str, str]] = []
+
+    def change(ref: str, hint: Hint) -> str:
+        seen.append((ref, hint))
+        return "L/" + ref
+
+    with monkeypatch.context() as m:
+        if fresh:  # what the rewrite did before the scan: walk the tree left after the removals
+            m.setattr(rh, "_holds_element", lambda node: True)
+        out = rh.rewrite(rh.parse(text), change, noscript=noscript)  # type: ignore[arg-type]
+    return out.html + "\n" + str(out.title), seen
+
+
+@pytest.mark.parametrize("text", _SCAN_CASES)
+def test_the_scan_finds_what_the_css_queries_find(text: str) -> None:
+    doc = rh.parse(text)
+    found = rh.scan(doc)
+    assert found.base == doc.css_first("base[href]")
+    assert found.title == doc.css_first("title")
+    assert found.removed == doc.css("script, base")
+    assert found.noscripts == doc.css("noscript")
+    walked = [] if doc.root is None else list(doc.root.traverse(include_text=False))
+    assert found.nodes == walked
+    assert rh.base_url(doc, HOME + "d/p.html", found) == rh.base_url(doc, HOME + "d/p.html")
+    assert rh.title_of(doc, found) == rh.title_of(doc)
+
+
+@pytest.mark.parametrize("noscript", ["unwrap", "drop", "keep"])
+@pytest.mark.parametrize("text", _SCAN_CASES)
+def test_the_scanned_elements_are_rewritten_as_a_walk_after_the_removals_rewrites_them(
+    text: str, noscript: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite walks the scan's elements less those it removed: the same document and the same
+    references, in the same order, as a walk of the tree after the removals (the old way)."""
+    assert _changes(text, noscript, False, monkeypatch) == _changes(text, noscript, True, monkeypatch)
+
+
+def test_a_scan_taken_before_the_rewrite_serves_base_title_and_rewrite() -> None:
+    text = (SITE / "demo" / "base-href.html").read_text(encoding="utf-8")
+    doc = rh.parse(text)
+    found = rh.scan(doc)
+    assert rh.base_url(doc, HOME + "demo/base-href.html", found) == HOME + "docs/guide/"
+    with_scan = rh.rewrite(doc, lambda r, h: "L/" + r, scanned=found)
+    without = rh.rewrite(rh.parse(text), lambda r, h: "L/" + r)
+    assert with_scan == without and with_scan.title == "A page with base href — Acme Field Guide"

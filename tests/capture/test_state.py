@@ -360,3 +360,33 @@ def test_row_from_makes_the_row_the_dataclass_makes() -> None:
     assert dataclasses.replace(made, depth=0).depth == 0
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.depth = 3  # type: ignore[misc]
+
+
+def test_a_path_given_out_before_its_row_costs_no_update(tmp_path: Path) -> None:
+    """claim_many updates the path of the rows that exist (a path moved to an existing key is written
+    to its row) and issues no UPDATE for a key whose row is not added yet (its row is added with its
+    path); a rolled-back add and a state that asks SQLite for everything still update."""
+    state = State(tmp_path / "crawl.sqlite")
+    statements: list[str] = []
+    state.db.set_trace_callback(statements.append)
+    old, new = "https://ex.com/old", "https://ex.com/new"
+    state.add([NewURL(old, "page", 1, None, path="ex.com/a.html")])
+    statements.clear()
+    with state.transaction():
+        state.claim_many({"ex.com/b.html": old, "ex.com/new.html": new})
+        state.add([NewURL(new, "page", 1, None, path="ex.com/new.html")])
+    updates = [s for s in statements if s.startswith("UPDATE urls SET path")]
+    assert updates == ["UPDATE urls SET path = 'ex.com/b.html' WHERE key = 'https://ex.com/old'"]
+    assert state.row(old).path == "ex.com/b.html"  # type: ignore[union-attr]
+    assert state.row(new).path == "ex.com/new.html"  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError), state.transaction():  # the key stays known: a superset
+        state.add([NewURL("https://ex.com/gone", "page", 1, None)])
+        raise RuntimeError("undo")
+    state.claim_many({"ex.com/gone.html": "https://ex.com/gone"})
+    assert state.row("https://ex.com/gone") is None
+    state.known.forget()
+    statements.clear()
+    state.claim_many({"ex.com/c.html": old, "ex.com/d.html": "https://ex.com/none"})
+    assert len([s for s in statements if s.startswith("UPDATE urls SET path")]) == 2
+    assert state.row(old).path == "ex.com/c.html"  # type: ignore[union-attr]
+    state.close()
