@@ -105,10 +105,10 @@ class TreeWriter:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-        if sha256 is not None:  # in place: later links or renames change its ctime, not this
-            self.verified[path] = verified_as(sha256, os.stat(target))
-        else:
-            self.verified.pop(path, None)
+        self.verified.pop(path, None)
+        if sha256 is not None:  # in place: a later link, rename or write changes its ctime, not this
+            with contextlib.suppress(OSError):  # gone already: nothing to note
+                self.verified[path] = verified_as(sha256, os.stat(target))
 
     def empty_tmp(self, remove: bool = False) -> None:
         """Delete what a previous (killed) run or this one left in ``tmp`` (and ``tmp`` itself)."""
