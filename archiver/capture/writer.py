@@ -74,8 +74,9 @@ class TreeWriter:
         """Put ``data`` (or the file ``source``, moved; or a hard link to the tree file ``link_from``)
         at tree path ``path`` atomically. Called in the event loop: with no fsync a write is a
         page-cache copy and a rename, cheaper than a thread hop. ``sha256``: the SHA-256 of the bytes
-        put there, when the caller knows it: the file's status once in place is noted in
-        :attr:`verified` (a later run trusts a file whose status has not changed since)."""
+        put there (``data`` or ``source``), when the caller knows it: the file's status once in
+        place is noted in :attr:`verified` (a later run trusts a file whose status has not changed
+        since); a hard link is not noted (it holds another file's bytes as they are now)."""
         target = os.path.join(self._out_str, path)
         folder = os.path.dirname(target)
         if folder not in self._folders:
@@ -88,6 +89,7 @@ class TreeWriter:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
                 os.link(os.path.join(self._out_str, link_from), tmp)
+                sha256 = None  # another file's bytes, as they are now: not known here to be these
             elif source is not None:
                 os.replace(source, tmp)
             else:

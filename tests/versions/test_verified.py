@@ -90,6 +90,22 @@ def test_a_file_noted_unchanged_is_not_read_and_any_change_is(tmp_path: Path, re
     state.close()
 
 
+def test_a_hard_link_to_another_file_is_not_noted(tmp_path: Path) -> None:
+    """A page whose bytes equal an earlier page's is a hard link to that file: it holds that file's
+    bytes as they are now, which the writer does not know to be the SHA-256 it is given."""
+    out = tmp_path / "tree"
+    (out / "_archiver" / "tmp").mkdir(parents=True)
+    writer = TreeWriter(out, out / "_archiver" / "tmp")
+    data = b"<p>the same page</p>"
+    sha = hashlib.sha256(data).hexdigest()
+    writer.write("a.html", data, sha256=sha)
+    writer.write("b.html", data, link_from="a.html", sha256=sha)
+    assert (out / "b.html").stat().st_ino == (out / "a.html").stat().st_ino
+    assert set(writer.verified) == {"a.html"}
+    writer.write("a.html", b"<p>now written without its hash</p>")
+    assert writer.verified == {}
+
+
 def test_a_tree_without_noted_files_is_read(tmp_path: Path, reads: list[str]) -> None:
     """A state an earlier release wrote (no ``verified`` rows): every file read, as before."""
     out = tmp_path / "tree"
