@@ -34,7 +34,6 @@ Rules (tree.md §11):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import shutil
@@ -492,12 +491,12 @@ def _merge_state(state: State, shards: list[_Shard], chosen: dict[str, tuple[Rec
         for row, _shard in sorted(rows.values(), key=lambda rs: (rs[0].seq, rs[0].key)):
             seq += 1
             if row.state == "merged" and row.final_url:
-                row = dataclasses.replace(row, final_url=chain_end(final, row.final_url))
+                row = msgspec.structs.replace(row, final_url=chain_end(final, row.final_url))
             st = row.state if row.state in FINAL_STATES or row.state == "pending" else "pending"
             depth, referrer = best.get(
                 row.key, (row.depth, row.referrer or "")
             )  # the smallest, as one process keeps it
-            row = dataclasses.replace(row, depth=depth, referrer=referrer or None)
+            row = msgspec.structs.replace(row, depth=depth, referrer=referrer or None)
             db.execute(
                 f"INSERT INTO urls ({ROW_COLUMNS}) VALUES ({', '.join('?' * 14)})",
                 (row.key, row.kind, st, row.depth, row.referrer, row.priority, seq, row.path, row.outcome,

@@ -404,6 +404,8 @@ class Crawler:
             fixed = self.options.transport is not None
             relink(shard, self.out, self.scope.hygiene, self.writer, drop_candidates=fixed, rows=rows)
         self.state.set("complete", "1" if complete else "0")
+        if self.writer.verified and isinstance(self.state, State):  # what a later run may trust
+            self.state.note_verified(self.writer.verified)
         records = [public(record) for record in final_records(self.state, rows=rows)]
         header = self._header(incomplete=not complete)
         if complete and self.options.final_manifest is not None:  # a re-capture's: written once

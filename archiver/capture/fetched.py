@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
+
+import msgspec
 
 from archiver import __version__, urls
 from archiver.capture.policy import redact
@@ -56,10 +57,12 @@ class FetchPolicy(NamedTuple):
     robots_agent: str = ROBOTS_AGENT
 
 
-@dataclass
-class FetchResult:
+class FetchResult(msgspec.Struct):
     """The end of one fetch. ``body`` holds the bytes of a small answer, ``file`` the temporary file
-    of a large one (the caller moves or deletes it); both are None when nothing was kept."""
+    of a large one (the caller moves or deletes it); both are None when nothing was kept. A
+    :class:`msgspec.Struct` (changed with :func:`msgspec.structs.replace`): one is made every request,
+    by C code, where a dataclass's ``__init__`` ran as Python, and the class is made without the
+    dataclass's generated source compiled at every start."""
 
     url: str
     final_url: str
@@ -68,17 +71,17 @@ class FetchResult:
     reason: str = ""
     media_type: str | None = None
     charset: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
     body: bytes | None = None
     file: Path | None = None
-    redirects: list[str] = field(default_factory=list)
+    redirects: list[str] = msgspec.field(default_factory=list)
     size: int = 0
     #: When the response was captured (RFC 3339, to the second) if not now: a replayed record's
     #: WARC-Date (formats/warc.md §8.4); the manifest's ``fetched``.
     fetched: str | None = None
     #: With a recorder: the WARC record of this response, and those of the ``redirects`` hops.
     warc: WarcRef | None = None
-    redirect_warcs: list[WarcRef | None] = field(default_factory=list)
+    redirect_warcs: list[WarcRef | None] = msgspec.field(default_factory=list)
     #: The chain reached ``final_url``, which the caller holds already (``stop_at``), and was not
     #: followed there: no body, no headers of the target; the caller takes them from its own copy.
     unfollowed: bool = False

@@ -24,7 +24,6 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from archiver import urls
@@ -206,21 +205,25 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-@dataclass
 class AddressGuard:
     """Decides which addresses a host may be connected to (see the module docstring).
     ``allow_hosts`` holds :class:`HostRule` objects or ``--allow-host`` texts (``HOST``,
-    ``HOST:PORT``), each parsed by :meth:`HostRule.parse`."""
+    ``HOST:PORT``), each parsed by :meth:`HostRule.parse`. A plain class: a dataclass's generated
+    methods were compiled from source at every start of a capture."""
 
-    allow_hosts: frozenset[str | HostRule] | frozenset[str] | frozenset[HostRule] = frozenset()
-    allow_private: bool = False
-    resolver: Resolver = system_resolver
-    refused: list[tuple[str, str]] = field(default_factory=list)
-    rules: tuple[HostRule, ...] = field(init=False, default=())
-
-    def __post_init__(self) -> None:
-        self.rules = tuple(
-            r if isinstance(r, HostRule) else HostRule.parse(r) for r in sorted(self.allow_hosts, key=str)
+    def __init__(
+        self,
+        allow_hosts: frozenset[str | HostRule] | frozenset[str] | frozenset[HostRule] = frozenset(),
+        allow_private: bool = False,
+        resolver: Resolver = system_resolver,
+        refused: list[tuple[str, str]] | None = None,
+    ) -> None:
+        self.allow_hosts = allow_hosts
+        self.allow_private = allow_private
+        self.resolver = resolver
+        self.refused: list[tuple[str, str]] = [] if refused is None else refused
+        self.rules: tuple[HostRule, ...] = tuple(
+            r if isinstance(r, HostRule) else HostRule.parse(r) for r in sorted(allow_hosts, key=str)
         )
 
     def allows(self, scheme: str | None, host: str, port: int) -> bool:

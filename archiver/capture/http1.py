@@ -40,7 +40,6 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from archiver.capture.http1_parse import (  # the pure half, re-exported
@@ -120,10 +119,16 @@ class Headers:
         return name.lower() in self._by_name()
 
 
-@dataclass
 class _URL:
-    text: str
-    raw_path: bytes
+    """A request's URL as the WARC recorder reads it: ``str()`` its text, ``raw_path`` its target.
+    (This module's classes are plain ones: a dataclass's generated methods were compiled from source
+    at every start of a capture.)"""
+
+    __slots__ = ("raw_path", "text")
+
+    def __init__(self, text: str, raw_path: bytes) -> None:
+        self.text = text
+        self.raw_path = raw_path
 
     def __str__(self) -> str:
         return self.text
@@ -144,14 +149,16 @@ class _RequestHeaders:
         ]
 
 
-@dataclass
 class Request:
     """The request as sent (``method``, ``url`` with ``raw_path``, ``headers.raw``): what the WARC
     recorder writes as the request record."""
 
-    method: str
-    url: _URL
-    headers: _RequestHeaders
+    __slots__ = ("headers", "method", "url")
+
+    def __init__(self, method: str, url: _URL, headers: _RequestHeaders) -> None:
+        self.method = method
+        self.url = url
+        self.headers = headers
 
 
 # ---- IO: the deadline of a request, connections and the pool
@@ -426,15 +433,15 @@ class Response:
 Connect = Callable[[str, str, int, float], Awaitable[Stream]]
 
 
-@dataclass
 class Pool:
     """Connections by origin: ``connect(scheme, host, port, timeout)`` opens a stream (TLS done for
     https); idle ones are kept (:data:`MAX_IDLE`, :data:`KEEP_IDLE` seconds) for the next request."""
 
-    connect: Connect
-    connect_timeout: float
-    read_timeout: float
-    idle: dict[tuple[str, str, int], list[Connection]] = field(default_factory=dict)
+    def __init__(self, connect: Connect, connect_timeout: float, read_timeout: float) -> None:
+        self.connect = connect
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.idle: dict[tuple[str, str, int], list[Connection]] = {}
 
     async def _take(self, origin: tuple[str, str, int]) -> Connection | None:
         kept = self.idle.get(origin)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from archiver.capture.policy import redact
 
@@ -18,20 +19,21 @@ if TYPE_CHECKING:
 __all__ = ["CaptureOptions"]
 
 
-@dataclass
-class CaptureOptions:
-    """Everything that shapes a capture (see :func:`archiver.capture.capture` for the meanings)."""
+class CaptureOptions(msgspec.Struct):
+    """Everything that shapes a capture (see :func:`archiver.capture.capture` for the meanings). A
+    :class:`msgspec.Struct`: a dataclass of this many fields had its generated methods compiled from
+    source at every start of a capture."""
 
     render: bool = True
     depth: int = 3
     max_pages: int | None = None
     subdomains: bool = False
     scope_prefix: str | None = None
-    include: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-    allow_domains: list[str] = field(default_factory=list)
-    prefer: list[str] = field(default_factory=list)
-    avoid: list[str] = field(default_factory=list)
+    include: list[str] = msgspec.field(default_factory=list)
+    exclude: list[str] = msgspec.field(default_factory=list)
+    allow_domains: list[str] = msgspec.field(default_factory=list)
+    prefer: list[str] = msgspec.field(default_factory=list)
+    avoid: list[str] = msgspec.field(default_factory=list)
     assets_any_host: bool = False
     skip_extensions: frozenset[str] | None = None
     chromium: str | None = None
@@ -53,7 +55,7 @@ class CaptureOptions:
     revalidate: bool = False
     ignore_robots: bool = False
     allow_private: bool = False
-    allow_hosts: list[str] = field(default_factory=list)
+    allow_hosts: list[str] = msgspec.field(default_factory=list)
     concurrency: int = 12
     tabs: int = 3
     retries: int = 3
@@ -66,7 +68,7 @@ class CaptureOptions:
     progress_every: float = 30.0
     resolver: Resolver | None = None
     network_backend: Any = None
-    seed_info: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    seed_info: dict[str, tuple[str | None, str | None]] = msgspec.field(default_factory=dict)
     #: Where responses come from (:mod:`.transport`): None is the live network through
     #: :class:`archiver.capture.fetch.Fetcher`.
     transport: TransportFactory | None = None

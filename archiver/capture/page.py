@@ -97,7 +97,7 @@ async def page(stage: Stage, row: Row) -> None:
     data = out.html.encode("utf-8")
     sha = hashlib.sha256(data).hexdigest()
     first = c.state.blob_path(sha)
-    await stage.write(path, data, link_from=first if first and first != path else None)
+    await stage.write(path, data, link_from=first if first and first != path else None, sha256=sha)
     c.bytes_written += len(data)
     chain = {c.key(u) for u in result.redirects}
     same = {u for u in chain | {key} if c.tree.local_path(u, "page") == path}

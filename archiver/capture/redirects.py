@@ -57,14 +57,15 @@ async def write_stub(
 ) -> Record:
     href = urls.rel(path, target_path) if target_path else shown
     data = stub_html(href, shown)
-    await stage.write(path, data)
+    sha = hashlib.sha256(data).hexdigest()
+    await stage.write(path, data, sha256=sha)
     stage.context.bytes_written += len(data)
     return Record(
         path=path,
         kind="page",
         media_type="text/html",
         size=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha,
         urls=[key],
         title="Moved",
         status=status,

@@ -143,8 +143,8 @@ def _relink_one(
         ).html
     if new_text != text:
         data = new_text.encode("utf-8")
-        writer.write(src, data)
         record.size, record.sha256 = len(data), hashlib.sha256(data).hexdigest()
+        writer.write(src, data, sha256=record.sha256)
         state.put_record(record)
     state.set_links(src, links)
 

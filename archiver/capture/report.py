@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ from archiver.errors import URLError
 __all__ = ["CaptureReport", "Item", "group_label", "is_loss", "size_text", "write_report"]
 
 
-@dataclass
-class Item:
-    """The outcome of one URL, as the report lists it (secret query values redacted)."""
+class Item(msgspec.Struct):
+    """The outcome of one URL, as the report lists it (secret query values redacted). This module's
+    classes are :class:`msgspec.Struct` ones: an item is made for every URL of a run, by C code, and
+    a dataclass's generated methods were compiled from source at every start of a capture."""
 
     url: str
     kind: str
@@ -48,8 +48,7 @@ class Item:
         return doc
 
 
-@dataclass
-class CaptureReport:
+class CaptureReport(msgspec.Struct):
     """What a capture did: counts by outcome, bytes written, time, and every URL's outcome."""
 
     out: str
@@ -60,8 +59,8 @@ class CaptureReport:
     bytes: int = 0
     requests: int = 0
     elapsed: float = 0.0
-    counts: dict[str, int] = field(default_factory=dict)
-    items: list[Item] = field(default_factory=list)
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    items: list[Item] = msgspec.field(default_factory=list)
     #: What this run stored (a resumed run's totals above include earlier runs).
     run_pages: int = 0
     run_assets: int = 0
@@ -71,7 +70,7 @@ class CaptureReport:
     #: bytes stand, records marked ``revalidated``); 0 for a first capture.
     unchanged: int = 0
     #: What the transport says once about the run (an import: bodies stored decoded, warc.md §8.4).
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     def outcome(self, url: str) -> Item | None:
         """The item for ``url`` (any spelling that canonicalises to the same dedup key)."""

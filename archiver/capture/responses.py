@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from archiver import urls
 from archiver.capture.conditional import judge
@@ -102,7 +103,7 @@ class Responses:
                 with contextlib.suppress(URLError):
                     final_key = urls.dedup_key(result.final_url, self.context.scope.hygiene)
                     if final_key not in self.raw and result.file is None:
-                        self.remember(final_key, dataclasses.replace(result, url=final_key, redirects=[]))
+                        self.remember(final_key, msgspec.structs.replace(result, url=final_key, redirects=[]))
             future.set_result(result)
             return result
         except BaseException as e:
@@ -136,7 +137,7 @@ class Responses:
             result.discard()
             if verdict == "fail":
                 why = "answered 304 Not Modified to a request that was not conditional"
-                return dataclasses.replace(result, outcome="failed", reason=why, body=None)
+                return msgspec.structs.replace(result, outcome="failed", reason=why, body=None)
             retried = True
             result = await fetcher.fetch(key, referrer=referrer, accept=accept, cap=cap, stop_at=held)
 
@@ -175,7 +176,7 @@ class Responses:
             self.waits.pop(key, None)
         if target is None or target.file is not None:
             return None
-        return dataclasses.replace(
+        return msgspec.structs.replace(
             target,
             url=result.url,
             outcome="redirected" if target.outcome == "ok" else target.outcome,

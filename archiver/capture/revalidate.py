@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 
 from archiver.capture.conditional import request_headers
 from archiver.capture.fetched import HTML_ACCEPT
@@ -34,12 +33,17 @@ __all__ = ["BATCH", "Swept", "lanes_of", "sweep"]
 BATCH = 256
 
 
-@dataclass
 class Swept:
-    kept: int = 0  # answered 304: the previous bytes stand
-    staged: int = 0  # any other answer: through the URL's own stage
-    failed: int = 0  # failed in the previous run and again now: finished here
-    left: int = 0  # not asked conditionally here: left to the crawl loop
+    """What the first pass did, in counts (a plain class: a dataclass's generated methods were
+    compiled from source at every start of a capture)."""
+
+    __slots__ = ("failed", "kept", "left", "staged")
+
+    def __init__(self) -> None:
+        self.kept = 0  # answered 304: the previous bytes stand
+        self.staged = 0  # any other answer: through the URL's own stage
+        self.failed = 0  # failed in the previous run and again now: finished here
+        self.left = 0  # not asked conditionally here: left to the crawl loop
 
 
 #: a row asked, with the record its conditional request stands on (None: a row the previous run

@@ -3,15 +3,18 @@ as read (:class:`Row`) and a reference to add to the frontier (:class:`NewURL`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
+
+import msgspec
 
 __all__ = ["ROW_COLUMNS", "NewURL", "Row", "row_from"]
 
 
-@dataclass(frozen=True)
-class Row:
-    """One row of ``urls``."""
+class Row(msgspec.Struct, frozen=True):
+    """One row of ``urls`` (immutable; changed with :func:`msgspec.structs.replace`). A frozen
+    :class:`msgspec.Struct`: made by C code (a frozen dataclass's ``__init__`` set each field through
+    ``object.__setattr__``, ~5 µs a row, and its generated methods were compiled from source at every
+    start of a capture)."""
 
     key: str
     kind: str
@@ -57,18 +60,9 @@ ROW_COLUMNS = (
 )
 
 
-_FIELDS = tuple(Row.__dataclass_fields__)  # ROW_COLUMNS' names, in order
-_new = object.__new__
-
-
 def row_from(values: tuple[object, ...]) -> Row:
-    """The :class:`Row` of one ``SELECT {ROW_COLUMNS}`` result: the row that ``Row(*values)`` (with
-    ``stylesheet`` a bool) makes, its fields put in its ``__dict__`` at once. A frozen dataclass's
-    ``__init__`` sets each field through ``object.__setattr__``: ~5 µs a row against ~2, and a
-    re-capture reads every row twice (its first pass, the manifest at the end). Row has no
-    ``__post_init__``; still frozen (its ``__setattr__`` is the class's)."""
-    row = _new(Row)
-    fields = row.__dict__
-    fields.update(zip(_FIELDS, values, strict=True))  # one value a column
-    fields["stylesheet"] = bool(values[13])
-    return row
+    """The :class:`Row` of one ``SELECT {ROW_COLUMNS}`` result: ``Row(*values)`` with ``stylesheet``
+    a bool (a re-capture reads every row twice: its first pass, the manifest at the end)."""
+    if len(values) != 14:
+        raise ValueError(f"a row of urls has 14 columns, not {len(values)}")
+    return Row(*values[:13], bool(values[13]))  # type: ignore[arg-type]

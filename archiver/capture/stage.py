@@ -27,7 +27,7 @@ from archiver.capture.policy import redact
 from archiver.capture.relink import public
 from archiver.capture.responses import Responses
 from archiver.capture.state import NewURL, Row, State
-from archiver.capture.writer import hash_file, now
+from archiver.capture.writer import Verified, hash_file, now, verified_as
 from archiver.tree import Record
 
 if TYPE_CHECKING:
@@ -51,16 +51,24 @@ class Stage:
         self.context = context
         self.budget = budget
         self.responses = responses
+        #: the state's :meth:`.state.State.verified`, read on the first :meth:`usable`
+        self._verified: dict[str, Verified] | None = None
 
     def linker(self, from_path: str, base: str, depth: int, referrer: str) -> Linker:
         """The change callback of one document stored at ``from_path`` (:class:`.linker.Linker`)."""
         return Linker(self.context, self.budget, from_path, base, depth, referrer)
 
     async def write(
-        self, path: str, data: bytes | None = None, source: Path | None = None, link_from: str | None = None
+        self,
+        path: str,
+        data: bytes | None = None,
+        source: Path | None = None,
+        link_from: str | None = None,
+        sha256: str | None = None,
     ) -> None:
-        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically."""
-        self.context.writer.write(path, data, source, link_from)
+        """Put bytes (or the file ``source``, moved) at tree path ``path`` atomically (``sha256``:
+        theirs, when known: :meth:`.writer.TreeWriter.write`)."""
+        self.context.writer.write(path, data, source, link_from, sha256)
 
     async def finish(
         self, key: str, *, record: Record | None = None, extra: list[Record] | None = None, **kwargs: Any
@@ -130,11 +138,29 @@ class Stage:
             return None
         if not (record.etag or record.last_modified) or not (200 <= (record.status or 0) < 300):
             return None
-        return (
-            record
-            if _whole(os.path.join(self.context.out, record.path), record.size, record.sha256)
-            else None
-        )
+        return record if self._holds(record) else None
+
+    def _holds(self, record: Record) -> bool:
+        """Whether the tree file at ``record.path`` holds the record's bytes: trusted without reading
+        when its status (size, mtime, ctime, inode) is the one the state noted when its bytes were
+        known to be these (formats/crawl-state.md §1, ``verified``: any write, rename, link or
+        ``touch`` since changes its ctime), else read and hashed (:func:`_whole`), and noted."""
+        full = os.path.join(self.context.out, record.path)
+        if self._verified is None:
+            state = self.context.state
+            self._verified = state.verified() if isinstance(state, State) else {}
+        noted = self._verified.get(record.path)
+        if noted is not None and noted[0] == record.sha256 and noted[1] == record.size:
+            try:
+                if verified_as(record.sha256, os.stat(full)) == noted:
+                    return True
+            except OSError:
+                return False
+        st = _whole(full, record.size, record.sha256)
+        if st is None:
+            return False
+        self.context.writer.verified[record.path] = verified_as(record.sha256, st)
+        return True
 
     def kept(self, previous: Record, row: Row, result: FetchResult) -> Record:
         """The record of a URL whose conditional request was answered 304: the previous bytes,
@@ -172,17 +198,17 @@ class Stage:
             data = css.text.encode("utf-8")
             new = list(linker.new.values())
             links = linker.links
-            await self.write(path, data)
             size, sha = len(data), hashlib.sha256(data).hexdigest()
+            await self.write(path, data, sha256=sha)
         elif result.file is not None:
             sha, size = hash_file(result.file)
-            await self.write(path, source=result.file)
+            await self.write(path, source=result.file, sha256=sha)
             self.responses.spooled.pop(row.key, None)
             result.file = c.out / path
         else:
             data = result.body or b""
-            await self.write(path, data)
             size, sha = len(data), hashlib.sha256(data).hexdigest()
+            await self.write(path, data, sha256=sha)
         c.bytes_written += size
         media = "text/css" if is_css else (result.media_type or _media_from_path(path))
         record = Record(
@@ -239,26 +265,29 @@ _encode = msgspec.json.Encoder().encode
 _WHOLE_AT_ONCE = 1 << 20
 
 
-def _whole(path: str, size: int, sha256: str) -> bool:
-    """Whether the file at ``path`` has ``size`` bytes hashing to ``sha256`` (a conditional request
-    stands on it): one descriptor for the size and the bytes (a re-capture asks this of every file
-    it holds; through pathlib's stat and open, twice the CPU)."""
+def _whole(path: str, size: int, sha256: str) -> os.stat_result | None:
+    """The status of the file at ``path`` when it has ``size`` bytes hashing to ``sha256`` (a
+    conditional request stands on it), else None: one descriptor for the size and the bytes
+    (through pathlib's stat and open, twice the CPU)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return False
+        return None
     try:
-        if os.fstat(fd).st_size != size:
-            return False
+        st = os.fstat(fd)
+        if st.st_size != size:
+            return None
         if size < _WHOLE_AT_ONCE:  # one read past the size: a file that grew meanwhile says so
             data = os.read(fd, size + 1)
-            return len(data) == size and hashlib.sha256(data).hexdigest() == sha256
-        digest = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-        return digest.hexdigest() == sha256
+            ok = len(data) == size and hashlib.sha256(data).hexdigest() == sha256
+        else:
+            digest = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                digest.update(chunk)
+            ok = digest.hexdigest() == sha256
+        return st if ok else None
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
 

@@ -43,6 +43,9 @@ status, attempts, final_url, stylesheet)``
     twice is there twice). The frontier's empty end gives every row the shortest depth and referrer
     over these (:mod:`.depths`). A version 1 file gains the table when opened; the rows' stored
     depth and referrer stand for the discoveries made before.
+``verified(path TEXT PRIMARY KEY, sha256, size, mtime_ns, ctime_ns, ino)`` (version 2, optional)
+    the status of each tree file when a run knew its bytes (wrote them, or read and hashed them):
+    a re-capture trusts a file whose status is unchanged without reading it (:mod:`.stage`).
 """
 
 from __future__ import annotations
@@ -104,6 +107,9 @@ CREATE TABLE IF NOT EXISTS links (src TEXT NOT NULL, key TEXT NOT NULL, local IN
 CREATE TABLE IF NOT EXISTS seeds (url TEXT PRIMARY KEY, seq INTEGER NOT NULL, folder TEXT, title TEXT);
 CREATE TABLE IF NOT EXISTS found (src TEXT NOT NULL, step INTEGER NOT NULL, inherit INTEGER NOT NULL,
                                   keys TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS verified (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
+                                     mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
+                                     ino INTEGER NOT NULL);
 """
 
 #: Reasons a row is skipped that a later reference can undo (a shorter path, a resumed budget).
@@ -574,6 +580,16 @@ class State:
                 "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
                 (record.path, _record_encoder.encode(record)),
             )
+
+    def verified(self) -> dict[str, tuple[str, int, int, int, int]]:
+        """``verified``: tree path → (sha256, size, mtime_ns, ctime_ns, inode) (crawl-state.md §1)."""
+        return {str(r[0]): r[1:] for r in self.db.execute("SELECT * FROM verified")}
+
+    def note_verified(self, files: dict[str, tuple[str, int, int, int, int]]) -> None:
+        """Note what a run found the tree files ``files`` (path → as :meth:`verified`) to be."""
+        rows = [(p, *v) for p, v in files.items()]
+        with self.transaction():
+            self.db.executemany("INSERT OR REPLACE INTO verified VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def records(self) -> Iterator[Record]:
         """Every stored record, sorted by path."""

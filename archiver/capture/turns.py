@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,13 +15,19 @@ if TYPE_CHECKING:
 __all__ = ["Host", "Turn"]
 
 
-@dataclass
 class Host:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    next_time: float = 0.0
-    crawl_delay: float = 0.0
-    robots: Robots | None = None
-    robots_task: asyncio.Task[Robots] | None = None
+    """What the fetcher keeps of one host: its lock (one request at a time), when its next request
+    may start, its robots.txt's Crawl-delay, its rules once read and the task reading them. A plain
+    class: a dataclass's generated methods were compiled from source at every start of a capture."""
+
+    __slots__ = ("crawl_delay", "lock", "next_time", "robots", "robots_task")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.next_time = 0.0
+        self.crawl_delay = 0.0
+        self.robots: Robots | None = None
+        self.robots_task: asyncio.Task[Robots] | None = None
 
 
 class Turn:

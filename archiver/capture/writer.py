@@ -25,7 +25,16 @@ from archiver.urls import RESERVED_DIR, VERSIONS_NAME
 if TYPE_CHECKING:
     from archiver.versions.keeper import Keeper
 
-__all__ = ["TreeWriter", "hash_file", "now", "stub_html"]
+__all__ = ["TreeWriter", "Verified", "hash_file", "now", "stub_html", "verified_as"]
+
+#: what a tree file was found to be: (SHA-256, size, mtime_ns, ctime_ns, inode) of its status when
+#: its bytes were known to hash to that SHA-256 (written by this run, or read and hashed)
+Verified = tuple[str, int, int, int, int]
+
+
+def verified_as(sha256: str, st: os.stat_result) -> Verified:
+    """The :data:`Verified` of a file whose status is ``st`` and whose bytes hash to ``sha256``."""
+    return (sha256, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 class TreeWriter:
@@ -40,6 +49,9 @@ class TreeWriter:
         self._count = 0
         self._folders: set[str] = set()  # folders this run made or met: never removed while it runs
         self.keeper: Keeper | None = None
+        #: tree path → :data:`Verified` of the files this run wrote with known bytes, or read and
+        #: hashed (the state keeps them when the run ends: formats/crawl-state.md §1, ``verified``)
+        self.verified: dict[str, Verified] = {}
         if os.path.isdir(os.path.join(self._out_str, RESERVED_DIR, VERSIONS_NAME)):
             from archiver.versions.keeper import for_tree
 
@@ -52,11 +64,19 @@ class TreeWriter:
             self.keeper.keep(path)
 
     def write(
-        self, path: str, data: bytes | None = None, source: Path | None = None, link_from: str | None = None
+        self,
+        path: str,
+        data: bytes | None = None,
+        source: Path | None = None,
+        link_from: str | None = None,
+        sha256: str | None = None,
     ) -> None:
         """Put ``data`` (or the file ``source``, moved; or a hard link to the tree file ``link_from``)
         at tree path ``path`` atomically. Called in the event loop: with no fsync a write is a
-        page-cache copy and a rename, cheaper than a thread hop."""
+        page-cache copy and a rename, cheaper than a thread hop. ``sha256``: the SHA-256 of the bytes
+        put there (``data`` or ``source``), when the caller knows it: the file's status once in
+        place is noted in :attr:`verified` (a later run trusts a file whose status has not changed
+        since); a hard link is not noted (it holds another file's bytes as they are now)."""
         target = os.path.join(self._out_str, path)
         folder = os.path.dirname(target)
         if folder not in self._folders:
@@ -69,6 +89,7 @@ class TreeWriter:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
                 os.link(os.path.join(self._out_str, link_from), tmp)
+                sha256 = None  # another file's bytes, as they are now: not known here to be these
             elif source is not None:
                 os.replace(source, tmp)
             else:
@@ -86,6 +107,10 @@ class TreeWriter:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+        self.verified.pop(path, None)
+        if sha256 is not None:  # in place: a later link, rename or write changes its ctime, not this
+            with contextlib.suppress(OSError):  # gone already: nothing to note
+                self.verified[path] = verified_as(sha256, os.stat(target))
 
     def empty_tmp(self, remove: bool = False) -> None:
         """Delete what a previous (killed) run or this one left in ``tmp`` (and ``tmp`` itself)."""

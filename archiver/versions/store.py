@@ -13,7 +13,6 @@ import re
 import shutil
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,8 +68,10 @@ _header_decoder = msgspec.json.Decoder(Header)
 _record_decoder = msgspec.json.Decoder(Record)
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(msgspec.Struct, frozen=True):
+    """A version of a tree (this module's classes are :class:`msgspec.Struct` ones: a dataclass's
+    generated methods were compiled from source at every start of a re-capture)."""
+
     id: str
     manifest: Path  # the version manifest, or the tree's own for a tree that recorded none
     recorded: bool  # False: the tree's current state, not yet in the store
@@ -391,8 +392,7 @@ def source(root: Path, r: Record | Held, tree: TreeState | None = None) -> Path:
     raise FormatError(f"its blob {rel} is missing (and the tree no longer holds its bytes)", subject=r.path)
 
 
-@dataclass(frozen=True)
-class Opened:
+class Opened(msgspec.Struct, frozen=True):
     """A version's file opened for reading (:func:`open_checked`)."""
 
     fd: int  # at offset 0

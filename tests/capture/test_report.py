@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from archiver.capture import capture, capture_main
@@ -55,9 +55,9 @@ def test_secret_query_values_never_reach_the_manifest_or_report(tiny: Path, tmp_
 
 
 def _shown(item: Item) -> dict[str, object]:
-    """The fields of ``item`` a report shows, by the dataclass's own field list (every field that is
+    """The fields of ``item`` a report shows, by the struct's own field list (every field that is
     neither None nor empty): what Item.to_json spells out field by field must not fall behind it."""
-    values = {f.name: getattr(item, f.name) for f in dataclasses.fields(Item)}
+    values = {f.name: getattr(item, f.name) for f in msgspec.structs.fields(Item)}
     return {name: v for name, v in values.items() if v is not None and v != ""}
 
 
@@ -75,8 +75,9 @@ def test_an_items_json_shows_every_set_field(item: Item) -> None:
     assert item.to_json() == _shown(item)
 
 
-def test_an_items_json_names_every_field_of_the_dataclass() -> None:
+def test_an_items_json_names_every_field_of_the_struct() -> None:
     # every field set: a field added to Item but not to to_json is missing here
     values = {str: "x", int: 7}
-    full = Item(**{f.name: values[int if "int" in str(f.type) else str] for f in dataclasses.fields(Item)})
-    assert set(full.to_json()) == {f.name for f in dataclasses.fields(Item)}
+    fields = msgspec.structs.fields(Item)
+    full = Item(**{f.name: values[int if "int" in str(f.type) else str] for f in fields})
+    assert set(full.to_json()) == {f.name for f in fields}

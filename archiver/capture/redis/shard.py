@@ -5,9 +5,10 @@ as the crawl-wide rows and the shard's own discoveries tell them)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from archiver.capture.aliases import HANDED_STATES, chain_end
 from archiver.capture.redis.conn import Down, shown
@@ -92,7 +93,7 @@ class Shard:
         local = [r for r in local if r.key not in replaced]
         final = {r.key: r.final_url for r in [*local, *extra] if r.state == "merged" and r.final_url}
         for r in [*local, *extra]:
-            yield dataclasses.replace(r, final_url=chain_end(final, r.key)) if r.key in final else r
+            yield msgspec.structs.replace(r, final_url=chain_end(final, r.key)) if r.key in final else r
 
     def count(self, state: str | None = None, kind: str | None = None) -> int:
         return sum(
