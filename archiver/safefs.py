@@ -128,9 +128,10 @@ _signalled: str | None = None
 
 
 def signalled() -> str | None:
-    """The name of the signal that interrupted the current :func:`interruptible` block, if one did:
-    a library that calls back into Python (libzim) turns the KeyboardInterrupt raised in its callback
-    into an error of its own, which its caller then knows for the interruption it was."""
+    """The name of the signal that interrupted the current :func:`interruptible` block, if one did.
+    (Code that calls a library calling back into Python, such as libzim, holds the signals with
+    :func:`deferred` instead: raised in a callback, the library turned the interruption into an
+    error of its own.)"""
     return _signalled
 
 

@@ -110,8 +110,6 @@ def _pack(
     search_index: bool,
     all_versions: bool,
 ) -> PackResult:
-    src = Path(src)
-    out = Path(out)
     if out.is_dir():
         raise UsageError("is a folder; give the output file name", subject=str(out))
     if not out.parent.is_dir():

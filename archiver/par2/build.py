@@ -38,16 +38,7 @@ from archiver.par2.packets import (
 )
 from archiver.par2.scan import CHUNK, hash_packet, mapped
 
-__all__ = ["Generated", "copy_file", "generated", "private_dir", "write_slots"]
-
-
-@contextlib.contextmanager
-def private_dir(near: Path, label: str) -> Iterator[Path]:
-    """A fresh folder next to ``near`` (same filesystem, so hard links and renames work), removed on
-    exit whatever happens, a signal included (:func:`archiver.safefs.temp_dir`: one left by a killed
-    run is recognised and removed by the next). ``label`` is kept for the callers' reading."""
-    with safefs.temp_dir(near) as work:
-        yield work
+__all__ = ["Generated", "copy_file", "generated", "write_slots"]
 
 
 def copy_file(src: Path, dst: Path, length: int | None = None) -> None:
@@ -148,7 +139,9 @@ def generated(data: Path, set_name: str, p: Plan, engine: Engine) -> Iterator[Ge
     size = data.stat().st_size
     if size != p.protected_length:
         raise FormatError(f"is {size} bytes, the plan is for {p.protected_length}", subject=str(data))
-    with private_dir(data, "par2") as work:
+    # a fresh folder beside the data (same filesystem: hard links work), removed on every exit, a
+    # signal included; one a killed run left is recognised and removed by the next
+    with safefs.temp_dir(data) as work:
         target = work / set_name
         try:
             os.link(data, target)

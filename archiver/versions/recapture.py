@@ -29,8 +29,7 @@ PENDING = store.PENDING
 
 
 class Pending(NamedTuple):
-    started: datetime
-    resumed: bool  # True: an interrupted or failed re-capture goes on (its mark and start kept)
+    started: datetime  # kept by the pending mark: an interrupted or failed re-capture goes on
 
     @property
     def mark(self) -> str:
@@ -61,13 +60,13 @@ def begin(root: Path, now: datetime | None = None) -> Pending:
             started = datetime.fromisoformat(json.loads(mark.read_text())["started"].replace("Z", "+00:00"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise FormatError("is not a pending re-capture's mark", subject=str(mark)) from None
-        return Pending(started, True)
+        return Pending(started)
     store.record(root)
     started = (now or datetime.now(UTC)).replace(microsecond=0)
     tmp = mark.with_name(f".tmp-{PENDING}-{os.getpid()}")
     tmp.write_text(json.dumps({"started": _stamp(started)}) + "\n")
     os.replace(tmp, mark)
-    return Pending(started, False)
+    return Pending(started)
 
 
 class _Complete(msgspec.Struct):

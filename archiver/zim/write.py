@@ -207,9 +207,7 @@ def write_zim(
             safefs.checkpoint()
             try:
                 c.add_item(_Item(spec, mismatches))
-            except RuntimeError as e:
-                if (name := safefs.signalled()) is not None:  # SIGTERM/SIGHUP met in one of our callbacks
-                    raise KeyboardInterrupt(name) from None
+            except RuntimeError as e:  # (no signal raises in our callbacks: deferred above)
                 raise FormatError(f"libzim refused entry {spec.path!r}: {e}") from None
         for r in redirects():
             try:
