@@ -363,9 +363,17 @@ class _Rewriter:
         found = scan(doc) if scanned is None else scanned
         # asked before the removals (a removed node's children are freed with it)
         walk_again = (found.noscripts and self.noscript == "drop") or any(map(_holds_element, found.removed))
-        for node in found.removed:
+        removed, noscripts = found.removed, found.noscripts
+        if walk_again:  # a removed node may hold another: only the outermost are removed (the
+            # others are freed with them, and must not be touched again)
+            doomed = {n.mem_id for n in removed}
+            if self.noscript == "drop":
+                doomed.update(n.mem_id for n in noscripts)
+            removed = _outermost(removed, doomed)
+            noscripts = _outermost(noscripts, doomed)
+        for node in removed:
             node.decompose()
-        for node in found.noscripts:
+        for node in noscripts:
             if self.noscript == "unwrap":
                 node.unwrap()
             elif self.noscript == "drop":
@@ -401,6 +409,33 @@ class _Rewriter:
             searchbox.rewrite(doc, self.search)
             metas = doc.css("meta")  # it may have replaced an element that holds one
         _ensure_charset(doc, metas)
+
+
+def _outermost(nodes: list[LexborNode], doomed: set[int]) -> list[LexborNode]:
+    """Those of ``nodes`` that no node of ``doomed`` (``mem_id``s) holds: removing one of those frees
+    the nodes inside it, so they are not removed again. Each ancestor is looked at once for all of
+    ``nodes`` (what is known of it kept by ``mem_id``): linear in the document, however deep."""
+    under: dict[int, bool] = {}  # a node not doomed itself -> whether a doomed node holds it
+    kept = []
+    for node in nodes:
+        path = []
+        held = False
+        parent = node.parent
+        while parent is not None:
+            key = parent.mem_id
+            if key in doomed:
+                held = True
+                break
+            if key in under:
+                held = under[key]
+                break
+            path.append(key)
+            parent = parent.parent
+        for key in path:
+            under[key] = held
+        if not held:
+            kept.append(node)
+    return kept
 
 
 def _holds_element(node: LexborNode) -> bool:

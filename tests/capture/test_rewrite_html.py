@@ -427,3 +427,52 @@ def test_a_scan_taken_before_the_rewrite_serves_base_title_and_rewrite() -> None
     with_scan = rh.rewrite(doc, lambda r, h: "L/" + r, scanned=found)
     without = rh.rewrite(rh.parse(text), lambda r, h: "L/" + r)
     assert with_scan == without and with_scan.title == "A page with base href — Acme Field Guide"
+
+
+#: removed nodes inside removed nodes (an SVG <script> holds elements; a dropped <noscript> inside a
+#: dropped one, or inside an SVG <script>): removing the outer frees the inner, which must not be
+#: removed again (Lexbor would act on freed memory it pools for reuse)
+_NESTED_REMOVALS = [
+    "<svg><script><script>a</script><script>b</script></script></svg><p>after</p>",
+    "<svg>" + "<script>" * 50 + "x" + "</script>" * 50 + "</svg><p>after</p>",
+    "<svg><script><noscript><p>n</p></noscript><base href=/x/></script></svg><p>after</p>",
+    "<noscript><noscript><p>n</p></noscript><script>s</script></noscript><p>after</p>",
+    "<svg><noscript><noscript><script>s</script></noscript></noscript></svg><p>after</p>",
+]
+
+
+@pytest.mark.parametrize("text", _NESTED_REMOVALS)
+def test_only_the_outermost_of_nested_removed_nodes_are_removed(text: str) -> None:
+    doc = rh.parse(text)
+    found = rh.scan(doc)
+    doomed = {n.mem_id for n in found.removed + found.noscripts}
+    outer = rh._outermost(found.removed + found.noscripts, doomed)
+    assert outer, text
+    for node in found.removed + found.noscripts:
+        ancestors = []
+        parent = node.parent
+        while parent is not None:
+            ancestors.append(parent.mem_id)
+            parent = parent.parent
+        assert (node in outer) == (not doomed.intersection(ancestors)), (text, node.tag)
+
+
+@pytest.mark.parametrize("noscript", ["unwrap", "drop", "keep"])
+@pytest.mark.parametrize("text", _NESTED_REMOVALS)
+def test_nested_removed_nodes_rewrite_to_the_same_page_every_time(text: str, noscript: str) -> None:
+    results = {rh.rewrite(rh.parse(text), lambda r, h: None, noscript=noscript).html for _ in range(50)}  # type: ignore[arg-type]
+    assert len(results) == 1, results
+    html = results.pop()
+    assert "<script" not in html and "<p>after</p>" in html
+    if noscript == "drop":
+        assert "<noscript" not in html
+
+
+def test_the_outermost_walk_is_linear_in_depth() -> None:
+    """50,000 nested SVG scripts: each ancestor is looked at once, not once per node inside it."""
+    text = "<svg>" + "<script>" * 50_000 + "</svg>"
+    doc = rh.parse(text)
+    found = rh.scan(doc)
+    doomed = {n.mem_id for n in found.removed}
+    assert len(found.removed) == 50_000
+    assert len(rh._outermost(found.removed, doomed)) == 1
