@@ -261,3 +261,37 @@ def test_capture_shows_out_as_required_and_pack_explains_its_formats() -> None:
     pack = " ".join(run("pack", "--help").stdout.split())
     for word in ("gwtar: one .gwtar.html", "zim: a ZIM file for Kiwix", "wacz: the WARC records"):
         assert word in pack
+
+
+_SIGNAL_AT_START = """
+import os, signal, sys
+import archiver.cli.{module} as m
+real = m.{func}
+def hit(args):
+    os.kill(os.getpid(), signal.{sig})
+    return real(args)
+m.{func} = hit
+from archiver.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    ("module", "func", "argv"),
+    [
+        ("readers", "_cmd_ls", ["ls", str(MINI)]),
+        ("readers", "_cmd_verify", ["verify", str(MINI)]),
+        ("serve", "_cmd_map", ["map", "http://a.example/"]),
+        ("search", "_cmd_search", ["search", str(MINI), "-q", "x"]),
+    ],
+)
+def test_sigterm_or_sighup_before_a_commands_own_handling_is_an_interruption(
+    sig: str, module: str, func: str, argv: list[str]
+) -> None:
+    """A signal that lands as a command starts (before any block of its own that handles signals)
+    ends it as Ctrl-C does: exit 130 and one line, not the default action's silent death (-15, -1)."""
+    code = _SIGNAL_AT_START.format(module=module, func=func, sig=sig, argv=argv)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, (done.returncode, done.stderr[-500:])
+    assert done.stderr.strip().splitlines() == ["archiver: interrupted"], done.stderr[-500:]

@@ -14,10 +14,14 @@ writing helpers the commands share). A command's module is imported when the com
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from archiver import __version__
@@ -61,12 +65,35 @@ def entry() -> int:
     return code
 
 
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP end a command as Ctrl-C does (exit 130, ``archiver: interrupted``,
+    README's exit codes), wherever they land: before a command's own interruptible block (the
+    imports, the opening of its inputs) their default action killed the process (exit -15, no
+    line). Blocks that handle signals themselves (safefs.interruptible and deferred, capture's
+    loop, serve's server) put their own handlers in place and this one back. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     words = sys.argv[1:] if argv is None else argv
     args = _parser(command_of(words)).parse_args(words)
     try:
-        return int(args.func(args))
+        with _signals_interrupt():
+            return int(args.func(args))
     except ArchiverError as e:
         if args.debug:
             traceback.print_exc()
