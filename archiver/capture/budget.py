@@ -53,11 +53,16 @@ class PageBudget:
         if limit is None:  # no budget: charge() and release() count nothing, and no record is decoded
             return  # (a re-capture of 1,000 pages decoded its 1,000 records to count them)
         state = self.context.state
-        stored = sum(1 for r in state.records() if r.kind == "page")
         rows = sorted(
             (r for r in state.rows() if r.kind == "page" and r.state == "pending"),
             key=lambda r: (r.priority, r.depth, r.seq),
         )
+        # a stored page fetched again (--refresh, --new-version: its row pending, its record still
+        # there until it is stored anew) is counted once, as a pending page: counted as stored too,
+        # a refreshed capture of N pages had no place left, skipped them all beyond the budget and
+        # a new version took them out of the tree as no longer on the site
+        again = {r.path for r in rows if r.path is not None}
+        stored = sum(1 for r in state.records() if r.kind == "page" and r.path not in again)
         places = max(limit - stored, 0)
         for row in rows[places:]:
             state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)

@@ -387,3 +387,29 @@ def test_a_re_capture_that_never_ran_takes_nothing_out_and_the_next_one_refreshe
         assert "recorded (5 files, 0 no longer on the site removed" in again.stderr, again.stderr
     assert b"A changed." in (out / "a.html").read_bytes()
     assert [v.recorded for v in store.versions(out)] == [True, True]
+
+
+@pytest.mark.parametrize("again", ["--new-version", "--refresh"])
+def test_a_page_budget_holds_the_same_pages_when_captured_again(
+    site: Path, tmp_path: Path, again: str
+) -> None:
+    """``--max-pages`` with a refreshed capture: the N pages stored are fetched again, not counted
+    twice (stored and pending). Before, the budget had no place left, skipped every page, and a new
+    version took them out of the tree as no longer on the site (diff: 'removed')."""
+    out = tmp_path / "tree"
+    with FixtureServer(FixtureConfig(root=site, robots=None)) as server:
+        first = _capture(server.url, out, "--max-pages", "3")
+        assert first.returncode == 0, first.stderr
+        before = tree_files(out)
+        assert sum(1 for p in before if p.endswith(".html")) == 3
+        time.sleep(1.1)
+        second = _capture(server.url, out, "--max-pages", "3", again)
+        assert second.returncode == 0, second.stderr
+        report = json.loads(second.stdout.splitlines()[-1])
+    assert tree_files(out) == before
+    assert report["pages"] == 3, report
+    if again == "--new-version":
+        listed = [json.loads(x) for x in _cli("ls", str(out), "--versions", "--json").stdout.splitlines()]
+        assert [(d["pages"], d["new_bytes"]) for d in listed] == [(3, listed[0]["new_bytes"]), (3, 0)]
+        diff = _cli("diff", str(out))
+        assert diff.returncode == 0 and diff.stdout.strip().endswith("no pages"), diff.stdout
