@@ -295,3 +295,16 @@ def test_sigterm_or_sighup_before_a_commands_own_handling_is_an_interruption(
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, (done.returncode, done.stderr[-500:])
     assert done.stderr.strip().splitlines() == ["archiver: interrupted"], done.stderr[-500:]
+
+
+def test_a_signal_after_the_command_is_over_keeps_its_exit_code() -> None:
+    """A signal landing while the process exits (the command's output in place) ends it with the
+    command's own code, not by the signal (-2, no line: a KeyboardInterrupt with nothing to catch it)."""
+    for sig in ("SIGINT", "SIGTERM", "SIGHUP"):
+        code = (
+            "import os, signal, archiver.cli as c\n"
+            "c.main = lambda argv=None: print('done') or 3\n"
+            f"code = c.entry()\nos.kill(os.getpid(), signal.{sig})\nraise SystemExit(code)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (3, "done\n", ""), (sig, done)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 import sys
 import threading
@@ -61,8 +62,27 @@ def entry() -> int:
     _, second, third = gc.get_threshold()
     gc.set_threshold(GC_THRESHOLD, second, third)
     code = main()
+    _exit_on_signals(code)
     gc.freeze()
     return code
+
+
+def _exit_on_signals(code: int) -> None:
+    """The command is over and ``code`` is its outcome: a SIGINT, SIGTERM or SIGHUP from now on
+    (while the interpreter exits: its threads joined, atexit handlers) ends the process at once with
+    that code, output flushed. Before, it raised a KeyboardInterrupt no code was left to catch and
+    the process died of the signal (exit -2) after `pack` had put its whole output in place."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, handler)
 
 
 @contextlib.contextmanager
