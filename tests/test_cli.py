@@ -308,3 +308,37 @@ def test_a_signal_after_the_command_is_over_keeps_its_exit_code() -> None:
         )
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         assert (done.returncode, done.stdout, done.stderr) == (3, "done\n", ""), (sig, done)
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["capture", "-o", "t", "--depth", "99999999999999999999999", "http://x.test/"],
+         "archiver: capture --depth: must be at most 4611686018427387904, got 99999999999999999999999"
+         " (see archiver capture --help)"),
+        (["capture", "-o", "t", "--retries", "1" + "0" * 40, "http://x.test/"],
+         "archiver: capture --retries: must be at most 4611686018427387904, got "
+         "100000000000000000000000000... (see archiver capture --help)"),
+        (["serve", "x", "--workers", "100000"],
+         "archiver: serve --workers: must be at most 256, got 100000 (see archiver serve --help)"),
+    ],
+)  # fmt: skip
+def test_numbers_too_large_for_what_keeps_them_are_usage_errors(argv: list[str], line: str) -> None:
+    """A whole number beyond what SQLite or the system can hold is refused as a usage error (before,
+    --depth 10**23 ended in an internal error from SQLite, --workers 100,000 from running out of
+    file descriptors)."""
+    result = run(*argv)
+    assert (result.returncode, result.stderr) == (2, line + "\n"), result.stderr
+
+
+def test_a_server_out_of_file_descriptors_is_one_line_not_a_bug(tmp_path: Path) -> None:
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))\n"
+        "from archiver.cli import main\n"
+        f"sys.exit(main(['serve', {str(MINI)!r}, '--workers', '64']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr[-800:]
+    assert done.stderr.startswith("archiver: 127.0.0.1:") and "cannot listen" in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr

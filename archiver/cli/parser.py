@@ -50,8 +50,14 @@ def _allow_host(text: str) -> str:
     return text
 
 
-def _count(least: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least ``least``."""
+#: The largest whole number an option takes unless it says less: what SQLite (a 64-bit signed
+#: INTEGER: the crawl state keeps depths, attempts and budgets) and C code take. Above it, `--depth`
+#: of 10**23 ended in an internal error ("Python int too large to convert to SQLite INTEGER").
+COUNT_MAX = 2**62
+
+
+def _count(least: int, most: int = COUNT_MAX) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``least`` to ``most``."""
 
     def parse(text: str) -> int:
         try:
@@ -60,9 +66,30 @@ def _count(least: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < least:
             raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        if value > most:
+            raise argparse.ArgumentTypeError(
+                f"must be at most {most}, got {text if len(text) < 30 else text[:27] + '...'}"
+            )
         return value
 
     return parse
+
+
+#: ``serve --workers`` at most: each is a process with its own socket and open archives (100,000
+#: ran out of file descriptors: an internal error), and more processes than this serve no faster
+MAX_WORKERS = 256
+
+
+def _workers(text: str) -> int:
+    """``serve --workers``: a whole number up to :data:`MAX_WORKERS` (0 and below are refused by
+    :func:`archiver.serve.server.serve`, as its API's callers are)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WORKERS}, got {value}")
+    return value
 
 
 _SIZE_UNITS = {
@@ -572,7 +599,12 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--gwtar-mime", default="text/html", help="media type for gwtar files (or x-gwtar)")
     p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
     p.add_argument("--quiet", action="store_true", help="no access log")
-    p.add_argument("--workers", type=int, default=1, help="server processes sharing the port (default 1)")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help=f"server processes sharing the port (default 1, at most {MAX_WORKERS})",
+    )
     p.add_argument("--domain", default="localhost", help="each archive at <name>.DOMAIN (default localhost)")
     p.add_argument("--allow-live", action="store_true", help="let archived pages load from the live web")
     p.add_argument("--header-timeout", type=float, default=30.0, help="seconds to send a header (30)")

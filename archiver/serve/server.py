@@ -96,7 +96,10 @@ def _config(app: App, *, quiet: bool, limits: Limits) -> Any:
 
 def _bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as e:  # out of file descriptors (many --workers under a low limit)
+        raise UsageError(f"cannot listen: {e.strerror or e}", subject=f"{host}:{port}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:
