@@ -144,8 +144,12 @@ def _relink_one(
     if new_text != text:
         data = new_text.encode("utf-8")
         record.size, record.sha256 = len(data), hashlib.sha256(data).hexdigest()
+        # the record first, committed, then the file: a run stopped between the two leaves the old
+        # file under the new record, and the next run (its links not yet set: still to relink)
+        # rewrites it and sets the same record. The other way round, the next run found the file
+        # relinked already, nothing to change, and kept the old record: a manifest naming other bytes
+        state.put_record(record, durable=True)
         writer.write(src, data, sha256=record.sha256)
-        state.put_record(record)
     state.set_links(src, links)
 
 

@@ -573,13 +573,16 @@ class State:
         row = self.db.execute("SELECT record FROM records WHERE path = ?", (path,)).fetchone()
         return None if row is None else _record_decoder.decode(row[0])
 
-    def put_record(self, record: Record) -> None:
+    def put_record(self, record: Record, *, durable: bool = False) -> None:
+        """Set the record at ``record.path``; ``durable``: committed now, not with the batch."""
         self.known.stored(record)
         with self.transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO records (path, record) VALUES (?, ?)",
                 (record.path, _record_encoder.encode(record)),
             )
+        if durable:
+            self._batch.durable()
 
     def verified(self) -> dict[str, tuple[str, int, int, int, int]]:
         """``verified``: tree path → (sha256, size, mtime_ns, ctime_ns, inode) (crawl-state.md §1)."""

@@ -457,8 +457,8 @@ class RedisState(RedisLink):
     def record(self, path: str) -> Record | None:
         return self.local.record(path)
 
-    def put_record(self, record: Record) -> None:
-        self.local.put_record(record)
+    def put_record(self, record: Record, *, durable: bool = False) -> None:
+        self.local.put_record(record, durable=durable)
 
     def records(self) -> Iterator[Record]:
         return self.local.records()
