@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from archiver import stopsignals
 from archiver.errors import ArchiverError, FormatError, UsageError
 
 __all__ = [
@@ -149,13 +150,11 @@ def interruptible() -> Iterator[None]:
         _signalled = signal.Signals(signum).name
         raise KeyboardInterrupt(_signalled)
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
+        with stopsignals.installed(handler, stopsignals.STOP_SIGNALS):  # not one ignored (nohup)
+            yield
     finally:
         _signalled = None
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 #: a signal received inside a :func:`deferred` block and not raised yet (its name)
@@ -180,12 +179,10 @@ def deferred() -> Iterator[None]:
         global _pending
         _pending = _pending or signal.Signals(signum).name
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
+        with stopsignals.installed(handler, (signal.SIGINT, *stopsignals.STOP_SIGNALS)):
+            yield
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
         name, _pending = _pending, None
     if name is not None:
         _signalled = name

@@ -342,3 +342,13 @@ def test_a_server_out_of_file_descriptors_is_one_line_not_a_bug(tmp_path: Path) 
     assert done.returncode == 2, done.stderr[-800:]
     assert done.stderr.startswith("archiver: 127.0.0.1:") and "cannot listen" in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_command_under_nohup_keeps_sighup_ignored() -> None:
+    """``nohup archiver …``: SIGHUP ignored stays ignored, through the command and its blocks
+    (archiver.stopsignals); before, the command's handler took its place and a hang-up ended it."""
+    argv = ["verify", str(MINI)]
+    code = _SIGNAL_AT_START.format(module="readers", func="_cmd_verify", sig="SIGHUP", argv=argv)
+    code = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + code
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]

@@ -21,12 +21,14 @@ from collections.abc import Coroutine
 from types import FrameType
 from typing import Any, Generic, TypeVar
 
+from archiver import stopsignals
+
 __all__ = ["STOP_SIGNALS", "run"]
 
 T = TypeVar("T")
 
 #: The signals that stop a shared crawl's worker as Ctrl-C does.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = stopsignals.STOP_SIGNALS
 
 
 class _Boxed(Generic[T]):
@@ -67,16 +69,11 @@ def run(main: Coroutine[Any, Any, T], *, terminate: bool = False) -> T:
             received.append(signum)
             loop.call_soon_threadsafe(task.cancel)
 
-        old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-        for s, handler in old.items():
-            if handler == signal.SIG_DFL:
-                signal.signal(s, on_signal)
-        try:
+        # in place of the default handlers and the command's own (stopsignals: the CLI's "SIGTERM as
+        # Ctrl-C" raised KeyboardInterrupt wherever it landed, skipping this orderly stop: an
+        # import stopped by SIGTERM left a spooled body in _archiver/tmp), never of an ignored one
+        with stopsignals.installed(on_signal, STOP_SIGNALS):
             return _Boxed(await main)
-        finally:
-            for s, handler in old.items():
-                if handler == signal.SIG_DFL:
-                    signal.signal(s, handler)
 
     try:
         return asyncio.run(guarded()).value  # a run that ended before the cancel reached it stands

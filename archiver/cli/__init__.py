@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from archiver import __version__
+from archiver import __version__, stopsignals
 from archiver.cli.parser import _parser, command_of
 from archiver.cli.parser import _size as _size
 from archiver.errors import EXIT_BUG, ArchiverError
@@ -81,8 +81,10 @@ def _exit_on_signals(code: int) -> None:
                 stream.flush()
         os._exit(code)
 
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, handler)
+    stopsignals.ours(handler)
+    for s in (signal.SIGINT, *stopsignals.STOP_SIGNALS):
+        if stopsignals.replaceable(signal.getsignal(s)):  # one ignored (nohup) stays ignored
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
@@ -91,20 +93,14 @@ def _signals_interrupt() -> Iterator[None]:
     README's exit codes), wherever they land: before a command's own interruptible block (the
     imports, the opening of its inputs) their default action killed the process (exit -15, no
     line). Blocks that handle signals themselves (safefs.interruptible and deferred, capture's
-    loop, serve's server) put their own handlers in place and this one back. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    loop, serve's server) put their own handlers in place and this one back; a signal the process
+    was told to ignore (nohup) stays ignored (:mod:`archiver.stopsignals`). Main thread only."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
+    with stopsignals.installed(handler, stopsignals.STOP_SIGNALS):  # not one ignored (nohup)
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -179,3 +179,29 @@ def test_an_interrupt_while_the_depths_settle_leaves_an_incomplete_run(
     assert _files(out) == _files(tmp_path / "reference")
     depth = {r.path: (r.depth, r.referrer) for r in read_records(out)}
     assert depth == {r.path: (r.depth, r.referrer) for r in read_records(tmp_path / "reference")}
+
+
+def test_under_the_commands_own_handler_a_stop_signal_still_cancels_in_order() -> None:
+    """The CLI holds SIGTERM and SIGHUP as Ctrl-C for the whole command (archiver.cli); a capture's
+    loop puts its orderly stop in place of it (the task cancelled at an await, its clean-up run),
+    where before it kept the CLI's, which raised KeyboardInterrupt wherever the signal landed (an
+    import stopped so left a spooled body in _archiver/tmp: random-signal stress, 7 runs of 24)."""
+    from archiver.cli import _signals_interrupt
+
+    steps: list[str] = []
+
+    async def main() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            steps.append("cancelled")
+            raise
+
+    with _signals_interrupt():
+        commands = signal.getsignal(signal.SIGTERM)
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            interrupt.run(main(), terminate=True)
+        assert signal.getsignal(signal.SIGTERM) is commands  # given back
+    assert steps == ["cancelled"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

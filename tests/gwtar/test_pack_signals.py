@@ -112,3 +112,19 @@ def test_a_signal_while_the_search_page_is_made_leaves_nothing(tmp_path: Path, s
     assert done.stderr.strip().splitlines()[-1] == "archiver: interrupted"
     assert "Traceback" not in done.stderr
     assert list(out_dir.iterdir()) == []
+
+
+def test_the_signal_blocks_leave_an_ignored_signal_ignored() -> None:
+    """``nohup``: SIGHUP ignored stays ignored inside interruptible and deferred blocks."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with safefs.interruptible():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+            with safefs.deferred():
+                assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+                os.kill(os.getpid(), signal.SIGHUP)
+                safefs.checkpoint()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, old)

@@ -1,0 +1,61 @@
+"""Whose place archiver's stop-signal handlers may take (the CLI's, :mod:`archiver.safefs`'s blocks,
+a capture's loop: :mod:`archiver.capture.interrupt`).
+
+A signal's handler is *replaceable* when it is the default one (``SIG_DFL``; for SIGINT Python's
+``default_int_handler``) or one of archiver's own (marked by :func:`ours`): a signal the process was
+told to ignore (``nohup`` gives SIGHUP ignored) stays ignored, and a program that calls archiver as a
+library keeps its handlers. An inner block of archiver's replaces an outer one's (the command's
+"SIGTERM as Ctrl-C" gives way to a capture's orderly stop) and gives it back."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
+from typing import Any
+
+__all__ = ["STOP_SIGNALS", "installed", "ours", "replaceable"]
+
+#: The signals that stop a command as Ctrl-C does (SIGINT is Ctrl-C).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+Handler = Callable[[int, FrameType | None], Any]
+
+_MARK = "archiver_stop_handler"
+
+
+def ours(handler: Handler) -> Handler:
+    """Mark ``handler`` as archiver's own (replaceable by another of archiver's)."""
+    setattr(handler, _MARK, True)
+    return handler
+
+
+def replaceable(handler: object) -> bool:
+    """May archiver put its own handler in place of ``handler`` (see the module docstring)?"""
+    return (
+        handler is signal.SIG_DFL
+        or handler is signal.default_int_handler
+        or bool(getattr(handler, _MARK, False))
+    )
+
+
+@contextlib.contextmanager
+def installed(handler: Handler, signals: Iterable[signal.Signals]) -> Iterator[list[signal.Signals]]:
+    """``handler`` (marked :func:`ours`) for each of ``signals`` whose handler is replaceable, inside
+    the block; yields those it took; the handlers before are given back. Main thread only (elsewhere
+    nothing changes and nothing is taken)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    ours(handler)
+    old = {s: signal.getsignal(s) for s in signals}
+    taken = [s for s, h in old.items() if replaceable(h)]
+    for s in taken:
+        signal.signal(s, handler)
+    try:
+        yield taken
+    finally:
+        for s in taken:
+            signal.signal(s, old[s])
