@@ -311,6 +311,14 @@ class Index:
             return self._fragments[doc]
         raise FormatError(f"no fragment group holds document {doc}", subject=self._where("manifest"))
 
+    def forget_documents(self) -> None:
+        """Drop the fragment rows read so far and (format 3) the text files their groups listed: each
+        is read again from its group when next needed."""
+        self._fragments.clear()
+        if self.version >= 3:
+            self.texts.clear()
+            self._group_texts.clear()
+
     def _group_of(self, doc: int) -> int:
         """The fragment group holding document ``doc`` (-1: none)."""
         for i, (first, last, _size, _sha) in enumerate(self.groups):

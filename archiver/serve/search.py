@@ -28,6 +28,7 @@ from archiver import forks
 from archiver.errors import FormatError
 from archiver.search import archive, query, store, table, tables
 from archiver.search.engine import Engine
+from archiver.search.snippet import Snippet
 from archiver.serve.mounts import Mount
 from archiver.serve.paths import _href
 
@@ -42,12 +43,14 @@ CACHE_BYTES = 32 << 20
 ENGINE_BYTES = 512 << 20
 #: Text chunks (about 2 KiB each) and fragment rows an open index keeps between queries.
 KEPT_CHUNKS = 256
-KEPT_FRAGMENTS = 4096
+KEPT_FRAGMENTS = 64
 #: Answers kept for a query asked again (formats/serve.md §8, Repeated queries): their estimated
 #: bytes, all entries together, in each server process.
 ANSWER_BYTES = 8 << 20
 
 Read = Callable[[str], bytes]
+#: An answer kept (:func:`_kept`): its total, and each result's fields as a tuple.
+Kept = tuple[int, tuple[tuple[Any, ...], ...]]
 _READ = 1 << 16  # bytes a read call asks for (an index file is a few KiB: one call and the EOF)
 
 
@@ -88,10 +91,9 @@ class Searcher:
         self._use_tables = False
         self.identity: dict[str, str] = {}
         self.prepared: dict[str, Any] = {}
-        # (text, limit, offset) → (the engine keys of the indexes it ranked, its results, their bytes)
-        self._answers: OrderedDict[tuple[str, int, int], tuple[tuple[int, ...], query.Results, int]] = (
-            OrderedDict()
-        )
+        # (text, limit, offset) → (the engine keys of the indexes it ranked, its results as _kept
+        # makes them, their bytes)
+        self._answers: OrderedDict[tuple[str, int, int], tuple[tuple[int, ...], Kept, int]] = OrderedDict()
         self._answer_bytes = 0
 
     def _stamp(self, m: Mount) -> tuple[int, ...]:
@@ -258,7 +260,7 @@ class Searcher:
                 if len(index._chunks) > KEPT_CHUNKS:
                     index._chunks.clear()
                 if len(index._fragments) > KEPT_FRAGMENTS:
-                    index._fragments.clear()
+                    index.forget_documents()
             if found is not None:
                 doc["total"] = found.total
                 doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
@@ -275,7 +277,7 @@ class Searcher:
             self._drop_answer(key)
             return None
         self._answers.move_to_end(key)
-        return got[1]
+        return _unkept(got[1], key[1], key[2])
 
     def _keep_answer(self, key: tuple[str, int, int], keys: tuple[int, ...], found: query.Results) -> None:
         size = 200 + len(key[0]) + 8 * len(keys)
@@ -283,7 +285,7 @@ class Searcher:
         if size > ANSWER_BYTES // 4:
             return
         self._drop_answer(key)
-        self._answers[key] = (keys, found, size)
+        self._answers[key] = (keys, _kept(found), size)
         self._answer_bytes += size
         while self._answer_bytes > ANSWER_BYTES:
             self._drop_answer(next(iter(self._answers)))
@@ -357,6 +359,36 @@ def _build_table(kind: str, path: str, name: str, identity: str) -> str:
     finally:
         for g in opened:
             g.close()
+
+
+def _kept(found: query.Results) -> Kept:
+    """``found`` as tuples of strings and numbers only: the collector stops walking a tuple that holds
+    no container, where each kept :class:`~archiver.search.query.Result`, its snippet and its marks
+    would be walked at every collection (formats/search.md §6.5, The collector)."""
+    rows = tuple(
+        (
+            r.archive,
+            r.doc,
+            r.score,
+            r.path,
+            r.title,
+            r.snippet.text,
+            tuple(tuple(m) for m in r.snippet.marks),
+            r.snippet.before,
+            r.snippet.after,
+        )
+        for r in found.results
+    )
+    return found.total, rows
+
+
+def _unkept(kept: Kept, limit: int, offset: int) -> query.Results:
+    total, rows = kept
+    out = query.Results(total, offset, limit)
+    for a, doc, score, path, title, text, marks, before, after in rows:
+        cut = Snippet(text, list(marks), before, after)
+        out.results.append(query.Result(a, doc, score, path, title, cut))
+    return out
 
 
 def _has(read: Read, path: str) -> bool:
