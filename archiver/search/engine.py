@@ -184,14 +184,17 @@ class Engine:
         return out
 
     def _word(self, index: Index, key: Hashable, term: str, prefix: bool) -> _Word:
-        cached = self._get(("w", key, term, prefix))
-        if cached is not None:
-            return cached
         table = self.tables.get(key)
+        if table is None or prefix:  # (a table's word of one term is never kept)
+            cached = self._get(("w", key, term, prefix))
+            if cached is not None:
+                return cached
         found: dict[str, tuple[int, Any]] = {}
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
             ids, got = table.lookup(term, prefix)
             # (-1: the term's shard, named only when its postings are malformed)
+            if not ids:
+                return _Word(term, prefix, [])  # not in this index: not kept either
             if prefix and len(ids) > 1:
                 found = {table.term(j): (-1, j) for j in ids}
             elif ids:  # one term: the word itself (a prefix's: when its key is as long as the word's)
@@ -469,12 +472,14 @@ class _Query:
             now = turn % nslots
             heap = streams[now]
             turn += 1
-            negv, a, doc, li, j = heapq.heappop(heap)
+            negv, a, doc, li, j = heap[0]
             td, w, exact, _a = lists[li]
-            if j + 1 < len(td.order):
+            if j + 1 < len(td.order):  # its list's next document takes its place (one sift, not two)
                 o = td.order[j + 1]
                 v = max(0.0, w * td.impact[o] if exact else w * td.impact[o] * PREFIX)
-                heapq.heappush(heap, (-v, a, td.docs[o], li, j + 1))
+                heapq.heapreplace(heap, (-v, a, td.docs[o], li, j + 1))
+            else:
+                heapq.heappop(heap)
             if (a, doc) in seen:
                 continue
             seen.add((a, doc))
