@@ -81,6 +81,9 @@ KEPT_ENTRIES = 1 << 11
 #: Words of indexes with a table met once and not kept, remembered (their keys) so that a second
 #: meeting keeps them.
 SEEN_KEYS = 1 << 15
+#: Words of one term or none of indexes with a table: (index, word, prefix) → the term's number in
+#: the table (-1: none), so that meeting one again skips the lookup (2.3 of its ~3.4 µs).
+ONES_KEPT = 1 << 16
 
 
 class Engine:
@@ -96,6 +99,7 @@ class Engine:
         self._titled: dict[tuple[Hashable, int], int] = {}
         self._starts: OrderedDict[tuple[Any, ...], tuple[int, ...]] = OrderedDict()
         self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        self._ones: OrderedDict[tuple[Any, ...], int] = OrderedDict()
         #: An index's postings table by its key, when it has one (set by the server).
         self.tables: dict[Hashable, Table] = {}
 
@@ -130,6 +134,8 @@ class Engine:
             del self._starts[k]
         for k in [k for k in self._seen if k[1] == key]:
             del self._seen[k]
+        for k in [k for k in self._ones if k[0] == key]:
+            del self._ones[k]
 
     def clear(self) -> None:
         self._lru.clear()
@@ -137,6 +143,7 @@ class Engine:
         self._titled.clear()
         self._starts.clear()
         self._seen.clear()
+        self._ones.clear()
         self.tables.clear()
         self.bytes = 0
 
@@ -191,19 +198,19 @@ class Engine:
                 return cached
         found: dict[str, tuple[int, Any]] = {}
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
+            k = (key, term, prefix)
+            one = self._ones.get(k)
+            if one is not None:  # a word of one term or none met before: its term's number kept
+                return self._one(index, key, table, term, prefix, one)
             ids, got = table.lookup(term, prefix)
             # (-1: the term's shard, named only when its postings are malformed)
-            if not ids:
-                return _Word(term, prefix, [])  # not in this index: not kept either
+            if len(ids) < 2:
+                self._ones[k] = one = ids[0] if ids else -1
+                if len(self._ones) > ONES_KEPT:
+                    self._ones.popitem(last=False)
+                return self._one(index, key, table, term, prefix, one)
             if prefix and len(ids) > 1:
                 found = {table.term(j): (-1, j) for j in ids}
-            elif ids:  # one term: the word itself (a prefix's: when its key is as long as the word's)
-                j = ids[0]
-                own = not prefix or table.kstart[j + 1] - table.kstart[j] == len(order_key(term))
-                t = term if own else table.term(j)
-                # not kept: made again in ~3 µs, and a kept word is a dozen objects more for the
-                # collector to walk (formats/search.md §6.5, The collector)
-                return _Word.one(term, t, self._data(index, key, table, t, -1, j))
             if got is not None:  # the prefix's completions stored merged: decoded when needed
                 exact = self._data(index, key, table, term, *found[term]) if term in found else None
 
@@ -227,6 +234,17 @@ class Engine:
         else:
             self._admit(("w", key, term, prefix), word)
         return word
+
+    def _one(self, index: Index, key: Hashable, table: Table, term: str, prefix: bool, j: int) -> _Word:
+        """The word that found term ``j`` of ``table`` alone (-1: none): made again at each meeting
+        (~1 µs: a few views), not kept, since a kept word is a dozen objects more for the collector to
+        walk (formats/search.md §6.5, The collector); only ``j`` is kept (:data:`ONES_KEPT`)."""
+        if j < 0:
+            return _Word(term, prefix, [])
+        # the word itself, or a prefix's one completion (its key longer than the word's)
+        own = not prefix or table.kstart[j + 1] - table.kstart[j] == len(order_key(term))
+        t = term if own else table.term(j)
+        return _Word.one(term, t, self._data(index, key, table, t, -1, j))
 
     def _admit(self, k: tuple[Any, ...], word: _Word) -> None:
         """Keep a word read from a table only at its second meeting: most words are met once (a query's

@@ -239,8 +239,8 @@ def test_a_tables_word_is_kept_at_its_second_meeting_and_the_cache_keeps_to_its_
     assert len(eng.tables) == 3
     kept = lambda: {k[1:] for k in eng._lru if k[0] == "w"}  # noqa: E731
     for _ in range(3):
-        _same(indexes, eng, keys, "ba ", 10, 0)  # "ba" as a word of one term: never kept
-        assert not kept()
+        _same(indexes, eng, keys, "ba ", 10, 0)  # "ba" as a word of one term: never kept (its number is)
+        assert not kept() and {(k, "ba", False) for k in keys} <= set(eng._ones)
     _same(indexes, eng, keys, "ba", 10, 0)  # as a prefix: several terms, met once
     assert not kept()
     _same(indexes, eng, keys, "ba", 10, 0)

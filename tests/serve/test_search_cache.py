@@ -135,6 +135,37 @@ def test_the_pages_read_are_forgotten_between_queries_and_read_again(
         forgetting.close()
 
 
+def test_the_per_query_log_says_each_querys_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ARCHIVER_SEARCH_LOG (formats/serve.md §8, Per-query log): one JSON line a query, with the
+    process, its CPU and wall time, the collections of each generation during it, the total and the
+    query; without it nothing is written."""
+    import json
+    import os
+
+    tree = _tree(tmp_path / "t", {"index.html": "<p>glacier volcano</p>", "b.html": "<p>glacier</p>"})
+    log = tmp_path / "search.log"
+    monkeypatch.setenv("ARCHIVER_SEARCH_LOG", str(log))
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    try:
+        assert searcher.search("glacier", 10, 0, _origin)["total"] == 2
+        assert searcher.search("volcano", 10, 0, _origin)["total"] == 1
+    finally:
+        searcher.close()
+    lines = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
+    assert [(x["q"], x["total"], x["pid"]) for x in lines] == [
+        ("glacier", 2, os.getpid()),
+        ("volcano", 1, os.getpid()),
+    ]
+    assert all(x["cpu_ms"] >= 0 and x["wall_ms"] >= 0 and len(x["gc"]) == 3 for x in lines)
+    monkeypatch.delenv("ARCHIVER_SEARCH_LOG")
+    quiet = serve_search.Searcher(mounts_for([tree]))
+    try:
+        quiet.search("glacier", 10, 0, _origin)
+    finally:
+        quiet.close()
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 2
+
+
 def _word(i: int) -> str:
     return "abcdefghijklmnopqrst"[i] * 4
 
