@@ -98,7 +98,9 @@ PURE: dict[str, set[str]] = {
     "search/query.py": SEARCH, "search/snippet.py": SEARCH,
     "search/engine.py": SEARCH | {
         "weakref", "archiver.search.query", "archiver.search.postings", "archiver.search.table",
+        "archiver.search.words",
     },
+    "search/words.py": SEARCH | {"archiver.search.query", "archiver.search.postings"},
     "search/table.py": SEARCH | {"archiver.search.query", "archiver.search.postings"},
     "search/postings.py": SEARCH | {"archiver.search.query"},
     "versions/dates.py": HISTORY, "versions/volatile.py": HISTORY, "versions/diff.py": HISTORY,

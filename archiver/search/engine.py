@@ -15,7 +15,10 @@ cache bounded by an estimate of its bytes (least recently used first out):
 - per index and query word (a term, or a prefix and the terms it stands for), the terms it found.
 
 An index with a postings table (:mod:`archiver.search.table`, in :attr:`Engine.tables`) reads no
-shard: a word's terms are found in the table, a frequent term's data is read from it in place.
+shard: a word's terms are found in the table, a frequent term's data is read from it in place. Such a
+word is made again in microseconds, so it is kept only at its second meeting, a word of one term
+never, and the cache holds at most :data:`KEPT_ENTRIES` entries: what is kept is objects that
+Python's collector walks at every collection (formats/search.md §6.5, The collector).
 
 A query then ranks with a global bound (threshold algorithm): each word's documents come best
 first from every index at once (its terms' impact orders merged, scaled by their idf); a document
@@ -44,7 +47,6 @@ from archiver.search.postings import (
     TermData,
     bits_of,
     mask_of,
-    merge,
     number_count,
     term_data,
     valid_postings,
@@ -66,144 +68,38 @@ from archiver.search.query import (
     rank_doc,
 )
 from archiver.search.table import Table
+from archiver.search.words import Merged as _Merged
+from archiver.search.words import Word as _Word
 
 __all__ = ["Engine", "TermData", "term_data"]  # the last two: archiver.search.postings
 
 #: Documents' positions kept for the query words that stand for several terms (a prefix's
 #: completions): (index, word, document) → :meth:`_Word.starts`, least recently used first out.
 STARTS_KEPT = 1 << 16
-
-
-class _Word:
-    """One query word (a term, or a prefix) in one index: the terms it found, in the core's order.
-    A prefix standing for several terms besides itself also has their :class:`_Merged` documents.
-
-    A prefix whose merged list a table stores (:meth:`stored`) decodes its completions only when a
-    document it holds is ranked exactly or shown (:attr:`found`, once): the top-k streams read the
-    merged list, its document count is the bitmask's and its completions' own counts matter only
-    when one of them is a query word too (then :meth:`Engine.search` asks for :attr:`found` first)."""
-
-    __slots__ = ("_found", "_load", "df", "exact", "lists", "merged", "size", "term", "union")
-
-    def __init__(
-        self, term: str, prefix: bool, found: list[tuple[str, TermData]], stored: _Merged | None = None
-    ) -> None:
-        self.term = term
-        self._found: list[tuple[str, TermData]] | None = found
-        self._load: Any = None
-        self.df = {t: len(td.docs) for t, td in found}
-        self.union = 0
-        for _, td in found:
-            self.union |= td.mask
-        self.size = ENTRY * (1 + len(found)) + sum(td.size for _, td in found)
-        self.exact = next((td for t, td in found if t == term), None)
-        rest = [td for t, td in found if t != term and td.docs]
-        self.merged = None
-        if prefix and len(rest) > 1:  # a table's stored list when it has one (the same arrays)
-            self.merged = stored if stored is not None else _Merged(*merge(rest))
-        #: The word's lists for the top-k streams: (a term's data or the merged completions, whether
-        #: it is the word's own term).
-        self.lists: list[tuple[Any, bool]] = [(td, t == term) for t, td in found]
-        if self.merged is not None:
-            self.size += self.merged.size
-            self.lists = [(self.exact, True)] if self.exact is not None else []
-            self.lists.append((self.merged, False))
-
-    @classmethod
-    def one(cls, term: str, t: str, td: TermData) -> _Word:
-        """The word ``term`` that found one term, ``t`` (itself, or a prefix's one completion): what
-        ``_Word(term, prefix, [(t, td)])`` makes, without its loops (most words in most indexes)."""
-        w = cls.__new__(cls)
-        w.term, w._found, w._load, w.merged = term, [(t, td)], None, None
-        w.df = {t: len(td.docs)}
-        w.union = td.mask
-        w.size = 2 * ENTRY + td.size
-        w.exact = td if t == term else None
-        w.lists = [(td, t == term)]
-        return w
-
-    @classmethod
-    def stored(cls, term: str, exact: TermData | None, merged: _Merged, terms: int, load: Any) -> _Word:
-        """A prefix whose completions a table stores merged: ``load()`` gives :attr:`found` (the same
-        list, ``exact`` first when the prefix is a term), ``terms`` how many it holds."""
-        w = cls.__new__(cls)
-        w.term, w._found, w._load, w.exact, w.merged = term, None, load, exact, merged
-        w.df = {term: len(exact.docs)} if exact is not None else {}
-        w.union = merged.mask | (exact.mask if exact is not None else 0)
-        w.size = ENTRY + TERM_BYTES * terms + merged.size + (exact.size if exact is not None else 0)
-        w.lists = [(exact, True)] if exact is not None else []
-        w.lists.append((merged, False))
-        return w
-
-    @property
-    def found(self) -> list[tuple[str, TermData]]:
-        """The terms found and their data, in the core's order (decoded now when :meth:`stored`)."""
-        if self._found is None:
-            self._found = self._load()
-            self._load = None
-            self.df = {t: len(td.docs) for t, td in self._found}
-        return self._found
-
-    def starts(self, doc: int) -> list[int]:
-        """Where the terms found are in ``doc`` (the positions of :meth:`alts`' postings, each once,
-        in order; the first :data:`MAX_EXPANSIONS`, all that the proximity factor reads): a clause of
-        one term's starts, as :func:`~archiver.search.query.rank_doc` takes them."""
-        got: set[int] = set()
-        if self._found is None and not (self.merged.mask >> doc) & 1:
-            i = self.exact.find(doc) if self.exact is not None else -1
-            if i >= 0:
-                got.update(self.exact.positions(i))
-        else:
-            for _, td in self.found:
-                i = td.find(doc)
-                if i >= 0:
-                    got.update(td.positions(i))
-        return sorted(got)[:MAX_EXPANSIONS]
-
-    def alts(self, doc: int) -> dict[str, Any]:
-        """The postings of ``doc`` for each term found that holds it (the core's ``here``)."""
-        if self._found is None and not (self.merged.mask >> doc) & 1:
-            i = self.exact.find(doc) if self.exact is not None else -1
-            return {self.term: self.exact.posting(i)} if i >= 0 else {}
-        out = {}
-        for t, td in self.found:
-            i = td.find(doc)
-            if i >= 0:
-                out[t] = td.posting(i)
-        return out
-
-
-class _Merged:
-    """The documents of a prefix's completions (every term it stands for but itself) as one list:
-    each document once, with the largest impact any of them has in it, in impact order. A word's
-    value for a document (§6.3: its best term's) is the larger of its own term's and this one's
-    times the completions' weight: one stream and one lookup instead of one per completion
-    (multiplying by the same positive weight keeps which impact is largest, so the values are
-    the same floats)."""
-
-    __slots__ = ("docs", "impact", "mask", "order", "size")
-
-    def __init__(self, docs: Any, impact: Any, order: Any, mask: int) -> None:
-        self.docs, self.impact, self.order, self.mask = docs, impact, order, mask
-        self.size = ENTRY + 16 * len(self.docs)
-
-    def find(self, doc: int) -> int:
-        if not (self.mask >> doc) & 1:
-            return -1
-        return bisect_left(self.docs, doc)
+#: Entries the cache keeps at most, whatever their bytes (formats/search.md §6.5, The collector).
+KEPT_ENTRIES = 1 << 11
+#: Words of indexes with a table met once and not kept, remembered (their keys) so that a second
+#: meeting keeps them.
+SEEN_KEYS = 1 << 15
+#: Words of one term or none of indexes with a table: (index, word, prefix) → the term's number in
+#: the table (-1: none), so that meeting one again skips the lookup (2.3 of its ~3.4 µs).
+ONES_KEPT = 1 << 16
 
 
 class Engine:
     """The cache and the ranking; ``key`` names an opened index (a new key when it is opened again)."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, entries: int = KEPT_ENTRIES) -> None:
         self.budget = budget
+        self.entries = entries
         self.bytes = 0
         self._lru: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
         self._terms: weakref.WeakValueDictionary[tuple[Any, ...], TermData] = weakref.WeakValueDictionary()
         self._keys: dict[Hashable, tuple[list[bytes], list[bytes], bool]] = {}
         self._titled: dict[tuple[Hashable, int], int] = {}
-        self._starts: OrderedDict[tuple[Any, ...], list[int]] = OrderedDict()
+        self._starts: OrderedDict[tuple[Any, ...], tuple[int, ...]] = OrderedDict()
+        self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        self._ones: OrderedDict[tuple[Any, ...], int] = OrderedDict()
         #: An index's postings table by its key, when it has one (set by the server).
         self.tables: dict[Hashable, Table] = {}
 
@@ -222,7 +118,7 @@ class Engine:
             self.bytes -= old[1]
         self._lru[key] = (value, size)
         self.bytes += size
-        while self.bytes > self.budget and len(self._lru) > 1:
+        while (self.bytes > self.budget or len(self._lru) > self.entries) and len(self._lru) > 1:
             _, (_, gone) = self._lru.popitem(last=False)
             self.bytes -= gone
 
@@ -236,12 +132,18 @@ class Engine:
             del self._titled[k]
         for k in [k for k in self._starts if k[0] == key]:
             del self._starts[k]
+        for k in [k for k in self._seen if k[1] == key]:
+            del self._seen[k]
+        for k in [k for k in self._ones if k[0] == key]:
+            del self._ones[k]
 
     def clear(self) -> None:
         self._lru.clear()
         self._keys.clear()
         self._titled.clear()
         self._starts.clear()
+        self._seen.clear()
+        self._ones.clear()
         self.tables.clear()
         self.bytes = 0
 
@@ -289,23 +191,26 @@ class Engine:
         return out
 
     def _word(self, index: Index, key: Hashable, term: str, prefix: bool) -> _Word:
-        cached = self._get(("w", key, term, prefix))
-        if cached is not None:
-            return cached
         table = self.tables.get(key)
+        if table is None or prefix:  # (a table's word of one term is never kept)
+            cached = self._get(("w", key, term, prefix))
+            if cached is not None:
+                return cached
         found: dict[str, tuple[int, Any]] = {}
         if table is not None:  # the index's table (archiver.search.table): no shard read or decoded
+            k = (key, term, prefix)
+            one = self._ones.get(k)
+            if one is not None:  # a word of one term or none met before: its term's number kept
+                return self._one(index, key, table, term, prefix, one)
             ids, got = table.lookup(term, prefix)
             # (-1: the term's shard, named only when its postings are malformed)
+            if len(ids) < 2:
+                self._ones[k] = one = ids[0] if ids else -1
+                if len(self._ones) > ONES_KEPT:
+                    self._ones.popitem(last=False)
+                return self._one(index, key, table, term, prefix, one)
             if prefix and len(ids) > 1:
                 found = {table.term(j): (-1, j) for j in ids}
-            elif ids:  # one term: the word itself (a prefix's: when its key is as long as the word's)
-                j = ids[0]
-                own = not prefix or table.kstart[j + 1] - table.kstart[j] == len(order_key(term))
-                t = term if own else table.term(j)
-                word = _Word.one(term, t, self._data(index, key, table, t, -1, j))
-                self._put(("w", key, term, prefix), word, word.size)
-                return word
             if got is not None:  # the prefix's completions stored merged: decoded when needed
                 exact = self._data(index, key, table, term, *found[term]) if term in found else None
 
@@ -313,7 +218,7 @@ class Engine:
                     return [(t, self._data(index, key, table, t, i, j)) for t, (i, j) in found.items()]
 
                 word = _Word.stored(term, exact, _Merged(*got), len(found), load)
-                self._put(("w", key, term, prefix), word, word.size)
+                self._admit(("w", key, term, prefix), word)
                 return word
         for i in self._shards_for(index, key, term, prefix) if table is None else ():
             for t, raw in self._shard(index, key, i).items():
@@ -324,8 +229,34 @@ class Engine:
             found = {t: found[t] for t in keep[:MAX_EXPANSIONS]}
         out = [(t, self._data(index, key, table, t, i, raw)) for t, (i, raw) in found.items()]
         word = _Word(term, prefix, out)
-        self._put(("w", key, term, prefix), word, word.size)
+        if table is None:
+            self._put(("w", key, term, prefix), word, word.size)
+        else:
+            self._admit(("w", key, term, prefix), word)
         return word
+
+    def _one(self, index: Index, key: Hashable, table: Table, term: str, prefix: bool, j: int) -> _Word:
+        """The word that found term ``j`` of ``table`` alone (-1: none): made again at each meeting
+        (~1 µs: a few views), not kept, since a kept word is a dozen objects more for the collector to
+        walk (formats/search.md §6.5, The collector); only ``j`` is kept (:data:`ONES_KEPT`)."""
+        if j < 0:
+            return _Word(term, prefix, [])
+        # the word itself, or a prefix's one completion (its key longer than the word's)
+        own = not prefix or table.kstart[j + 1] - table.kstart[j] == len(order_key(term))
+        t = term if own else table.term(j)
+        return _Word.one(term, t, self._data(index, key, table, t, -1, j))
+
+    def _admit(self, k: tuple[Any, ...], word: _Word) -> None:
+        """Keep a word read from a table only at its second meeting: most words are met once (a query's
+        own), a table makes one again in microseconds, and each word kept is tens of objects that
+        the collector walks again and again (formats/search.md §6.5, The collector)."""
+        if k in self._seen:
+            del self._seen[k]
+            self._put(k, word, word.size)
+        else:
+            self._seen[k] = None
+            if len(self._seen) > SEEN_KEYS:
+                self._seen.popitem(last=False)
 
     def _data(self, index: Index, key: Hashable, table: Table | None, t: str, i: int, raw: Any) -> TermData:
         """Term ``t``'s data (shard ``i``; ``raw``: its postings, or its number in ``table``). A term a
@@ -363,14 +294,15 @@ class Engine:
             self._titled[(key, n)] = got
         return got
 
-    def _starts_of(self, key: Hashable, slot: tuple[str, bool], word: _Word, doc: int) -> list[int]:
-        """``word.starts(doc)``, kept when the word stands for several terms."""
+    def _starts_of(self, key: Hashable, slot: tuple[str, bool], word: _Word, doc: int) -> Sequence[int]:
+        """``word.starts(doc)``, kept when the word stands for several terms (as a tuple of ints,
+        which the collector stops walking)."""
         if len(word.lists) < 2 and word.merged is None:
             return word.starts(doc)
         k = (key, *slot, doc)
         got = self._starts.get(k)
         if got is None:
-            got = self._starts[k] = word.starts(doc)
+            got = self._starts[k] = tuple(word.starts(doc))
             if len(self._starts) > STARTS_KEPT:
                 self._starts.popitem(last=False)
         else:
@@ -558,12 +490,14 @@ class _Query:
             now = turn % nslots
             heap = streams[now]
             turn += 1
-            negv, a, doc, li, j = heapq.heappop(heap)
+            negv, a, doc, li, j = heap[0]
             td, w, exact, _a = lists[li]
-            if j + 1 < len(td.order):
+            if j + 1 < len(td.order):  # its list's next document takes its place (one sift, not two)
                 o = td.order[j + 1]
                 v = max(0.0, w * td.impact[o] if exact else w * td.impact[o] * PREFIX)
-                heapq.heappush(heap, (-v, a, td.docs[o], li, j + 1))
+                heapq.heapreplace(heap, (-v, a, td.docs[o], li, j + 1))
+            else:
+                heapq.heappop(heap)
             if (a, doc) in seen:
                 continue
             seen.add((a, doc))

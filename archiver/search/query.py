@@ -175,7 +175,7 @@ class Index:
                 "the manifest's tables are malformed", subject=self._where("manifest")
             ) from None
         self._terms: dict[int, dict[str, list[int]]] = {}
-        self._fragments: dict[int, list[Any]] = {}
+        self._fragments: dict[int, Any] = {}
         self._chunks: dict[tuple[int, int], str] = {}
         self._group_texts: dict[int, list[int]] = {}  # format 3: group → the text files it lists
 
@@ -284,8 +284,8 @@ class Index:
                 return self._chunks[key]
         return ""
 
-    def fragment(self, doc: int) -> list[Any]:
-        """[path, title, headings, chunk start positions] of document ``doc``."""
+    def fragment(self, doc: int) -> Any:
+        """(path, title, headings, chunk start positions) of document ``doc``."""
         if doc in self._fragments:
             return self._fragments[doc]
         i = self._group_of(doc)
@@ -307,9 +307,21 @@ class Index:
             if not isinstance(rows, list) or len(rows) != last - first + 1:
                 raise FormatError("holds the wrong number of documents", subject=self._where(f"d/{i}"))
             for k, row in enumerate(rows):
+                # kept as tuples (the same values): the collector stops walking a tuple of strings
+                # and numbers, and a server keeps every row it read (formats/search.md §6.5)
+                if isinstance(row, list):
+                    row = tuple(tuple(x) if isinstance(x, list) else x for x in row)
                 self._fragments[first + k] = row
             return self._fragments[doc]
         raise FormatError(f"no fragment group holds document {doc}", subject=self._where("manifest"))
+
+    def forget_documents(self) -> None:
+        """Drop the fragment rows read so far and (format 3) the text files their groups listed: each
+        is read again from its group when next needed."""
+        self._fragments.clear()
+        if self.version >= 3:
+            self.texts.clear()
+            self._group_texts.clear()
 
     def _group_of(self, doc: int) -> int:
         """The fragment group holding document ``doc`` (-1: none)."""

@@ -14,8 +14,10 @@ mount's own origin."""
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import hashlib
 import html
+import json
 import multiprocessing
 import os
 import time
@@ -28,6 +30,7 @@ from archiver import forks
 from archiver.errors import FormatError
 from archiver.search import archive, query, store, table, tables
 from archiver.search.engine import Engine
+from archiver.search.snippet import Snippet
 from archiver.serve.mounts import Mount
 from archiver.serve.paths import _href
 
@@ -48,6 +51,8 @@ KEPT_FRAGMENTS = 4096
 ANSWER_BYTES = 8 << 20
 
 Read = Callable[[str], bytes]
+#: An answer kept (:func:`_kept`): its total, and each result's fields as a tuple.
+Kept = tuple[int, tuple[tuple[Any, ...], ...]]
 _READ = 1 << 16  # bytes a read call asks for (an index file is a few KiB: one call and the EOF)
 
 
@@ -88,11 +93,11 @@ class Searcher:
         self._use_tables = False
         self.identity: dict[str, str] = {}
         self.prepared: dict[str, Any] = {}
-        # (text, limit, offset) → (the engine keys of the indexes it ranked, its results, their bytes)
-        self._answers: OrderedDict[tuple[str, int, int], tuple[tuple[int, ...], query.Results, int]] = (
-            OrderedDict()
-        )
+        # (text, limit, offset) → (the engine keys of the indexes it ranked, its results as _kept
+        # makes them, their bytes)
+        self._answers: OrderedDict[tuple[str, int, int], tuple[tuple[int, ...], Kept, int]] = OrderedDict()
         self._answer_bytes = 0
+        self._log = os.environ.get("ARCHIVER_SEARCH_LOG") or None
 
     def _stamp(self, m: Mount) -> tuple[int, ...]:
         """What says a tree's index changed on disk (its manifest's identity); archives named on the
@@ -227,6 +232,24 @@ class Searcher:
             return e.message
 
     def search(self, text: str, limit: int, offset: int, origin: Callable[[Mount], str]) -> dict[str, Any]:
+        """The answer to ``text`` over every mount (formats/serve.md §8). With ``ARCHIVER_SEARCH_LOG``
+        set to a file, each query appends one JSON line to it: the process, its CPU and wall time
+        (ms), the collections of each generation of the cyclic collector during it, the total and
+        the query (formats/serve.md §8, Per-query log; read when the searcher is made)."""
+        if self._log is None:
+            return self._search(text, limit, offset, origin)
+        before = [g["collections"] for g in gc.get_stats()]
+        cpu, wall = time.process_time(), time.perf_counter()
+        doc = self._search(text, limit, offset, origin)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        collected = [g["collections"] - b for g, b in zip(gc.get_stats(), before, strict=True)]
+        line = {"pid": os.getpid(), "cpu_ms": round(cpu * 1000, 3), "wall_ms": round(wall * 1000, 3)}
+        line |= {"gc": collected, "total": doc["total"], "q": text}
+        with open(self._log, "a", encoding="utf-8") as f:  # one short line: one write (O_APPEND)
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return doc
+
+    def _search(self, text: str, limit: int, offset: int, origin: Callable[[Mount], str]) -> dict[str, Any]:
         indexes, used, skipped = [], [], []
         for m in self.mounts:
             reader = self._reader(m)
@@ -258,7 +281,7 @@ class Searcher:
                 if len(index._chunks) > KEPT_CHUNKS:
                     index._chunks.clear()
                 if len(index._fragments) > KEPT_FRAGMENTS:
-                    index._fragments.clear()
+                    index.forget_documents()
             if found is not None:
                 doc["total"] = found.total
                 doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
@@ -275,7 +298,7 @@ class Searcher:
             self._drop_answer(key)
             return None
         self._answers.move_to_end(key)
-        return got[1]
+        return _unkept(got[1], key[1], key[2])
 
     def _keep_answer(self, key: tuple[str, int, int], keys: tuple[int, ...], found: query.Results) -> None:
         size = 200 + len(key[0]) + 8 * len(keys)
@@ -283,7 +306,7 @@ class Searcher:
         if size > ANSWER_BYTES // 4:
             return
         self._drop_answer(key)
-        self._answers[key] = (keys, found, size)
+        self._answers[key] = (keys, _kept(found), size)
         self._answer_bytes += size
         while self._answer_bytes > ANSWER_BYTES:
             self._drop_answer(next(iter(self._answers)))
@@ -357,6 +380,36 @@ def _build_table(kind: str, path: str, name: str, identity: str) -> str:
     finally:
         for g in opened:
             g.close()
+
+
+def _kept(found: query.Results) -> Kept:
+    """``found`` as tuples of strings and numbers only: the collector stops walking a tuple that holds
+    no container, where each kept :class:`~archiver.search.query.Result`, its snippet and its marks
+    would be walked at every collection (formats/search.md §6.5, The collector)."""
+    rows = tuple(
+        (
+            r.archive,
+            r.doc,
+            r.score,
+            r.path,
+            r.title,
+            r.snippet.text,
+            tuple(tuple(m) for m in r.snippet.marks),
+            r.snippet.before,
+            r.snippet.after,
+        )
+        for r in found.results
+    )
+    return found.total, rows
+
+
+def _unkept(kept: Kept, limit: int, offset: int) -> query.Results:
+    total, rows = kept
+    out = query.Results(total, offset, limit)
+    for a, doc, score, path, title, text, marks, before, after in rows:
+        cut = Snippet(text, list(marks), before, after)
+        out.results.append(query.Result(a, doc, score, path, title, cut))
+    return out
 
 
 def _has(read: Read, path: str) -> bool:

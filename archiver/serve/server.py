@@ -152,18 +152,21 @@ def _open_files(limits: Limits) -> Limits:
 
 
 #: The collector's first threshold in a serving process (Python's default: 700 allocations).
-GC_THRESHOLD = 50_000
+GC_THRESHOLD = 10_000
 
 
 def _settle_gc() -> None:
     """After the mounts and the search's tables are prepared, before the workers fork: what was
     built so far (parsed manifests, the mounts, the tables' samples) is frozen out of the collector's
-    walks, and the first generation is collected every 50,000 allocations instead of 700 (a query
+    walks, and the first generation is collected every 10,000 allocations instead of 700 (a query
     allocates thousands of short-lived objects and few cycles). With distinct queries over 40 mounts
     of the generated corpus (in process, 200 queries, load 6): 369 collections, 2.4 ms of a query's
     16.6 ms of CPU, before; 3 collections, 0.36 ms of 15.5 ms after (the slowest query 200 -> 68 ms:
-    no full collection inside it). The frozen objects also keep their pages shared with the forked
-    workers (no collector writes into them)."""
+    no full collection inside it). It was 50,000 while the search kept millions of objects: a
+    collection then came rarely and walked hundreds of thousands of them (150-250 ms); since the
+    search keeps few (formats/search.md §6.5, The collector), 10,000 gives collections of at most
+    ~15 ms (2,200 distinct queries over 100 mounts: 56 collections, 245 ms in all). The frozen
+    objects also keep their pages shared with the forked workers (no collector writes into them)."""
     gc.collect()
     gc.freeze()
     _, second, third = gc.get_threshold()

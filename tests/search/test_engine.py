@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from archiver.search import engine, query, table
 from archiver.search import snippet as snippet_module
+from archiver.search import words as words_module
 from tests.search.helpers import build_files, html
 
 WORDS = ["ba", "baba", "bar", "barn", "bake", "be", "ko", "kona", "zu", "zulu", "lima", "li", "mar"]
@@ -160,8 +161,10 @@ def test_the_snippets_ascii_path_finds_whole_runs(text: str, terms: frozenset[st
 # --- postings tables (formats/search.md §6.5, Tables): the server's precomputed term data ---------
 
 
-def _tabled(indexes: list[query.Index], keys: list[str], budget: int) -> engine.Engine:
-    eng = engine.Engine(budget)
+def _tabled(
+    indexes: list[query.Index], keys: list[str], budget: int, entries: int = engine.KEPT_ENTRIES
+) -> engine.Engine:
+    eng = engine.Engine(budget, entries)
     for ix, key in zip(indexes, keys, strict=True):
         data = table.build(ix, f"id-{key}")
         if data is not None:
@@ -196,6 +199,7 @@ def test_an_engine_with_tables_ranks_as_the_core(
     heavy=st.sampled_from([0, 4, 48]),
     version=st.sampled_from([1, 2, 3]),
     merged=st.sampled_from([0, 30, table.MERGED_NUMBERS]),
+    entries=st.sampled_from([1, 2, engine.KEPT_ENTRIES]),
 )
 def test_an_engine_with_tables_ranks_as_the_core_for_any_query(
     seed: int,
@@ -207,19 +211,48 @@ def test_an_engine_with_tables_ranks_as_the_core_for_any_query(
     heavy: int,
     version: int,
     merged: int,
+    entries: int,
 ) -> None:
     old = table.HEAVY, table.MERGED_NUMBERS
     table.HEAVY, table.MERGED_NUMBERS = heavy, merged
     try:
         indexes = _indexes(seed, count, version)  # formats 1-2 get no table: the engine reads shards
         keys = [f"k{i}" for i in range(count)]
-        eng = _tabled(indexes, keys, 1 << 20)
+        eng = _tabled(indexes, keys, 1 << 20, entries)
         assert (len(eng.tables) == count) == (version == 3)
         q = " ".join(words) + (" " if space else "")
-        for _ in range(2):
+        for _ in range(3):  # a table's word is kept at its second meeting, used from the cache at the third
             _same(indexes, eng, keys, q, limit, offset)
+            assert len(eng._lru) <= entries
     finally:
         table.HEAVY, table.MERGED_NUMBERS = old
+
+
+def test_a_tables_word_is_kept_at_its_second_meeting_and_the_cache_keeps_to_its_entries() -> None:
+    """What the collector walks (formats/search.md §6.5, The collector): a word a table makes again in
+    microseconds is kept only when it is met a second time (most words of distinct queries are met
+    once), a word of one term never, and the cache never holds more than its entries, whatever its
+    bytes; the answers stay the core's throughout."""
+    indexes = _indexes(5, 3)
+    keys = [f"k{i}" for i in range(3)]
+    eng = _tabled(indexes, keys, 64 << 20, entries=4)
+    assert len(eng.tables) == 3
+    kept = lambda: {k[1:] for k in eng._lru if k[0] == "w"}  # noqa: E731
+    for _ in range(3):
+        _same(indexes, eng, keys, "ba ", 10, 0)  # "ba" as a word of one term: never kept (its number is)
+        assert not kept() and {(k, "ba", False) for k in keys} <= set(eng._ones)
+    _same(indexes, eng, keys, "ba", 10, 0)  # as a prefix: several terms, met once
+    assert not kept()
+    _same(indexes, eng, keys, "ba", 10, 0)
+    several = {
+        (k, "ba", True)
+        for k, ix in zip(keys, indexes, strict=True)
+        if len(eng.tables[k].find("ba", True)) > 1
+    }
+    assert several and kept() == several
+    for q in [*QUERIES, *QUERIES]:
+        _same(indexes, eng, keys, q, 10, 0)
+        assert len(eng._lru) <= 4
 
 
 @pytest.mark.parametrize("merged", [0, table.MERGED_NUMBERS])
@@ -261,7 +294,7 @@ def test_a_prefixs_completions_are_read_merged_from_the_table(monkeypatch: pytes
     ids, stored = t.lookup("ba", True)
     assert stored is not None and ids == t.find("ba", True) and len(ids) == query.MAX_EXPANSIONS
     rest = [t.data(j, ix) for j in ids if t.term(j) != "ba"]
-    want = engine.merge([td for td in rest if td.docs])
+    want = words_module.merge([td for td in rest if td.docs])
     assert [list(x) for x in stored[:3]] == [list(x) for x in want[:3]] and stored[3] == want[3]
 
     def no_merge(tds: object) -> object:
@@ -269,7 +302,7 @@ def test_a_prefixs_completions_are_read_merged_from_the_table(monkeypatch: pytes
 
     eng = _tabled([ix], ["a"], 64 << 20)
     want_results = _shape(query.search([ix], "ba", limit=10))
-    monkeypatch.setattr(engine, "merge", no_merge)
+    monkeypatch.setattr(words_module, "merge", no_merge)
     assert _shape(eng.search([ix], ["a"], "ba", limit=10)) == want_results
 
 

@@ -4,6 +4,8 @@ a damaged index file is said on every query, not once."""
 
 from __future__ import annotations
 
+import gc
+import random
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,86 @@ def test_a_query_asked_again_is_answered_from_its_kept_results_until_the_index_c
         assert searcher.search("glacier", 10, 0, _origin)["total"] == 3
     finally:
         searcher.close()
+
+
+def test_a_kept_answer_holds_nothing_the_collector_walks(tmp_path: Path) -> None:
+    """An answer is kept as tuples of strings and numbers (formats/search.md §6.5, The collector): once
+    the collector has passed over them they are untracked, where a kept Result, its Snippet and its
+    marks would be walked at every collection; the answer given again is the same."""
+    tree = _tree(tmp_path / "t", {f"p{i}.html": f"<p>glacier ice {i}</p><p>glacier</p>" for i in range(12)})
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    try:
+        first = searcher.search("glacier", 10, 0, _origin)
+        assert first["total"] == 12 and all(r["marks"] for r in first["results"])
+        for _ in range(5):  # (a tuple is untracked once the ones it holds are)
+            gc.collect()
+        kept = searcher._answers[("glacier", 10, 0)][1]
+        assert not gc.is_tracked(kept)
+        assert searcher.search("glacier", 10, 0, _origin) == first
+    finally:
+        searcher.close()
+
+
+def test_the_pages_read_are_forgotten_between_queries_and_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no fragment row kept between queries (each index forgets its rows and the text files
+    their groups listed), every answer is the one a searcher that keeps them gives."""
+    rng = random.Random(4)
+    words = ["glacier", "ice", "moraine", "firn", "serac", "cirque"]
+    pages = {
+        f"p{i}.html": "".join(f"<p>{' '.join(rng.choices(words, k=80))}</p>" for _ in range(6))
+        for i in range(40)
+    }
+    tree = _tree(tmp_path / "t", pages)
+    queries = [*words, "glacier ice", "firn ser", "ci", "ice moraine"]
+    keeping = serve_search.Searcher(mounts_for([tree]))
+    try:
+        want = [keeping.search(q, 10, 0, _origin) for q in queries]
+    finally:
+        keeping.close()
+    monkeypatch.setattr(serve_search, "KEPT_FRAGMENTS", 0)
+    monkeypatch.setattr(serve_search, "KEPT_CHUNKS", 0)
+    forgetting = serve_search.Searcher(mounts_for([tree]))
+    try:
+        for q, doc in zip(queries, want, strict=True):
+            assert forgetting.search(q, 10, 0, _origin) == doc
+            index = forgetting._indexes[tree.name][0]
+            assert not index._fragments and not index.texts and not index._group_texts
+        assert any(r["snippet"] for doc in want for r in doc["results"])
+    finally:
+        forgetting.close()
+
+
+def test_the_per_query_log_says_each_querys_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ARCHIVER_SEARCH_LOG (formats/serve.md §8, Per-query log): one JSON line a query, with the
+    process, its CPU and wall time, the collections of each generation during it, the total and the
+    query; without it nothing is written."""
+    import json
+    import os
+
+    tree = _tree(tmp_path / "t", {"index.html": "<p>glacier volcano</p>", "b.html": "<p>glacier</p>"})
+    log = tmp_path / "search.log"
+    monkeypatch.setenv("ARCHIVER_SEARCH_LOG", str(log))
+    searcher = serve_search.Searcher(mounts_for([tree]))
+    try:
+        assert searcher.search("glacier", 10, 0, _origin)["total"] == 2
+        assert searcher.search("volcano", 10, 0, _origin)["total"] == 1
+    finally:
+        searcher.close()
+    lines = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
+    assert [(x["q"], x["total"], x["pid"]) for x in lines] == [
+        ("glacier", 2, os.getpid()),
+        ("volcano", 1, os.getpid()),
+    ]
+    assert all(x["cpu_ms"] >= 0 and x["wall_ms"] >= 0 and len(x["gc"]) == 3 for x in lines)
+    monkeypatch.delenv("ARCHIVER_SEARCH_LOG")
+    quiet = serve_search.Searcher(mounts_for([tree]))
+    try:
+        quiet.search("glacier", 10, 0, _origin)
+    finally:
+        quiet.close()
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 2
 
 
 def _word(i: int) -> str:
