@@ -19,7 +19,7 @@ SAYS = "Pure: no network, no filesystem, no clock"
 CORE = {
     "__future__", "collections", "collections.abc", "dataclasses", "functools", "hashlib", "ipaddress",
     "mimetypes", "re", "typing", "urllib.parse", "zlib", "idna", "publicsuffixlist", "archiver.errors",
-    "archiver.media",
+    "archiver.media", "archiver.frozen",
 }  # fmt: skip
 GWTAR = {
     "__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
@@ -43,7 +43,7 @@ CAPTURE = {
     "__future__", "codecs", "collections.abc", "contextlib", "dataclasses", "functools", "math", "re",
     "typing", "urllib.parse", "tinycss2", "tinycss2.serializer", "selectolax.lexbor", "archiver",
     "archiver.urls", "archiver.errors", "archiver.capture", "archiver.srcset", "archiver.capture.policy",
-    "archiver.css_refs", "archiver.html_refs", "archiver.html_depth",
+    "archiver.css_refs", "archiver.html_refs", "archiver.html_depth", "archiver.frozen",
 }  # fmt: skip
 REFS = {
     "__future__", "collections.abc", "contextlib", "dataclasses", "re", "typing", "tinycss2",
@@ -79,7 +79,7 @@ PURE: dict[str, set[str]] = {
     "urls/__init__.py": URLS, "urls/canonical.py": URLS, "urls/dedup.py": URLS, "urls/domains.py": URLS,
     "urls/host.py": URLS, "urls/href.py": URLS, "urls/percent.py": URLS, "urls/scope.py": URLS,
     "urls/syntax.py": URLS, "urls/tree_path.py": URLS,
-    "media.py": CORE, "errors.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
+    "media.py": CORE, "errors.py": CORE, "frozen.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
     "css_refs.py": REFS, "html_refs.py": REFS, "html_depth.py": {"__future__", "re"},
     "tar.py": GWTAR, "gwtar/rules.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/parse.py": GWTAR,
     "gwtar/refs.py": GWTAR,

@@ -30,7 +30,6 @@ The stages, one module each (data flows down):
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -232,6 +231,8 @@ def capture_main(
         print(f"archiver: {e}", file=err_stream)
         return e.exit_code
     if as_json:
+        import json  # here only: a run without --json does without it
+
         print(json.dumps(report.to_json(), ensure_ascii=False), file=out_stream)
     else:
         print(report.summary(), file=out_stream)
@@ -279,5 +280,10 @@ def status_main(
         print(f"archiver: {e}", file=stderr or sys.stderr)
         return e.exit_code
     out = stdout or sys.stdout
-    print(json.dumps(doc, ensure_ascii=False) if as_json else status_text(doc), file=out)
+    if as_json:
+        import json
+
+        print(json.dumps(doc, ensure_ascii=False), file=out)
+    else:
+        print(status_text(doc), file=out)
     return 0

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal, NamedTuple
 from urllib.parse import unquote
 
 from archiver import urls
 from archiver.errors import URLError
+from archiver.frozen import Frozen
 from archiver.urls import DEFAULT_HYGIENE, DEFAULT_SKIP_EXTENSIONS, Hygiene, Kind
 
 __all__ = [
@@ -167,30 +167,75 @@ def _host_name(key: str) -> str:
     return netloc.partition(":")[0]
 
 
-@dataclass(frozen=True)
-class Scope:
-    """The capture's scope rules (tree.md §6), built once from the options."""
+class Scope(Frozen):
+    """The capture's scope rules (tree.md §6), built once from the options. (Immutable: a
+    :class:`~archiver.frozen.Frozen` class, as the frozen dataclass it was; the memos are not
+    compared nor shown.)"""
 
+    _fields = (
+        "home", "seeds", "max_depth", "subdomains", "include", "exclude", "allow_domains",
+        "assets_any_host", "skip_extensions", "prefer", "avoid", "hygiene", "routes",
+    )  # fmt: skip
+    __slots__ = (*_fields, "_keys", "_verdicts", "_classes", "_hosts")
     home: str
     seeds: tuple[str, ...]
-    max_depth: int = 3
-    subdomains: bool = False
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    allow_domains: tuple[str, ...] = ()
-    assets_any_host: bool = False
-    skip_extensions: frozenset[str] = DEFAULT_SKIP_EXTENSIONS
-    prefer: tuple[str, ...] = ()
-    avoid: tuple[str, ...] = ()
-    hygiene: Hygiene = field(default=DEFAULT_HYGIENE)
+    max_depth: int
+    subdomains: bool
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    allow_domains: tuple[str, ...]
+    assets_any_host: bool
+    skip_extensions: frozenset[str]
+    prefer: tuple[str, ...]
+    avoid: tuple[str, ...]
+    hygiene: Hygiene
     #: follow fragment-only route links (``#/…``, ``#!…``) on a page at ``/`` as pages (a rendered
     #: capture: the browser shows each route; fetched as is, every route is the same document)
-    routes: bool = False
+    routes: bool
     # memo of pure results (every page names the same stylesheet, menu and images again)
-    _keys: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
-    _verdicts: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
-    _classes: dict[tuple[str, str, str], _Class] = field(default_factory=dict, compare=False, repr=False)
-    _hosts: dict[str, tuple[bool, bool]] = field(default_factory=dict, compare=False, repr=False)
+    _keys: dict[tuple[str, str], tuple[str, str]]
+    _verdicts: dict[tuple[str, str], bool]
+    _classes: dict[tuple[str, str, str], _Class]
+    _hosts: dict[str, tuple[bool, bool]]
+
+    def __init__(
+        self,
+        home: str,
+        seeds: tuple[str, ...],
+        max_depth: int = 3,
+        subdomains: bool = False,
+        include: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+        allow_domains: tuple[str, ...] = (),
+        assets_any_host: bool = False,
+        skip_extensions: frozenset[str] = DEFAULT_SKIP_EXTENSIONS,
+        prefer: tuple[str, ...] = (),
+        avoid: tuple[str, ...] = (),
+        hygiene: Hygiene = DEFAULT_HYGIENE,
+        routes: bool = False,
+        _keys: dict[tuple[str, str], tuple[str, str]] | None = None,
+        _verdicts: dict[tuple[str, str], bool] | None = None,
+        _classes: dict[tuple[str, str, str], _Class] | None = None,
+        _hosts: dict[str, tuple[bool, bool]] | None = None,
+    ) -> None:
+        put = object.__setattr__
+        put(self, "home", home)
+        put(self, "seeds", seeds)
+        put(self, "max_depth", max_depth)
+        put(self, "subdomains", subdomains)
+        put(self, "include", include)
+        put(self, "exclude", exclude)
+        put(self, "allow_domains", allow_domains)
+        put(self, "assets_any_host", assets_any_host)
+        put(self, "skip_extensions", skip_extensions)
+        put(self, "prefer", prefer)
+        put(self, "avoid", avoid)
+        put(self, "hygiene", hygiene)
+        put(self, "routes", routes)
+        put(self, "_keys", {} if _keys is None else _keys)
+        put(self, "_verdicts", {} if _verdicts is None else _verdicts)
+        put(self, "_classes", {} if _classes is None else _classes)
+        put(self, "_hosts", {} if _hosts is None else _hosts)
 
     # ---- pages
 

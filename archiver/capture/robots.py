@@ -21,9 +21,10 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import quote, unquote
+
+from archiver.frozen import Frozen
 
 __all__ = ["MAX_BYTES", "MAX_CRAWL_DELAY", "Robots", "parse"]
 
@@ -34,23 +35,44 @@ MAX_BYTES = 500 * 1024
 MAX_CRAWL_DELAY = 60.0
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(Frozen):
+    _fields = ("allow", "path")
+    __slots__ = _fields
     allow: bool
     path: str  # percent-normalised pattern
 
+    def __init__(self, allow: bool, path: str) -> None:
+        object.__setattr__(self, "allow", allow)
+        object.__setattr__(self, "path", path)
 
-@dataclass(frozen=True)
-class Robots:
+
+class Robots(Frozen):
     """The rules that apply to one crawler on one host. ``unreachable`` is None for a robots.txt that
     was read (or is known to be absent); else why it could not be read (one line, e.g. ``robots.txt
-    answered 503``), and everything is disallowed until a later run reads it."""
+    answered 503``), and everything is disallowed until a later run reads it. (Immutable: a
+    :class:`~archiver.frozen.Frozen` class, as the frozen dataclass it was.)"""
 
-    rules: tuple[_Rule, ...] = ()
-    crawl_delay: float | None = None
-    disallow_all: bool = False
-    sitemaps: tuple[str, ...] = field(default=())
-    unreachable: str | None = None
+    _fields = ("rules", "crawl_delay", "disallow_all", "sitemaps", "unreachable")
+    __slots__ = _fields
+    rules: tuple[_Rule, ...]
+    crawl_delay: float | None
+    disallow_all: bool
+    sitemaps: tuple[str, ...]
+    unreachable: str | None
+
+    def __init__(
+        self,
+        rules: tuple[_Rule, ...] = (),
+        crawl_delay: float | None = None,
+        disallow_all: bool = False,
+        sitemaps: tuple[str, ...] = (),
+        unreachable: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "crawl_delay", crawl_delay)
+        object.__setattr__(self, "disallow_all", disallow_all)
+        object.__setattr__(self, "sitemaps", sitemaps)
+        object.__setattr__(self, "unreachable", unreachable)
 
     @classmethod
     def allow_everything(cls) -> Robots:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +115,8 @@ class TreeWriter:
         """Delete what a previous (killed) run or this one left in ``tmp`` (and ``tmp`` itself)."""
         for leftover in self.tmp.glob("*"):
             if leftover.is_dir() and not leftover.is_symlink():  # a search index build killed midway
+                import shutil  # here only: with bz2 and lzma, ~8 M instructions of a capture's start-up
+
                 shutil.rmtree(leftover, ignore_errors=True)
                 continue
             with contextlib.suppress(OSError):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import NoReturn, cast
@@ -211,6 +213,37 @@ class _Parser(argparse.ArgumentParser):
         self.exit(UsageError.exit_code, f"archiver: {line} (see {hint})\n")
 
 
+def _columns() -> int:
+    """The terminal's width as argparse's help formatter finds it (``shutil.get_terminal_size``: a
+    positive ``COLUMNS``, else stdout's terminal, else 80), without importing shutil (and bz2 and
+    lzma with it): every argument a parser is given makes a formatter, so a capture imported them."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout, closed, detached, not a terminal
+            columns = 0
+        columns = columns or 80
+    return columns
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, with the width found by :func:`_columns`."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        width = _columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _RawFormatter(_Formatter, argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter that keeps a description's and an epilog's lines, as :class:`_Formatter`."""
+
+
 class _Unbuilt:
     """The parser of a command the run does not run (:func:`_parser`'s ``only``): its arguments,
     groups and defaults are not built (every call is a no-op)."""
@@ -240,6 +273,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     left out, which changes nothing for a command line that runs ``only``."""
     parser = _Parser(
         prog="archiver",
+        formatter_class=_Formatter,
         description="Turn websites into durable, self-contained archives and serve them back.",
     )
     parser.add_argument("--version", action="version", version=f"archiver {__version__}")
@@ -254,7 +288,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
             help=text,
             description=text[0].upper() + text[1:] + ".",
             epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name]),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_RawFormatter,
             usage=usage,
         )
 

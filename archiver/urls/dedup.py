@@ -6,28 +6,41 @@ Pure: no network, no filesystem, no clock, no global state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from archiver.frozen import Frozen
 from archiver.urls.canonical import _URL, _canonical
 from archiver.urls.percent import _pct_decode_text
 
 __all__ = ["DEFAULT_HYGIENE", "NO_HYGIENE", "Hygiene", "canonical_and_key", "dedup_key"]
 
 
-@dataclass(frozen=True)
-class Hygiene:
+_DROP_EXACT = frozenset(
+    {
+        "fbclid", "gclid", "dclid", "msclkid", "yclid", "spm", "scm",
+        "share_source", "share_medium", "share_plat",
+    }
+)  # fmt: skip
+
+
+class Hygiene(Frozen):
     """Which query parameters are tracking noise (tree.md §3). Keys compare case-insensitively after
     percent-decoding. ``keep`` wins over both drop lists, so an ambiguous key is never dropped by a
-    prefix rule."""
+    prefix rule. (Immutable: a :class:`~archiver.frozen.Frozen` class, as the frozen dataclass it was.)"""
 
-    drop_prefixes: tuple[str, ...] = ("utm_", "mtm_", "hsa_", "pk_")
-    drop_exact: frozenset[str] = frozenset(
-        {
-            "fbclid", "gclid", "dclid", "msclkid", "yclid", "spm", "scm",
-            "share_source", "share_medium", "share_plat",
-        }
-    )  # fmt: skip
-    keep: frozenset[str] = frozenset({"ref", "from", "source", "src", "via"})
+    _fields = ("drop_prefixes", "drop_exact", "keep")
+    __slots__ = _fields
+    drop_prefixes: tuple[str, ...]
+    drop_exact: frozenset[str]
+    keep: frozenset[str]
+
+    def __init__(
+        self,
+        drop_prefixes: tuple[str, ...] = ("utm_", "mtm_", "hsa_", "pk_"),
+        drop_exact: frozenset[str] = _DROP_EXACT,
+        keep: frozenset[str] = frozenset({"ref", "from", "source", "src", "via"}),
+    ) -> None:
+        object.__setattr__(self, "drop_prefixes", drop_prefixes)
+        object.__setattr__(self, "drop_exact", drop_exact)
+        object.__setattr__(self, "keep", keep)
 
     def drops(self, key: str) -> bool:
         k = _pct_decode_text(key).lower()
