@@ -398,7 +398,7 @@ def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
     """:func:`write_records`, the file's bytes built first and returned: each record encoded once
     for a caller that stores the same bytes again (a re-capture's version,
     :mod:`archiver.versions.recapture`)."""
-    data = _encoder.encode(header) + b"\n" + b"".join([_encoder.encode(r) + b"\n" for r in items])
+    data = _encoder.encode(header) + b"\n" + _encoder.encode_lines(items)  # one C call for the records
     path = manifest_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

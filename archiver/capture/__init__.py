@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from archiver.capture.crawl import run_capture
 from archiver.capture.fetch import Resolver
 from archiver.capture.options import CaptureOptions
-from archiver.capture.report import CaptureReport, Item
+from archiver.capture.report import CaptureReport, Item, report_line
 from archiver.capture.transport import TransportFactory
 from archiver.errors import EXIT_PARTIAL, ArchiverError, CaptureError, UsageError
 
@@ -231,9 +231,7 @@ def capture_main(
         print(f"archiver: {e}", file=err_stream)
         return e.exit_code
     if as_json:
-        import json  # here only: a run without --json does without it
-
-        print(json.dumps(report.to_json(), ensure_ascii=False), file=out_stream)
+        print(report_line(report), file=out_stream)
     else:
         print(report.summary(), file=out_stream)
     # nothing to pack or serve: a failed capture, whatever the outcomes say (a worker of a shared

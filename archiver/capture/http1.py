@@ -196,12 +196,17 @@ class Deadline:
         self._cancelling = task.cancelling()
         now = loop.time()
         self.total_at += now
-        self._handle = loop.call_at(min(self.total_at, now + self.read), self._check)
+        # min() and max() of two are spelled out on a request's path: the builtins parse their
+        # arguments (key, default) at every call, ~1.3 K instructions each, 8 a conditional GET
+        due = now + self.read
+        self._handle = loop.call_at(due if due < self.total_at else self.total_at, self._check)
         return self
 
     def _arm(self) -> None:
         now = self._loop.time()
-        due = min(self.total_at, now + self.read if self.read_at is None else self.read_at)
+        due = now + self.read if self.read_at is None else self.read_at
+        if not due < self.total_at:  # min(total_at, due)
+            due = self.total_at
         self._handle = self._loop.call_at(due, self._check)
 
     def _check(self) -> None:
@@ -294,8 +299,8 @@ class Connection:
         searched = 0
         while True:
             buf = self.buffer
-            crlf = buf.find(b"\r\n\r\n", max(searched - 3, 0))
-            lf = buf.find(b"\n\n", max(searched - 1, 0))
+            crlf = buf.find(b"\r\n\r\n", searched - 3 if searched > 3 else 0)  # max() spelled out (Deadline)
+            lf = buf.find(b"\n\n", searched - 1 if searched > 1 else 0)
             if crlf >= 0 or lf >= 0:  # the first of the two that is there
                 end, mark = (crlf, 4) if lf < 0 or 0 <= crlf < lf else (lf, 2)
                 if end > MAX_HEAD:

@@ -166,12 +166,11 @@ def _header_line(name: str, value: str) -> bytes:
     :class:`LocalProtocolError`)."""
     raw_name = name.encode("latin-1", "replace")
     raw_value = value.encode("latin-1", "replace")
-    if (
-        (raw_name not in _SENT_NAMES and not _TOKEN.fullmatch(raw_name))
-        or b"\r" in raw_value
-        or b"\n" in raw_value
-        or b"\0" in raw_value
-    ):
+    # CR, LF or NUL in the value: one C call (``b"\r" in value`` is a TypeError raised, formatted and
+    # cleared inside CPython 3.11 before the substring search, ~5 K instructions each)
+    if (raw_name not in _SENT_NAMES and not _TOKEN.fullmatch(raw_name)) or len(
+        raw_value.translate(None, b"\r\n\0")
+    ) != len(raw_value):
         raise LocalProtocolError(f"header {name[:60]!r} cannot be sent")
     return b"".join((raw_name, b": ", raw_value, b"\r\n"))
 
@@ -204,13 +203,15 @@ def parse_head(data: bytes) -> Head:
     at the start of every line (a match never spans lines nor starts inside one, so as many
     matches as lines means every line is a field line): one pass of the regex over the fields,
     where a check of the whole block by a second regex (its ``[^\\r\\n\\0]`` tested character by
-    character) cost as much again. Anything else (an empty, folded or broken line) goes line by line."""
-    text = data.replace(b"\r\n", b"\n") if b"\r" in data else data
+    character) cost as much again. Anything else (an empty, folded or broken line) goes line by line.
+    Bytes are looked for with ``find``: ``b"\\r" in data`` raises, formats and clears a TypeError
+    inside CPython 3.11 before it searches (~3 K instructions each)."""
+    text = data.replace(b"\r\n", b"\n") if data.find(b"\r") >= 0 else data
     status, _, rest = text.partition(b"\n")
     if rest:
         rest += b"\n"
     m = _STATUS.fullmatch(status)
-    if m is not None and b"\r" not in rest and b"\0" not in rest:
+    if m is not None and rest.find(b"\r") < 0 and rest.find(b"\0") < 0:
         lines = rest.count(b"\n")
         if lines <= MAX_FIELDS:
             fields = _FIELD.findall(rest)
@@ -243,7 +244,7 @@ def _parse_lines(data: bytes) -> Head:
         if not colon or not _TOKEN.fullmatch(name):
             raise RemoteProtocolError(f"not a header field: {line[:80]!r}")
         value = value.strip(b" \t")
-        if b"\0" in value or b"\r" in value:
+        if value.find(b"\0") >= 0 or value.find(b"\r") >= 0:
             raise RemoteProtocolError(f"header {name[:60]!r} holds a NUL or CR")
         fields.append((name, value))
     return Head(m.group(1), int(m.group(2)), m.group(3) or b"", fields)
@@ -281,7 +282,7 @@ def reusable(head: Head, kind: str) -> bool:
     if kind == "close" or head.version != b"HTTP/1.1":
         return False
     tokens = b",".join(_values(head.fields, b"connection")).lower()
-    if b"close" not in tokens:  # no such token (``keep-alive``, or no field at all)
+    if tokens.find(b"close") < 0:  # no such token (``keep-alive``, or no field at all)
         return True
     return b"close" not in {t.strip(b" \t") for t in tokens.split(b",")}
 

@@ -13,7 +13,8 @@ Schema (version 2; other tools may read it, only the capture writes it):
 
 ``meta(key TEXT PRIMARY KEY, value TEXT)``
     ``schema`` (``"2"``), ``home``, ``created`` (RFC 3339), ``complete`` (``"1"`` once a run ended with
-    nothing pending, ``"0"`` while work remains).
+    nothing pending, ``"0"`` while work remains), ``settled`` (optional: the digest of what the last
+    settle of the depths read, :mod:`.settled`).
 ``urls(key TEXT PRIMARY KEY, kind, state, depth, referrer, priority, seq, path, outcome, reason,
 status, attempts, final_url, stylesheet)``
     one row per dedup key ever seen. ``kind`` is ``page`` or ``asset``. ``state`` is ``pending`` (to
@@ -290,17 +291,12 @@ class State:
         """Give every row the depth and referrer of the shortest path over the recorded discoveries
         from the seeds, its stored ones standing for discoveries not recorded (:func:`.depths.shortest`),
         in one transaction; the end of a crawl's frontier does it (formats/crawl-state.md §2).
-        Returns the page rows skipped for the depth limit that are now within ``max_depth``."""
+        Returns the page rows skipped for the depth limit that are now within ``max_depth``. A state
+        whose inputs are those the last settle left (:mod:`.settled`) is settled already."""
+        from archiver.capture import settled  # a settle's own helper, at a crawl's end
+
         with self.transaction():
-            stored = {
-                str(k): (int(d), str(r or ""))
-                for k, d, r in self.db.execute("SELECT key, depth, referrer FROM urls")
-            }
-            seeds = [str(u) for (u,) in self.db.execute("SELECT url FROM seeds")]
-            names = aliases.referrer_names(self.db)
-            labels = depths.shortest(seeds, self.found(), stored, names)
-            changed = [(d, r or None, k) for k, (d, r) in labels.items() if stored.get(k, (d, r)) != (d, r)]
-            self.db.executemany("UPDATE urls SET depth = ?, referrer = ? WHERE key = ?", changed)
+            settled.settle(self.db, self.found)
             if max_depth is None:
                 return []
             query = (

@@ -155,9 +155,7 @@ def _manifest_bytes(root: Path) -> bytes:
     """The tree's manifest compacted (one record per path, later wins), as a version stores it."""
     header = read_header(root)
     assert header is not None
-    lines = [_encoder.encode(header) + b"\n"]
-    lines += [_encoder.encode(r) + b"\n" for r in manifest_records(root)]
-    return b"".join(lines)
+    return _encoder.encode(header) + b"\n" + _encoder.encode_lines(manifest_records(root))
 
 
 def manifest_records(root: Path) -> list[Record]:
@@ -308,7 +306,7 @@ def record(
         if not _HEX64.match(r.sha256):
             blob_path(root, r.sha256)  # raises: not a SHA-256
     if encoded is None or written is None:  # the manifest compacted, as _manifest_bytes
-        encoded = _encoder.encode(header) + b"\n" + b"".join([_encoder.encode(r) + b"\n" for r in records])
+        encoded = _encoder.encode(header) + b"\n" + _encoder.encode_lines(records)
     files = len(records)
     mark = folder / STORE_MARK
     if not mark.is_file():

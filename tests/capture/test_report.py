@@ -8,9 +8,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from archiver.capture import capture, capture_main
-from archiver.capture.report import Item
+from archiver.capture.report import CaptureReport, Item, report_line
 from archiver.fixture import FixtureConfig, FixtureServer
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body>
@@ -81,3 +83,25 @@ def test_an_items_json_names_every_field_of_the_struct() -> None:
     fields = msgspec.structs.fields(Item)
     full = Item(**{f.name: values[int if "int" in str(f.type) else str] for f in fields})
     assert set(full.to_json()) == {f.name for f in fields}
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)  # any character UTF-8 can write
+
+
+@given(
+    st.lists(st.builds(Item, _TEXT, _TEXT, _TEXT, _TEXT, st.none() | st.integers(-1, 10**12),
+                       st.none() | _TEXT), max_size=4),
+    st.floats(min_value=0, max_value=1e20) | st.sampled_from([0.0, 1e-05, 0.0004, 1e16, 12.345]),
+    st.dictionaries(_TEXT, st.integers(0, 10**6), max_size=3),
+    st.lists(_TEXT, max_size=2),
+    _TEXT,
+)  # fmt: skip
+def test_the_json_line_is_the_standard_librarys(
+    items: list[Item], elapsed: float, counts: dict[str, int], notes: list[str], out: str
+) -> None:
+    """``capture --json`` prints what ``json.dumps(report.to_json(), ensure_ascii=False)`` printed, to
+    the byte: quotes, backslashes, control and non-ASCII characters, every elapsed time (an exponent's
+    too), counts, notes."""
+    report = CaptureReport(out=out, home=out[::-1], complete=bool(notes), elapsed=elapsed, counts=counts,
+                           items=items, notes=notes, unchanged=len(items))  # fmt: skip
+    assert report_line(report) == json.dumps(report.to_json(), ensure_ascii=False)
