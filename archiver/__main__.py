@@ -1,3 +1,3 @@
-from archiver.cli import entry
+from archiver.start import run
 
-raise SystemExit(entry())
+raise SystemExit(run())

@@ -352,3 +352,41 @@ def test_a_command_under_nohup_keeps_sighup_ignored() -> None:
     code = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" + code
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-500:]
+
+
+_SIGNAL_IN_IMPORT = """
+import os, signal, sys
+{before}
+class Finder:
+    def find_spec(self, name, path, target=None):
+        if name == "archiver.cli":
+            os.kill(os.getpid(), signal.{sig})
+        return None
+sys.meta_path.insert(0, Finder())
+sys.argv = ["archiver", "verify", {tree!r}]
+import archiver.start
+sys.exit({call})
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_while_the_command_line_is_imported_is_an_interruption(sig: str) -> None:
+    """archiver.start holds SIGTERM and SIGHUP as Ctrl-C from the command's first step: a signal
+    while archiver.cli is imported exits 130 with one line (the default action killed the process,
+    exit -15 or -1, with no line; SIGINT printed an import traceback)."""
+    code = _SIGNAL_IN_IMPORT.format(before="", sig=sig, tree=str(MINI), call="archiver.start.run()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "archiver: interrupted\n"), done.stderr[-500:]
+    # the same without the first step: what every command did before
+    direct = code.replace("archiver.start.run()", "__import__('archiver.cli').cli.entry()")
+    before = subprocess.run([sys.executable, "-c", direct], capture_output=True, text=True, timeout=60)
+    assert before.returncode != 130
+
+
+def test_nohup_keeps_sighup_ignored_from_the_first_step() -> None:
+    code = _SIGNAL_IN_IMPORT.format(
+        before="signal.signal(signal.SIGHUP, signal.SIG_IGN)", sig="SIGHUP", tree=str(MINI),
+        call="archiver.start.run()",
+    )  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
