@@ -32,3 +32,8 @@ def run() -> int:
     except KeyboardInterrupt:  # before the command's own handling (its imports) or after it
         print("archiver: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as e:  # an interruption Python wrapped (stopsignals.interrupted)
+        if not stopsignals.interrupted(e):
+            raise
+        print("archiver: interrupted", file=sys.stderr)
+        return 130

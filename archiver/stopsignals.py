@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
 
-__all__ = ["STOP_SIGNALS", "installed", "ours", "replaceable"]
+__all__ = ["STOP_SIGNALS", "installed", "interrupted", "ours", "replaceable"]
 
 #: The signals that stop a command as Ctrl-C does (SIGINT is Ctrl-C).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -59,3 +59,18 @@ def installed(handler: Handler, signals: Iterable[signal.Signals]) -> Iterator[l
     finally:
         for s in taken:
             signal.signal(s, old[s])
+
+
+def interrupted(error: BaseException) -> bool:
+    """Is ``error`` a wrapped interruption: a KeyboardInterrupt among its causes? Python turns one
+    raised while a class is made (a ``__set_name__``, as a dataclass field or a msgspec Struct's
+    has) into ``RuntimeError: Error calling __set_name__``: a Ctrl-C as a command imports its modules
+    then ended in an internal error (exit 70) in the random-signal stress."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False

@@ -390,3 +390,16 @@ def test_nohup_keeps_sighup_ignored_from_the_first_step() -> None:
     )  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-500:]
+
+
+def test_an_interruption_python_wrapped_is_an_interruption() -> None:
+    """A Ctrl-C landing while a class is made (its fields' ``__set_name__``) reaches the command as
+    ``RuntimeError: Error calling __set_name__``, its cause the KeyboardInterrupt: exit 130 and one
+    line, not an internal error (70, random-signal stress of pack)."""
+    code = _SIGNAL_AT_START.replace(
+        "    os.kill(os.getpid(), signal.{sig})\n",
+        "    class Field:\n        def __set_name__(self, owner, name):\n"
+        "            raise KeyboardInterrupt\n    type('C', (), {{'f': Field()}})\n",
+    ).format(module="readers", func="_cmd_verify", sig="SIGINT", argv=["verify", str(MINI)])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "archiver: interrupted\n"), done.stderr[-800:]

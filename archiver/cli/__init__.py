@@ -120,7 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception:
+    except Exception as e:
+        if stopsignals.interrupted(e):  # Python wrapped the interruption (a class made as it landed)
+            print("archiver: interrupted", file=sys.stderr)
+            return 130
         traceback.print_exc()
         print(f"archiver {__version__}: internal error, a bug: please report it with the traceback above",
               file=sys.stderr)  # fmt: skip
