@@ -6,34 +6,22 @@ command stopped later exits 130 with one line). A signal ignored (``nohup``) sta
 
 from __future__ import annotations
 
-import signal
 import sys
-from types import FrameType
 
 from archiver import stopsignals
 
 __all__ = ["run"]
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def run() -> int:
     """Hold the stop signals as Ctrl-C, then run the command (:func:`archiver.cli.entry`)."""
-    stopsignals.ours(_stop)
-    for s in stopsignals.STOP_SIGNALS:
-        if stopsignals.replaceable(signal.getsignal(s)):
-            signal.signal(s, _stop)
+    stopsignals.take(stopsignals.as_interrupt, stopsignals.STOP_SIGNALS)
     try:
         from archiver.cli import entry
 
         return entry()
-    except KeyboardInterrupt:  # before the command's own handling (its imports) or after it
-        print("archiver: interrupted", file=sys.stderr)
-        return 130
-    except RuntimeError as e:  # an interruption Python wrapped (stopsignals.interrupted)
-        if not stopsignals.interrupted(e):
+    except (KeyboardInterrupt, RuntimeError) as e:  # before the command's own handling or after it;
+        if not stopsignals.interrupted(e):  # a RuntimeError: an interruption Python wrapped, or not
             raise
         print("archiver: interrupted", file=sys.stderr)
         return 130

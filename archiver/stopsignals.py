@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
 
-__all__ = ["STOP_SIGNALS", "installed", "interrupted", "ours", "replaceable"]
+__all__ = ["STOP_SIGNALS", "as_interrupt", "installed", "interrupted", "ours", "replaceable", "take"]
 
 #: The signals that stop a command as Ctrl-C does (SIGINT is Ctrl-C).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -41,24 +41,35 @@ def replaceable(handler: object) -> bool:
     )
 
 
+def as_interrupt(signum: int, frame: FrameType | None) -> None:
+    """The handler that makes a signal a Ctrl-C: :class:`KeyboardInterrupt` named for it."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def take(handler: Handler, signals: Iterable[signal.Signals]) -> dict[signal.Signals, Any]:
+    """``handler`` (marked :func:`ours`) for each of ``signals`` whose handler is replaceable, from now
+    on; returns the handlers it replaced, by signal. Main thread only (elsewhere nothing is taken)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    ours(handler)
+    old = {}
+    for s in signals:
+        before = signal.getsignal(s)
+        if replaceable(before):
+            old[s] = before
+            signal.signal(s, handler)
+    return old
+
+
 @contextlib.contextmanager
 def installed(handler: Handler, signals: Iterable[signal.Signals]) -> Iterator[list[signal.Signals]]:
-    """``handler`` (marked :func:`ours`) for each of ``signals`` whose handler is replaceable, inside
-    the block; yields those it took; the handlers before are given back. Main thread only (elsewhere
-    nothing changes and nothing is taken)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield []
-        return
-    ours(handler)
-    old = {s: signal.getsignal(s) for s in signals}
-    taken = [s for s, h in old.items() if replaceable(h)]
-    for s in taken:
-        signal.signal(s, handler)
+    """:func:`take` for the block: yields the signals taken, whose handlers before are given back."""
+    old = take(handler, signals)
     try:
-        yield taken
+        yield list(old)
     finally:
-        for s in taken:
-            signal.signal(s, old[s])
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def interrupted(error: BaseException) -> bool:

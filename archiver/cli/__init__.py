@@ -19,7 +19,6 @@ import gc
 import os
 import signal
 import sys
-import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from types import FrameType
@@ -72,8 +71,6 @@ def _exit_on_signals(code: int) -> None:
     (while the interpreter exits: its threads joined, atexit handlers) ends the process at once with
     that code, output flushed. Before, it raised a KeyboardInterrupt no code was left to catch and
     the process died of the signal (exit -2) after `pack` had put its whole output in place."""
-    if threading.current_thread() is not threading.main_thread():
-        return
 
     def handler(signum: int, frame: FrameType | None) -> None:
         for stream in (sys.stdout, sys.stderr):
@@ -81,10 +78,7 @@ def _exit_on_signals(code: int) -> None:
                 stream.flush()
         os._exit(code)
 
-    stopsignals.ours(handler)
-    for s in (signal.SIGINT, *stopsignals.STOP_SIGNALS):
-        if stopsignals.replaceable(signal.getsignal(s)):  # one ignored (nohup) stays ignored
-            signal.signal(s, handler)
+    stopsignals.take(handler, (signal.SIGINT, *stopsignals.STOP_SIGNALS))  # not one ignored (nohup)
 
 
 @contextlib.contextmanager
@@ -95,11 +89,7 @@ def _signals_interrupt() -> Iterator[None]:
     line). Blocks that handle signals themselves (safefs.interruptible and deferred, capture's
     loop, serve's server) put their own handlers in place and this one back; a signal the process
     was told to ignore (nohup) stays ignored (:mod:`archiver.stopsignals`). Main thread only."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    with stopsignals.installed(handler, stopsignals.STOP_SIGNALS):  # not one ignored (nohup)
+    with stopsignals.installed(stopsignals.as_interrupt, stopsignals.STOP_SIGNALS):
         yield
 
 
@@ -115,13 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"archiver: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("archiver: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 0
-    except Exception as e:
-        if stopsignals.interrupted(e):  # Python wrapped the interruption (a class made as it landed)
+    except (KeyboardInterrupt, Exception) as e:
+        if stopsignals.interrupted(e):  # or one Python wrapped (a class made as it landed)
             print("archiver: interrupted", file=sys.stderr)
             return 130
         traceback.print_exc()
