@@ -6,8 +6,8 @@ A frozen dataclass compiles its generated methods from source (``exec``) when it
 imported: the four a capture imported (the scope, robots.txt rules, the URL hygiene) were ~20 M
 instructions of every ``archiver capture``'s start-up, and the ``dataclasses`` module ~4 M more. A
 :class:`Frozen` subclass declares its ``__slots__``, the names that its equality, hash and repr use
-(``_fields``, in the order of its ``__init__``'s parameters) and writes its ``__init__``, setting
-each slot with ``object.__setattr__``; it then behaves as the frozen dataclass did: equal to an
+(``_fields``, in the order of its ``__init__``'s parameters) and writes its ``__init__``, which
+sets them with :meth:`Frozen._init`; it then behaves as the frozen dataclass did: equal to an
 instance of the same class with equal fields, hashed on them, shown as ``Name(field=value, ...)``,
 assignment and deletion refused with :class:`dataclasses.FrozenInstanceError`.
 """
@@ -25,6 +25,11 @@ class Frozen:
     __slots__ = ()
     #: the fields compared, hashed and shown, in the order of ``__init__``'s parameters
     _fields: ClassVar[tuple[str, ...]] = ()
+
+    def _init(self, *values: Any) -> None:
+        """Set the fields (``_fields``, in order) to ``values``: the one way to write them."""
+        for name, value in zip(self._fields, values, strict=True):
+            object.__setattr__(self, name, value)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple([getattr(self, name) for name in self._fields])

@@ -218,20 +218,9 @@ class Scope(Frozen):
         _classes: dict[tuple[str, str, str], _Class] | None = None,
         _hosts: dict[str, tuple[bool, bool]] | None = None,
     ) -> None:
-        put = object.__setattr__
-        put(self, "home", home)
-        put(self, "seeds", seeds)
-        put(self, "max_depth", max_depth)
-        put(self, "subdomains", subdomains)
-        put(self, "include", include)
-        put(self, "exclude", exclude)
-        put(self, "allow_domains", allow_domains)
-        put(self, "assets_any_host", assets_any_host)
-        put(self, "skip_extensions", skip_extensions)
-        put(self, "prefer", prefer)
-        put(self, "avoid", avoid)
-        put(self, "hygiene", hygiene)
-        put(self, "routes", routes)
+        self._init(home, seeds, max_depth, subdomains, include, exclude, allow_domains, assets_any_host,
+                   skip_extensions, prefer, avoid, hygiene, routes)  # fmt: skip
+        put = object.__setattr__  # the memos: not fields (not compared, hashed nor shown)
         put(self, "_keys", {} if _keys is None else _keys)
         put(self, "_verdicts", {} if _verdicts is None else _verdicts)
         put(self, "_classes", {} if _classes is None else _classes)

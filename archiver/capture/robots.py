@@ -42,8 +42,7 @@ class _Rule(Frozen):
     path: str  # percent-normalised pattern
 
     def __init__(self, allow: bool, path: str) -> None:
-        object.__setattr__(self, "allow", allow)
-        object.__setattr__(self, "path", path)
+        self._init(allow, path)
 
 
 class Robots(Frozen):
@@ -68,11 +67,7 @@ class Robots(Frozen):
         sitemaps: tuple[str, ...] = (),
         unreachable: str | None = None,
     ) -> None:
-        object.__setattr__(self, "rules", rules)
-        object.__setattr__(self, "crawl_delay", crawl_delay)
-        object.__setattr__(self, "disallow_all", disallow_all)
-        object.__setattr__(self, "sitemaps", sitemaps)
-        object.__setattr__(self, "unreachable", unreachable)
+        self._init(rules, crawl_delay, disallow_all, sitemaps, unreachable)
 
     @classmethod
     def allow_everything(cls) -> Robots:

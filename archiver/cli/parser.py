@@ -58,15 +58,15 @@ def _allow_host(text: str) -> str:
 COUNT_MAX = 2**62
 
 
-def _count(least: int, most: int = COUNT_MAX) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``least`` to ``most``."""
+def _count(least: int | None, most: int = COUNT_MAX) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``least`` (None: any, the command checks it) to ``most``."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < least:
+        if least is not None and value < least:
             raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
         if value > most:
             raise argparse.ArgumentTypeError(
@@ -80,18 +80,6 @@ def _count(least: int, most: int = COUNT_MAX) -> Callable[[str], int]:
 #: ``serve --workers`` at most: each is a process with its own socket and open archives (100,000
 #: ran out of file descriptors: an internal error), and more processes than this serve no faster
 MAX_WORKERS = 256
-
-
-def _workers(text: str) -> int:
-    """``serve --workers``: a whole number up to :data:`MAX_WORKERS` (0 and below are refused by
-    :func:`archiver.serve.server.serve`, as its API's callers are)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value > MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_WORKERS}, got {value}")
-    return value
 
 
 _SIZE_UNITS = {
@@ -635,7 +623,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no access log")
     p.add_argument(
         "--workers",
-        type=_workers,
+        type=_count(None, MAX_WORKERS),  # below 1: serve's own error (its API's callers get it)
         default=1,
         help=f"server processes sharing the port (default 1, at most {MAX_WORKERS})",
     )

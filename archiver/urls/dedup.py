@@ -38,9 +38,7 @@ class Hygiene(Frozen):
         drop_exact: frozenset[str] = _DROP_EXACT,
         keep: frozenset[str] = frozenset({"ref", "from", "source", "src", "via"}),
     ) -> None:
-        object.__setattr__(self, "drop_prefixes", drop_prefixes)
-        object.__setattr__(self, "drop_exact", drop_exact)
-        object.__setattr__(self, "keep", keep)
+        self._init(drop_prefixes, drop_exact, keep)
 
     def drops(self, key: str) -> bool:
         k = _pct_decode_text(key).lower()
