@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from archiver import __version__, stopsignals
 from archiver.cli.parser import _parser, command_of
-from archiver.cli.parser import _size as _size
 from archiver.errors import EXIT_BUG, ArchiverError
 
 if TYPE_CHECKING:

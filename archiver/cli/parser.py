@@ -1,5 +1,6 @@
-"""The ``archiver`` argument parser: every command and its flags, usage errors as one line, and the
-argparse types that check flag values (counts, sizes, ports, seconds, extensions, hosts, NAME=VALUE).
+"""The ``archiver`` argument parser: every command and its flags, usage errors as one line. The types
+that check flag values are :mod:`archiver.cli.argtypes`; ``capture``'s many options are
+:mod:`archiver.cli.capture_args`.
 
 Each command's function is named by its module and imported when the command runs (:func:`_command`):
 ``archiver --help`` and a usage error import no command module. A run builds the arguments of its
@@ -10,7 +11,6 @@ start.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import sys
@@ -19,120 +19,8 @@ from importlib import import_module
 from typing import NoReturn, cast
 
 from archiver import __version__
+from archiver.cli import argtypes, capture_args
 from archiver.errors import UsageError
-
-# ----------------------------------------------------------------------------------- argument types
-
-
-def _words(text: str) -> list[str]:
-    """``contact,about`` → ``["contact", "about"]`` (blank items dropped)."""
-    return [w.strip() for w in text.split(",") if w.strip()]
-
-
-def _extensions(text: str) -> frozenset[str]:
-    """``mp4,.ZIP`` → ``{".mp4", ".zip"}``; an empty text is the empty list (store every asset)."""
-    out = set()
-    for word in _words(text):
-        ext = "." + word.lower().lstrip(".")
-        if ext == "." or "/" in ext:
-            raise argparse.ArgumentTypeError(f"not a file extension: {word!r}")
-        out.add(ext)
-    return frozenset(out)
-
-
-def _allow_host(text: str) -> str:
-    """``--allow-host HOST`` or ``HOST:PORT``, checked (any spelling of an address is allowed)."""
-    from archiver.capture.fetch import HostRule
-    from archiver.errors import URLError
-
-    try:
-        HostRule.parse(text)
-    except URLError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-#: The largest whole number an option takes unless it says less: what SQLite (a 64-bit signed
-#: INTEGER: the crawl state keeps depths, attempts and budgets) and C code take. Above it, `--depth`
-#: of 10**23 ended in an internal error ("Python int too large to convert to SQLite INTEGER").
-COUNT_MAX = 2**62
-
-
-def _count(least: int | None, most: int = COUNT_MAX) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``least`` (None: any, the command checks it) to ``most``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if least is not None and value < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
-        if value > most:
-            raise argparse.ArgumentTypeError(
-                f"must be at most {most}, got {text if len(text) < 30 else text[:27] + '...'}"
-            )
-        return value
-
-    return parse
-
-
-#: ``serve --workers`` at most: each is a process with its own socket and open archives (100,000
-#: ran out of file descriptors: an internal error), and more processes than this serve no faster
-MAX_WORKERS = 256
-
-
-_SIZE_UNITS = {
-    "": 1,
-    "k": 10**3,
-    "m": 10**6,
-    "g": 10**9,
-    "t": 10**12,
-    "ki": 1 << 10,
-    "mi": 1 << 20,
-    "gi": 1 << 30,
-}
-
-
-def _size(text: str) -> int:
-    """An argparse type: a size in bytes, ``1G``/``1GB`` (10⁹), ``500M``, ``64MiB`` (2²⁰ units), ``4096``."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*", text.lower())
-    if m is None or (m.group(2) or "") not in _SIZE_UNITS:
-        raise argparse.ArgumentTypeError(f"expected a size such as 1G, 500M or 4096, got {text!r}")
-    value = int(float(m.group(1)) * _SIZE_UNITS[m.group(2) or ""])
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    """An argparse type: a TCP port, 0 to 65535 (0: the system picks a free one)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds, zero or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
-    return value
-
-
-def _metadata_pair(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
-
 
 # ------------------------------------------------------------------------------------------- parser
 
@@ -293,189 +181,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         "       archiver capture --from-warc FILE... -o DIR [URL...] [options]\n"
         "       archiver capture --state redis://HOST:PORT/DB --crawl NAME --status",
     )
-    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs")
-    p.add_argument("-o", "--out", metavar="DIR", help="the tree's folder (required; resumed if it exists)")
-    p.add_argument("--json", action="store_true", help="no progress; print the report as JSON")
-    p.add_argument(
-        "--progress-every",
-        type=_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="when stderr is not a terminal (a log), print a plain progress line this often (30; 0: never)",
-    )
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--search-index",
-        action="store_true",
-        help="build the tree's search index and page at the end (default: on when rendering, off with "
-        "--no-render or --state; archiver index TREE builds it later)",
-    )
-    g.add_argument(
-        "--no-search-index",
-        action="store_true",
-        help="do not build the tree's search index and page at the end",
-    )
-    g = p.add_argument_group("seeds")
-    g.add_argument("--seeds", metavar="FILE", help="a file of seed URLs, one per line")
-    g.add_argument("--bookmarks", metavar="FILE", help="a browser bookmarks export (HTML) to take seeds from")
-    g = p.add_argument_group("scope (which pages are followed)")
-    g.add_argument("--depth", type=_count(0), default=3, help="link depth from the seeds (default 3)")
-    g.add_argument(
-        "--max-pages",
-        type=_count(1),
-        metavar="N",
-        help="store at most this many pages (with --state: for the whole crawl, all workers together)",
-    )
-    g.add_argument("--subdomains", action="store_true", help="follow pages on the seed's registrable domain")
-    g.add_argument(
-        "--allow-domain",
-        action="append",
-        default=[],
-        metavar="DOMAIN",
-        help="also follow DOMAIN, subdomains too",
-    )
-    g.add_argument("--include", action="append", default=[], metavar="PREFIX", help="only pages under PREFIX")
-    g.add_argument("--scope", metavar="PREFIX", help="the same as one --include")
-    g.add_argument("--exclude", action="append", default=[], metavar="PREFIX", help="skip pages under PREFIX")
-    g.add_argument(
-        "--prefer",
-        type=_words,
-        action="append",
-        default=[],
-        metavar="WORDS",
-        help="comma-separated path words whose pages go first under --max-pages (e.g. contact,about)",
-    )
-    g.add_argument(
-        "--avoid",
-        type=_words,
-        action="append",
-        default=[],
-        metavar="WORDS",
-        help="comma-separated path words whose pages go last (wins over --prefer; e.g. blog,login,cart)",
-    )
-    g = p.add_argument_group("assets")
-    g.add_argument(
-        "--assets-any-host", action="store_true", help="store assets from any host (default: the seed's site)"
-    )
-    g.add_argument(
-        "--skip-ext",
-        type=_extensions,
-        metavar="EXTS",
-        help="comma-separated extensions never stored, replacing the default list of media and archives "
-        '(formats/tree.md 6.3); "" stores every type',
-    )
-    g.add_argument(
-        "--asset-cap",
-        type=_count(0),
-        default=25 << 20,
-        metavar="BYTES",
-        help="skip larger assets (25 MiB)",
-    )
-    g = p.add_argument_group("politeness and safety")
-    g.add_argument(
-        "--delay",
-        type=_seconds,
-        metavar="SECONDS",
-        help="between requests to one host (default 1; a robots.txt Crawl-delay raises it)",
-    )
-    g.add_argument(
-        "--concurrency",
-        type=_count(1),
-        default=12,
-        metavar="N",
-        help="requests at once, one a host (12)",
-    )
-    g.add_argument("--timeout", type=_seconds, default=30, metavar="SECONDS", help="per request (default 30)")
-    g.add_argument(
-        "--retries",
-        type=_count(0),
-        default=3,
-        metavar="N",
-        help="retries on 5xx, network error (3)",
-    )
-    g.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
-    g.add_argument(
-        "--allow-private",
-        action="store_true",
-        help="allow hosts on loopback, private and link-local addresses (the seeds' own origins always are)",
-    )
-    g.add_argument(
-        "--allow-host",
-        type=_allow_host,
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="allow this private host, on every port or on PORT only (the seeds' own origins always are)",
-    )
-    g = p.add_argument_group("rendering")
-    g.add_argument("--no-render", action="store_true", help="fetch HTML without a browser (fast)")
-    g.add_argument("--chromium", metavar="PATH", help="the Chromium executable (default: see README)")
-    g.add_argument("--tabs", type=_count(1), default=3, metavar="N", help="pages rendered at once (3)")
-    g.add_argument(
-        "--settle",
-        type=_seconds,
-        default=1.5,
-        metavar="SECONDS",
-        help="settle wait at most (1.5)",
-    )
-    g = p.add_argument_group("WARC (formats/warc.md 7)")
-    g.add_argument(
-        "--warc",
-        action="store_true",
-        help="also record every HTTP exchange (the browser's too) as WARC/1.1 in _archiver/warc/",
-    )
-    g.add_argument(
-        "--warc-max-size",
-        type=_size,
-        default=10**9,
-        metavar="SIZE",
-        help="start a new WARC file past this size (default 1G; 500M, 64MiB …)",
-    )
-    g = p.add_argument_group("import (formats/warc.md 8)")
-    g.add_argument(
-        "--from-warc",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="FILE",
-        help="build the tree from the records of these WARC or WACZ files, never the network; "
-        "seeds: the URLs given, else the WACZ pages, else the first WARC's first HTML page",
-    )
-    g = p.add_argument_group("resuming")
-    g.add_argument("--refresh", action="store_true", help="fetch everything again (keeps the tree)")
-    g.add_argument(
-        "--new-version",
-        action="store_true",
-        help="capture the site again as a new version of the tree: the current state is kept as a "
-        "version, pages gone from the site leave the folder (archiver diff, formats/history.md)",
-    )
-    g.add_argument(
-        "--rerender",
-        action="store_true",
-        help="with --new-version or --refresh: fetch and render every page again, unchanged ones too "
-        "(by default a page the server answers 304 Not Modified keeps its previous file)",
-    )
-    g.add_argument("--no-resume", action="store_true", help="start over: remove the previous capture's files")
-    g = p.add_argument_group("many workers (formats/crawl-state.md 6)")
-    g.add_argument(
-        "--state",
-        metavar="redis://HOST:PORT/DB",
-        help="share the crawl's frontier in Redis: run this on any number of machines, one -o each; "
-        "Ctrl-C or SIGTERM stops a worker, its URLs going back to the others at once (exit 130)",
-    )
-    g.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --state)")
-    g.add_argument(
-        "--lease",
-        type=_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="a URL goes back to the others if this worker stops renewing it for this long (30)",
-    )
-    g.add_argument(
-        "--status",
-        action="store_true",
-        help="print the whole crawl's progress (with --state, --crawl) and exit",
-    )
+    capture_args.add_arguments(p)
     p.set_defaults(func=_command("capture", "_cmd_capture"))
 
     p = command(
@@ -532,7 +238,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--metadata",
         action="append",
-        type=_metadata_pair,
+        type=argtypes.metadata_pair,
         metavar="NAME=VALUE",
         help="zim metadata (repeatable)",
     )
@@ -565,7 +271,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "-j",
         "--jobs",
-        type=_count(0),
+        type=argtypes.count(0),
         default=0,
         metavar="N",
         help="archives checked at once (default 0: every core when they add up to 64 MiB or more, else one "
@@ -617,15 +323,16 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p = command("serve", "serve gwtar files, ZIM files and trees with correct HTTP Range")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--port", type=argtypes.port, default=8000, help="port (default 8000; 0 picks a free one)")
     p.add_argument("--gwtar-mime", default="text/html", help="media type for gwtar files (or x-gwtar)")
     p.add_argument("--print-config", choices=["nginx", "caddy"], help="print a server config and exit")
     p.add_argument("--quiet", action="store_true", help="no access log")
     p.add_argument(
         "--workers",
-        type=_count(None, MAX_WORKERS),  # below 1: serve's own error (its API's callers get it)
+        # below 1: serve's own error (its API's callers get it)
+        type=argtypes.count(None, argtypes.MAX_WORKERS),
         default=1,
-        help=f"server processes sharing the port (default 1, at most {MAX_WORKERS})",
+        help=f"server processes sharing the port (default 1, at most {argtypes.MAX_WORKERS})",
     )
     p.add_argument("--domain", default="localhost", help="each archive at <name>.DOMAIN (default localhost)")
     p.add_argument("--allow-live", action="store_true", help="let archived pages load from the live web")
@@ -669,9 +376,11 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "-q", "--query", required=True, help='words, "quoted phrases"; the last word is also a prefix'
     )
-    p.add_argument("--limit", type=_count(1), default=10, metavar="N", help="results shown (default 10)")
     p.add_argument(
-        "--offset", type=_count(0), default=0, metavar="N", help="results skipped first (default 0)"
+        "--limit", type=argtypes.count(1), default=10, metavar="N", help="results shown (default 10)"
+    )
+    p.add_argument(
+        "--offset", type=argtypes.count(0), default=0, metavar="N", help="results skipped first (default 0)"
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_command("search", "_cmd_search"))

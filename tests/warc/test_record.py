@@ -26,7 +26,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.capture import capture
-from archiver.cli import _size
+from archiver.cli.argtypes import size as _size
 from archiver.codings import STEP, CodingError, Decoder
 from archiver.tree import read_records
 from archiver.warc import read
