@@ -20,7 +20,13 @@ capture (wall and CPU). Each child runs with archiver's bytecode cached in the w
 (``PYTHONPYCACHEPREFIX``, warmed before the first run, as tools/bench_capture.py does: an installed
 archiver has its ``.pyc`` files, and a shell with ``PYTHONDONTWRITEBYTECODE`` would otherwise charge
 every run ~0.15 s of CPU for compiling the modules it imports, a fifth of an unchanged re-capture).
-Then ``archiver diff`` between the last two versions, checked against the truth:
+After the unchanged state, two rows bound what an unchanged re-capture can cost on this machine:
+``archiver nothing`` (the same capture resumed with nothing left to do: interpreter start, imports,
+the state, the report; it asks again the URLs that failed, the 404s of the pages not yet added) and
+``bare loop`` (a plain socket loop in the bench's own process asking every page once with its ETag
+over one kept-alive connection, one request at a time as archiver's politeness does). Their sum is a
+floor for the unchanged row, which does both and more (records, the version). Then ``archiver diff``
+between the last two versions, checked against the truth:
 every changed page named ``changed``, every removed page ``gone``, every added page ``added``, the
 volatile-only pages ``unchanged, volatile`` (never ``changed``), and nothing else
 (false positives and misses are listed). The load average is printed; nothing is asserted.
@@ -34,6 +40,7 @@ import os
 import random
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -117,6 +124,92 @@ def _run(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=_ENV)
     return time.monotonic() - started, _cpu_of_children() - cpu, done
+
+
+def _floors(resume: list[str], base: str, pages: int, log: Path) -> list[dict[str, Any]]:
+    """Two rows that bound what an unchanged re-capture can cost here: archiver's fixed cost (the
+    same capture resumed with nothing left to do: interpreter, imports, state, report) and the bare
+    requests (a plain socket loop asking every page once with its ETag over one kept-alive
+    connection, one request at a time as archiver's politeness does; in this process, so no start).
+    Their sum is a floor: an unchanged re-capture does both and more (records, the version)."""
+    rows = []
+    mark = log.stat().st_size
+    seconds, cpu, done = _run(resume)
+    if done.returncode not in (0, 3):
+        raise SystemExit(
+            f"bench_versions: archiver capture (resumed): exit {done.returncode}: {done.stderr[-400:]}"
+        )
+    requests, sent, not_modified = _log_bytes(log, mark)
+    rows.append(
+        {
+            "tool": "archiver",
+            "run": "nothing",
+            "seconds": round(seconds, 2),
+            "cpu": round(cpu, 3),
+            "requests": requests,
+            "sent": sent,
+            "not_modified": not_modified,
+            "stored": 0,
+        }
+    )
+    paths = ["/"] + [f"/p/{i}.html" for i in range(pages + 64)]
+    tags = {p: _bare_get(base, p, b"")[1] for p in paths}  # the validators (not timed)
+    mark = log.stat().st_size
+    started, cpu0 = time.monotonic(), time.process_time()
+    for p in paths:
+        if tags[p]:
+            _bare_get(base, p, b"If-None-Match: " + tags[p] + b"\r\n")
+    seconds, cpu = time.monotonic() - started, time.process_time() - cpu0
+    requests, sent, not_modified = _log_bytes(log, mark)
+    rows.append(
+        {
+            "tool": "bare loop",
+            "run": "unchanged",
+            "seconds": round(seconds, 3),
+            "cpu": round(cpu, 3),
+            "requests": requests,
+            "sent": sent,
+            "not_modified": not_modified,
+            "stored": 0,
+        }
+    )
+    _BARE.clear()
+    return rows
+
+
+_BARE: list[socket.socket] = []
+
+
+def _bare_get(base: str, path: str, extra: bytes) -> tuple[bytes, bytes]:
+    """(status, ETag) of one GET over the kept connection (a new one when the server closed it)."""
+    host = base.split("//", 1)[1].rstrip("/")
+    for _ in range(2):
+        if not _BARE:
+            name, port = host.rsplit(":", 1)
+            s = socket.create_connection((name, int(port)))
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _BARE.append(s)
+        s = _BARE[0]
+        s.sendall(
+            b"GET " + path.encode() + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n" + extra + b"\r\n"
+        )
+        buf = b""
+        while b"\r\n\r\n" not in buf and (chunk := s.recv(65536)):
+            buf += chunk
+        if b"\r\n\r\n" not in buf:  # closed (nginx's keepalive_requests): again on a new one
+            _BARE.pop().close()
+            continue
+        head, _, body = buf.partition(b"\r\n\r\n")
+        fields = dict(
+            (k.strip().lower(), v.strip()) for k, _, v in (x.partition(b":") for x in head.split(b"\r\n")[1:])
+        )
+        size = int(fields.get(b"content-length", b"0"))
+        while len(body) < size and (chunk := s.recv(65536)):
+            body += chunk
+        if fields.get(b"connection", b"").lower() == b"close":
+            _BARE.pop().close()
+        return head.split(b" ", 2)[1], fields.get(b"etag", b"")
+    raise SystemExit(f"bench_versions: {base}{path}: no answer")
 
 
 def _du(path: Path) -> int:
@@ -203,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                         "stored": new_bytes,
                     }
                 )
+                if label == "unchanged":
+                    rows.extend(_floors(cmd[: cmd.index("--new-version")], base, args.pages, log))
                 mark = log.stat().st_size
                 before = _du(mirror) if mirror.exists() else 0
                 seconds, cpu, done = _run(["wget", "-N", "--mirror", "--no-verbose", "-P", str(mirror), base])
@@ -243,13 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     firsts = {r["tool"]: r for r in rows if r["run"] == "first"}
     for r in rows:
-        base_row = firsts[r["tool"]]
+        base_row = firsts.get(r["tool"], firsts["archiver"])
         t_ratio = r["seconds"] / base_row["seconds"] if base_row["seconds"] else 0
         c_ratio = r["cpu"] / base_row["cpu"] if base_row["cpu"] else 0
         s_ratio = r["sent"] / base_row["sent"] if base_row["sent"] else 0
         st_ratio = r["stored"] / base_row["stored"] if base_row["stored"] else 0
         print(
-            f"  {r['tool']:9} {r['run']:9} {r['seconds']:7.2f} s ({t_ratio:.2f}x)  CPU {r['cpu']:6.2f} s "
+            f"  {r['tool']:9} {r['run']:9} {r['seconds']:7.3f} s ({t_ratio:.2f}x)  CPU {r['cpu']:6.2f} s "
             f"({c_ratio:.2f}x)  {r['requests']:5} "
             f"requests ({r['not_modified']} x 304)  sent {r['sent']:>10} B ({s_ratio:.3f}x)  "
             f"stored {r['stored']:>10} B ({st_ratio:.3f}x)"
