@@ -24,7 +24,11 @@ modules): reported as bad like any other, recognisable by that traceback. One cr
 (SIGSEGV, 1 in ~450 early SIGINTs) was a KeyboardInterrupt inside msgspec building a decoder at
 import (``archiver/tree.py``'s module level).
 
-Commands (``--only``): ``capture``, ``import``, ``gwtar``, ``zim``, ``wacz``, ``extract``, ``index``.
+Commands (``--only``): ``capture``, ``import``, ``gwtar``, ``zim``, ``wacz``, ``extract``, ``index``,
+``recapture`` (``--new-version`` of a copy of the reference: resumed by the same command, it ends
+with recorded versions only, each after the first adding no bytes), ``repair`` (a copy of the
+reference's gwtar with PAR2 data, 4 KiB zeroed, repaired to ``-o``) and ``repair-in-place`` (the same
+file repaired where it is: after exit 130 it is byte for byte the damaged file or the repaired one).
 It prints one line per bad run (what was wrong, the signal, stderr's end) and a tally per command;
 exit 1 when a run was bad. This is how this session's signal bugs were found (a manifest naming other
 bytes after a stopped relink, a spool file left by an import, exit -2 after a finished pack); it
@@ -34,6 +38,7 @@ takes minutes, so it is a tool, not a test. Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -54,7 +59,18 @@ from nginx_static import serve_folder  # noqa: E402
 PYTHON_DOCS = Path("/usr/share/doc/python3-doc/html")
 DEMO = REPO / "testdata" / "site"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-COMMANDS = ("capture", "import", "gwtar", "zim", "wacz", "extract", "index")
+COMMANDS = (
+    "capture",
+    "import",
+    "gwtar",
+    "zim",
+    "wacz",
+    "extract",
+    "index",
+    "recapture",
+    "repair",
+    "repair-in-place",
+)
 TEMP_MARKS = (".archiver-tmp-",)
 TEMP_ENDS = (".part", ".tmp")
 
@@ -91,9 +107,17 @@ class Case:
     is finished by the same command (a capture), not removed."""
 
     def __init__(
-        self, name: str, argv: Callable[[Path], list[str]], output: Callable[[Path], Path], resumable: bool
+        self,
+        name: str,
+        argv: Callable[[Path], list[str]],
+        output: Callable[[Path], Path],
+        resumable: bool,
+        prepare: Callable[[Path], None] | None = None,
+        check: Callable[[Path, int], str | None] | None = None,
     ) -> None:
         self.name, self.argv, self.output, self.resumable = name, argv, output, resumable
+        self.prepare = prepare  # sets up a run's folder before the command starts
+        self.check = check  # what else is wrong after the run (exit code given), beside judge's rules
         self.duration = 1.0
 
 
@@ -107,6 +131,8 @@ def judge(case: Case, out: Path, code: int, stderr: str, reference: dict[str, st
     left = temporaries(out)
     if left:
         return f"left {left[:3]}"
+    if case.check is not None and (wrong := case.check(out, code)):
+        return wrong
     target = case.output(out)
     if case.resumable:
         again = subprocess.run(case.argv(out), capture_output=True, text=True, check=False)
@@ -120,6 +146,10 @@ def judge(case: Case, out: Path, code: int, stderr: str, reference: dict[str, st
             return f"the resumed tree differs from the reference: {differ[:3]}"
         if not verified(target):
             return "the resumed tree does not verify"
+        if case.check is not None and (wrong := case.check(out, 0)):
+            return f"after the resume: {wrong}"
+        return None
+    if case.check is not None:  # its own rules for what is left (a file repaired in place)
         return None
     if code == 130 and target.exists():
         return f"exit 130 but {target.name} exists"
@@ -128,9 +158,59 @@ def judge(case: Case, out: Path, code: int, stderr: str, reference: dict[str, st
     return None
 
 
-def cases_for(seed: str, tree: Path, warcs: list[Path], packed: Path, capture: list[str]) -> dict[str, Case]:
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def damaged_copy(packed: Path, to: Path) -> None:
+    """``packed`` (a gwtar with PAR2 data) copied to ``to`` with 4 KiB zeroed at 40 % of its length."""
+    shutil.copyfile(packed, to)
+    with to.open("r+b") as f:
+        f.seek(int(to.stat().st_size * 0.4))
+        f.write(bytes(4096))
+
+
+def versions_of(tree: Path) -> list[dict[str, object]]:
+    listed = subprocess.run(archiver("ls", str(tree), "--versions", "--json"), capture_output=True, text=True)
+    return [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
+
+
+def cases_for(
+    seed: str, tree: Path, warcs: list[Path], packed: Path, fec: Path, capture: list[str]
+) -> dict[str, Case]:
     """The commands stressed (see the module docstring), each writing under a run's folder."""
     from_warc = ["--from-warc", *map(str, warcs), "--no-render"]
+    whole, broken = sha256_of(fec), fec.with_name("damaged.gwtar.html")
+    damaged_copy(fec, broken)
+    damaged = sha256_of(broken)
+
+    def copy_tree(out: Path) -> None:  # a copy: a re-capture writes its state in place
+        subprocess.run(["cp", "-a", str(tree), str(out / "t")], check=True)
+
+    def two_versions(out: Path, code: int) -> str | None:
+        if code != 0:  # interrupted: the earlier version is whole whatever else (resumed next)
+            return None
+        got = versions_of(out / "t")  # two, or three when the stopped run had finished before the
+        # signal (its "resume" is then another re-capture): each new one adds no bytes
+        if (
+            len(got) < 2
+            or not all(v.get("recorded") for v in got)
+            or any(v.get("new_bytes") for v in got[1:])
+        ):
+            return f"versions after the re-capture: {got}"
+        return None
+
+    def in_place(out: Path, code: int) -> str | None:
+        now = sha256_of(out / "a.gwtar.html")
+        if code == 0 and now != whole:
+            return "exit 0 but the file is not the undamaged archive"
+        if code == 130 and now not in (whole, damaged):
+            return "exit 130 and the file is neither the damaged one nor the repaired one"
+        return None
 
     def pack(fmt: str, name: str, *more: str) -> Case:
         return Case(fmt, lambda o: archiver("pack", str(tree), "--format", fmt, *more, "-o", str(o / name)),
@@ -148,6 +228,14 @@ def cases_for(seed: str, tree: Path, warcs: list[Path], packed: Path, capture: l
                         lambda o: o / "x", False),
         "index": Case("index", lambda o: archiver("index", str(o / "t")),
                       lambda o: o / "t" / "_archiver" / "search", False),
+        "recapture": Case("recapture",
+                          lambda o: archiver("capture", seed, "-o", str(o / "t"), *capture, "--new-version"),
+                          lambda o: o / "t", True, copy_tree, two_versions),
+        "repair": Case("repair", lambda o: archiver("repair", str(broken), "-o", str(o / "r.gwtar.html")),
+                       lambda o: o / "r.gwtar.html", False),
+        "repair-in-place": Case("repair-in-place", lambda o: archiver("repair", str(o / "a.gwtar.html")),
+                                lambda o: o / "a.gwtar.html", False,
+                                lambda o: shutil.copyfile(broken, o / "a.gwtar.html"), in_place),
     }  # fmt: skip
 
 
@@ -164,6 +252,8 @@ def stress(
         if case.name == "index":  # a copy of the reference (hard links) without its index
             subprocess.run(["cp", "-al", str(tree), str(out / "t")], check=True)
             shutil.rmtree(out / "t" / "_archiver" / "search", ignore_errors=True)
+        if case.prepare is not None:
+            case.prepare(out)
         started = time.monotonic()
         proc = subprocess.Popen(case.argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         sig = rng.choice(SIGNALS)
@@ -213,12 +303,16 @@ def main() -> int:
                 return 2
             warcs = sorted((tree / "_archiver" / "warc").glob("*.warc.gz"))
             subprocess.run(archiver("pack", str(tree), "--format", "gwtar", "-o", str(packed)), check=True)
+            fec = work / "fec.gwtar.html"
+            subprocess.run(
+                archiver("pack", str(tree), "--format", "gwtar", "--add-fec-data", "-o", str(fec)), check=True
+            )
             from_warc = ["--from-warc", *map(str, warcs), "--no-render"]
             subprocess.run(
                 archiver("capture", *from_warc, "-o", str(imported)), check=True, capture_output=True
             )
             references = {"capture": files_of(tree), "import": files_of(imported)}
-            cases = cases_for(seed, tree, warcs, packed, capture)
+            cases = cases_for(seed, tree, warcs, packed, fec, capture)
             bad = sum(stress(cases[n], tree, work, args.runs, rng, references.get(n)) for n in args.only)
     finally:
         shutil.rmtree(work, ignore_errors=True)

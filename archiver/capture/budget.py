@@ -47,22 +47,29 @@ class PageBudget:
         place to a waiting one, and is requeued now for another try. Then the first places left go
         to the pending pages in frontier order (priority, depth, discovery) and the others wait
         beyond the budget again, so N stored pages stay N across any number of resumes (before, two
-        failures retried on a resume made 12 of 10). The pending pages kept are charged to this
-        run: one that fails again gives its place back."""
+        failures retried on a resume made 12 of 10). A page the tree holds and fetches again (a
+        re-capture) keeps its place before any other: the same site gives the same pages. The
+        pending pages kept are charged to this run: one that fails again gives its place back."""
         limit = self.limit
         if limit is None:  # no budget: charge() and release() count nothing, and no record is decoded
             return  # (a re-capture of 1,000 pages decoded its 1,000 records to count them)
         state = self.context.state
+        recorded = {r.path for r in state.records() if r.kind == "page"}
+        # a page the tree holds and fetches again (--refresh, --new-version: its row pending, its
+        # record there until it is stored anew) comes first: the first run charged its pages in the
+        # order it found them, which (priority, depth, discovery) does not always repeat (a link met
+        # again on a shorter path, documents parsed while others are written), so a re-capture of an
+        # unchanged Python documentation under --max-pages 300 swapped a stored page for a waiting
+        # one and a new version took the stored one out of the tree as no longer on the site
         rows = sorted(
             (r for r in state.rows() if r.kind == "page" and r.state == "pending"),
-            key=lambda r: (r.priority, r.depth, r.seq),
+            key=lambda r: (r.path not in recorded, r.priority, r.depth, r.seq),
         )
-        # a stored page fetched again (--refresh, --new-version: its row pending, its record still
-        # there until it is stored anew) is counted once, as a pending page: counted as stored too,
-        # a refreshed capture of N pages had no place left, skipped them all beyond the budget and
-        # a new version took them out of the tree as no longer on the site
+        # ... and is counted once, as a pending page: counted as stored too, a refreshed capture of
+        # N pages had no place left, skipped them all beyond the budget and a new version took them
+        # out of the tree as no longer on the site
         again = {r.path for r in rows if r.path is not None}
-        stored = sum(1 for r in state.records() if r.kind == "page" and r.path not in again)
+        stored = sum(1 for path in recorded if path not in again)
         places = max(limit - stored, 0)
         for row in rows[places:]:
             state.mark(row.key, state="skipped", outcome="skipped", reason=BUDGET_REASON)
