@@ -11,8 +11,9 @@ Below :data:`TRUSTED_TAGS` no construction found costs more than about 0.1 s and
 worst known: a few hundred formatting elements reopened in each of a few hundred paragraphs).
 
 The child is started on first use (one a process, a fresh interpreter that imports only the depth
-pass and Lexbor), reads pages from a pipe and answers each; one that went over a limit, or died, is
-killed and the next page starts another. Its time is its CPU, read from /proc while it parses, so a
+pass and Lexbor; or, in a process that called :func:`fork_children`, a fork of it), reads pages
+from a pipe and answers each; one that went over a limit, or died, is killed and the next page
+starts another. Its time is its CPU, read from /proc while it parses, so a
 loaded machine refuses no more than a quiet one. It dies with its parent (``PR_SET_PDEATHSIG``: with
 the thread that started it, so one whose thread has ended is replaced).
 """

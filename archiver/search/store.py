@@ -80,7 +80,8 @@ def _read_page(root: Path, rel: str) -> bytes:
 #: tokenised by worker processes, one a CPU (at most :data:`_MAX_WORKERS`), when this process has
 #: no other thread; the builder merges their pages in path order, so the bytes are those of one
 #: process. A smaller tree does not repay the pool: its forks (and their copy-on-write faults), each
-#: worker's own markup-guard child (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips.
+#: worker's own markup-guard child (forked from it since h-idxbuild: ~1 ms; an interpreter before,
+#: 25-35 ms of CPU) and the pages' round trips.
 #: docutils-doc (65 pages, 2.7 MB) is above it: two workers cost more CPU (1.55 s with their guard
 #: children against 1.30 s in one process, at load 4-5) but take less time on a quiet machine (wall
 #: median of 7: 0.68 s against 0.87 s; Pagefind, which uses both CPUs, 0.50 s), and the time is what
