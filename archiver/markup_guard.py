@@ -11,8 +11,9 @@ Below :data:`TRUSTED_TAGS` no construction found costs more than about 0.1 s and
 worst known: a few hundred formatting elements reopened in each of a few hundred paragraphs).
 
 The child is started on first use (one a process, a fresh interpreter that imports only the depth
-pass and Lexbor), reads pages from a pipe and answers each; one that went over a limit, or died, is
-killed and the next page starts another. Its time is its CPU, read from /proc while it parses, so a
+pass and Lexbor; or, in a process that called :func:`fork_children`, a fork of it), reads pages
+from a pipe and answers each; one that went over a limit, or died, is killed and the next page
+starts another. Its time is its CPU, read from /proc while it parses, so a
 loaded machine refuses no more than a quiet one. It dies with its parent (``PR_SET_PDEATHSIG``: with
 the thread that started it, so one whose thread has ended is replaced).
 """
@@ -23,11 +24,13 @@ import atexit
 import contextlib
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
 import threading
 import time
+from typing import Any, BinaryIO
 
 from archiver.errors import EnvironmentProblem
 
@@ -40,6 +43,7 @@ __all__ = [
     "TRUSTED_TAGS",
     "CostlyMarkup",
     "close_child",
+    "fork_children",
     "limit_seconds",
     "needs_check",
     "run",
@@ -76,15 +80,103 @@ class CostlyMarkup(ValueError):
     """The page's markup would cost the parser more than the limits: the message says which."""
 
 
+class _Forked:
+    """A child forked from this process (:func:`fork_children`), as much of ``subprocess.Popen``
+    as :class:`_Child` uses."""
+
+    def __init__(self) -> None:
+        import ctypes  # noqa: F401 - imported once, here: the children inherit them, import nothing
+        import gc
+        import resource  # noqa: F401
+
+        to_child, self._to_child = os.pipe()
+        self._from_child, from_child = os.pipe()
+        parent = os.getpid()
+        try:
+            pid = os.fork()
+        except BaseException:
+            for fd in (to_child, self._to_child, self._from_child, from_child):
+                os.close(fd)
+            raise
+        if pid == 0:  # pragma: no cover - the child (tests/test_markup_guard.py drives it)
+            code = 1
+            try:
+                keep = sorted((to_child, from_child))
+                os.closerange(3, keep[0])  # the parent's pipes, files and sockets are none of its business
+                os.closerange(keep[0] + 1, keep[1])
+                os.closerange(keep[1] + 1, os.sysconf("SC_OPEN_MAX"))
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # the pipes are its input and output
+                    os.dup2(null, fd)
+                os.close(null)
+                _die_with_parent(parent)
+                gc.freeze()  # the objects it inherited are never scanned (nor copied by the scan)
+                # what it inherited, and the same room as a fresh interpreter's child on top of it
+                limit = _address_space() + (LIMIT_MIB << 20)
+                _loop(limit, os.fdopen(to_child, "rb"), os.fdopen(from_child, "wb"))
+                code = 0
+            finally:
+                os._exit(code)  # never back into the caller's code (nor its atexit functions)
+        os.close(to_child)
+        os.close(from_child)
+        self.pid = pid
+        self.stdin: BinaryIO | None = os.fdopen(self._to_child, "wb")
+        self.stdout: BinaryIO | None = os.fdopen(self._from_child, "rb")
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> None:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def _address_space() -> int:
+    """Bytes of this process's address space (what ``RLIMIT_AS`` counts)."""
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
+    """``PR_SET_PDEATHSIG``: SIGKILL when the thread that started this process ends; if it already
+    has, end now."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+#: Set by :func:`fork_children`: this process starts its child by forking itself.
+_fork = False
+
+
+def fork_children() -> None:
+    """This process starts its child by forking itself (~1 ms) instead of a fresh interpreter that
+    imports the depth pass and Lexbor (25-35 ms of CPU, which a search index's pool paid once a
+    worker, on its first page of many tags): for a process that has Lexbor and the search text
+    imported and no other thread (a pool worker; one with another thread starts an interpreter, as
+    a fork copies no other thread). The child's address-space limit is :data:`LIMIT_MIB` on top of
+    what it inherited; its time is its own CPU, as a fresh child's."""
+    global _fork
+    _fork = True
+
+
 class _Child:
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from archiver.markup_guard import _serve; _serve()", str(LIMIT_MIB)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-        )
+        self.proc: Any
+        if _fork and threading.active_count() == 1:
+            self.proc = _Forked()
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "from archiver.markup_guard import _serve; _serve()", str(LIMIT_MIB)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], _START_SECONDS)
         if not ready or self.proc.stdout.read(1) != _READY:  # its start is not counted in a page's limit
@@ -217,21 +309,21 @@ def limit_seconds(size: int) -> float:
 def _serve() -> None:  # pragma: no cover - runs in the child (tests/test_markup_guard.py drives it)
     """The child: limits itself, then parses each page it is sent and answers b"k", or b"m" when
     memory ran out (Lexbor failing to allocate may also end the process: the parent sees it die)."""
-    import contextlib
-    import ctypes
+    _die_with_parent(os.getppid())
+    _loop(int(sys.argv[1]) << 20, sys.stdin.buffer, sys.stdout.buffer)
+
+
+def _loop(limit: int, stdin: BinaryIO, stdout: BinaryIO) -> None:  # pragma: no cover - the child
+    """The child's work, once it dies with its parent: ``limit`` bytes of address space at most, then
+    each page read from ``stdin`` answered on ``stdout``."""
     import json
     import resource
-    import signal
 
-    with contextlib.suppress(OSError, AttributeError):  # die with the parent
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    limit = int(sys.argv[1]) << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     from selectolax.lexbor import LexborHTMLParser
 
     from archiver.html_depth import bound_depth, bound_depth_bytes
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     stdout.write(_READY)
     stdout.flush()
     while head := stdin.read(_HEAD.size):

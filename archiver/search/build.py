@@ -101,15 +101,17 @@ def _short_table() -> list[str]:
     """``_digits(v)`` of every number of at most three characters (``v`` < 32,768), put together
     from the alphabet's two halves instead of one ``_digits`` call a number: a number's digits are its
     low groups' continuation characters, then its last group's end character (~6 ms instead of the
-    ~25 ms the calls cost every process that imports the builder: index, pack, search, serve, verify)."""
+    ~25 ms the calls cost every process that imports the builder: index, pack, search, serve, verify;
+    the 1,024 pairs of continuation characters made once: 4.9 -> 3.1 ms with the bytes below)."""
     end, more = DIGITS[:32], DIGITS[32:]
-    two = [low + end[high] for high in range(1, 32) for low in more]
-    three = [low + mid + end[high] for high in range(1, 32) for mid in more for low in more]
+    two = [low + high for high in end[1:] for low in more]
+    pairs = [low + mid for mid in more for low in more]
+    three = [pair + high for high in end[1:] for pair in pairs]
     return [*end, *two, *three]
 
 
 _SHORT = _short_table()  # every number of at most three characters
-_SHORT_BYTES = [d.encode("ascii") for d in _SHORT]
+_SHORT_BYTES = list(map(str.encode, _SHORT))  # ASCII: UTF-8 is the same bytes
 
 
 def _packed_bytes(value: int) -> bytes:

@@ -80,7 +80,8 @@ def _read_page(root: Path, rel: str) -> bytes:
 #: tokenised by worker processes, one a CPU (at most :data:`_MAX_WORKERS`), when this process has
 #: no other thread; the builder merges their pages in path order, so the bytes are those of one
 #: process. A smaller tree does not repay the pool: its forks (and their copy-on-write faults), each
-#: worker's own markup-guard child (a fresh interpreter, ~0.1 s of CPU) and the pages' round trips.
+#: worker's own markup-guard child (forked from it since h-idxbuild: ~1 ms; an interpreter before,
+#: 25-35 ms of CPU) and the pages' round trips.
 #: docutils-doc (65 pages, 2.7 MB) is above it: two workers cost more CPU (1.55 s with their guard
 #: children against 1.30 s in one process, at load 4-5) but take less time on a quiet machine (wall
 #: median of 7: 0.68 s against 0.87 s; Pagefind, which uses both CPUs, 0.50 s), and the time is what
@@ -167,12 +168,15 @@ def _html_bytes(root: Path, rels: list[str], enough: int) -> int:
 
 def _start_worker() -> None:
     """A pool worker's start: the stop signals left to the parent (archiver/forks.py: a traceback
-    from each worker at the pool's end or on Ctrl-C), and its markup-guard child ended and waited
+    from each worker at the pool's end or on Ctrl-C), its markup-guard child forked from it (it has
+    Lexbor and the text extraction imported, and one thread: ~1 ms instead of a fresh interpreter's
+    25-35 ms of CPU, on the way of its first page of many tags), and that child ended and waited
     for when the pool closes (else it outlives the worker until ``PR_SET_PDEATHSIG`` kills it, and
     its CPU is in no one's account: a fork runs no ``atexit`` function)."""
     import multiprocessing.util
 
     forks.leave_to_parent()
+    markup_guard.fork_children()
     multiprocessing.util.Finalize(None, markup_guard.close_child, exitpriority=10)
 
 
@@ -325,10 +329,14 @@ def _refuse_foreign(root: Path) -> None:
                 )
 
 
-#: Files handed to :class:`_Writer`'s thread together (one wake-up of it for many files), and the
-#: batches queued for it at most (the builder waits beyond: memory stays bounded).
+#: Files handed to :class:`_Writer`'s thread together (one wake-up of it for many files: at most
+#: this many, and past the first this many bytes), and the batches queued for it at most (the builder
+#: waits beyond: memory stays bounded, to about 16 MiB). The builder did wait with 4 batches: creating
+#: a file cost 0.2-1.5 ms of the kernel's CPU in the bench's /tmp at times (its inode allocation), and
+#: the builder's merge of docutils-doc's last pages stood 20-100 ms behind its 336 files.
 _WRITE_BATCH = 16
-_WRITE_AHEAD = 4
+_WRITE_BATCH_BYTES = 512 << 10
+_WRITE_AHEAD = 32
 
 
 class _Writer:
@@ -345,19 +353,22 @@ class _Writer:
         self._folder = str(folder)
         self._queue: queue.Queue[list[tuple[str, bytes]] | None] = queue.Queue(maxsize=_WRITE_AHEAD)
         self._batch: list[tuple[str, bytes]] = []
+        self._batch_bytes = 0
         self._made: set[str] = set()
         self._error: BaseException | None = None
         self._abort = False
         self._thread: threading.Thread | None = None
         self.written = 0
 
-    def put(self, name: str, data: bytes) -> None:
-        """Write file ``name`` (a path relative to the folder, ``/`` between its parts)."""
+    def put(self, name: str, data: bytes, start: bool = True) -> None:
+        """Write file ``name`` (a path relative to the folder, ``/`` between its parts); with
+        ``start`` false, only with the next batch (the thread is not started by this call)."""
         if self._error is not None:
             raise self._error
         self._batch.append((name, data))
+        self._batch_bytes += len(data)
         self.written += len(data)
-        if len(self._batch) >= _WRITE_BATCH:
+        if start and (len(self._batch) >= _WRITE_BATCH or self._batch_bytes >= _WRITE_BATCH_BYTES):
             self._hand_over()
 
     def _hand_over(self) -> None:
@@ -365,7 +376,7 @@ class _Writer:
             self._thread = threading.Thread(target=self._run, name="search-index-writer", daemon=True)
             self._thread.start()
         self._queue.put(self._batch)
-        self._batch = []
+        self._batch, self._batch_bytes = [], 0
 
     def _run(self) -> None:
         while (batch := self._queue.get()) is not None:
@@ -395,7 +406,7 @@ class _Writer:
     def close(self, abort: bool = False) -> None:
         if self._batch and not abort:
             self._hand_over()
-        self._batch = []
+        self._batch, self._batch_bytes = [], 0
         if self._thread is None:
             if self._error is not None and not abort:
                 raise self._error
@@ -421,9 +432,9 @@ def write_index(root: Path) -> tuple[dict, int, int]:
     work = Path(tempfile.mkdtemp(prefix="search-", dir=tmp_parent))
     writer = _Writer(work)
     try:
+        for name, data in page.files().items():  # first: the writer's queue drains last of all
+            writer.put(name, data, start=False)  # its thread is started after the pool's fork
         manifest, pages = build_index(root, lambda name, data: writer.put(f"{name}.js", data))
-        for name, data in page.files().items():
-            writer.put(name, data)
         writer.close()
         target = root / INDEX_DIR
         old = None

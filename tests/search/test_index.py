@@ -317,3 +317,30 @@ def test_a_file_the_writing_thread_cannot_write_is_the_builds_error(tmp_path: Pa
     writer.put("x/1.js", b"bc")
     writer.close()
     assert (tmp_path / "x" / "1.js").read_bytes() == b"bc" and writer.written == 3
+
+
+def test_the_search_pages_files_queued_first_leave_the_build_its_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_index hands the writer the search page's files before the build (they are not left to
+    the end, where the writer's queue drains) without starting its thread, so a tree past the pool's
+    bounds is still read by worker processes (a fork copies no other thread: with one running, the
+    build would fall back to this process alone)."""
+    from archiver import forks
+
+    words = " ".join(f"w{i}" for i in range(store._PARALLEL_BYTES // store._PARALLEL_PAGES // 4))
+    for i in range(store._PARALLEL_PAGES):
+        (tmp_path / f"p{i:03}.html").write_text(html(f"Page {i}", f"<p>{words}</p>"), encoding="utf-8")
+    monkeypatch.setattr(forks, "cpus", lambda: 2)
+    monkeypatch.setattr(store, "_WRITE_BATCH_BYTES", 1)  # each file alone would fill a batch
+    pools: list[bool] = []
+    real = store._Extractor.__init__
+
+    def spy(self: store._Extractor, root: Path, workers: int) -> None:
+        real(self, root, workers)
+        pools.append(self._pool is not None)
+
+    monkeypatch.setattr(store._Extractor, "__init__", spy)
+    store.write_index(tmp_path)
+    assert pools == [True]
+    assert (tmp_path / store.INDEX_DIR / "search.js").is_file()
