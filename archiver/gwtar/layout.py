@@ -23,6 +23,8 @@ from archiver import tar
 from archiver.errors import FormatError
 from archiver.gwtar.refs import Category
 from archiver.gwtar.rules import (
+    BUNDLE_PATH,
+    BUNDLE_VERSION,
     EXTENSION_VERSION,
     INDEX_PATH,
     META_ID,
@@ -40,6 +42,7 @@ __all__ = [
     "MemberSpec",
     "Meta",
     "Plan",
+    "bundle",
     "listing_problem",
     "loader_problem",
     "order_members",
@@ -74,6 +77,7 @@ class MemberSpec:
     title: str | None = None
     urls: tuple[str, ...] = ()
     key: str | None = None
+    bundled: bool = False  # its bytes go into the bundle member (formats/gwtar.md §5.5)
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,24 @@ def order_members(
 _path_of = operator.attrgetter("path")
 
 
+def bundle(members: Sequence[MemberSpec], prefix: str) -> list[MemberSpec]:
+    """``members`` (in tar order) with the unlisted assets whose path starts with ``prefix`` marked
+    ``bundled`` (formats/gwtar.md §5.5): the search index's thousands of small files become one tar
+    member. They are one run in tar order (remaining assets in path order, §5.2); large ones (placed
+    last) and fewer than two stay members of their own."""
+    picked = [
+        i
+        for i, m in enumerate(members)
+        if m.key is None and m.kind == "asset" and m.path.startswith(prefix) and not _is_late(m)
+    ]
+    if len(picked) < 2 or picked[-1] - picked[0] + 1 != len(picked):
+        return list(members)
+    out = list(members)
+    for i in picked:
+        out[i] = MemberSpec(**{**out[i].__dict__, "bundled": True})
+    return out
+
+
 def _with_key(spec: MemberSpec, key: str) -> MemberSpec:
     return spec if spec.key == key else MemberSpec(**{**spec.__dict__, "key": key})
 
@@ -216,13 +238,28 @@ class Plan:
     total_archive_size: int
     mtime: int
     _index_parts: list[tuple[bytes, bytes]] = field(repr=False)
+    body_end: int = 0  # where the members' data (padded) ends: the site index's header starts here
+    # the bundled members (formats/gwtar.md §5.5): (first, last) member numbers, or None
+    bundle: tuple[int, int] | None = None
+    bundle_size: int = 0
 
     def blocks(self, i: int) -> bytes:
-        """The header block(s) before member ``i``'s data (``i == len(members)`` is the index)."""
+        """The header block(s) before member ``i``'s data (``i == len(members)`` is the index; a
+        bundled member: the bundle's header before the first, nothing before the others)."""
         if i == len(self.members):
             return tar.member_blocks(INDEX_PATH, self.index_size, mtime=self.mtime)
+        if self.bundle is not None and self.bundle[0] <= i <= self.bundle[1]:
+            if i != self.bundle[0]:
+                return b""
+            return tar.member_blocks(BUNDLE_PATH, self.bundle_size, mtime=self.mtime)
         spec = self.members[i]
         return tar.member_blocks(spec.path, spec.size, mtime=self.mtime)
+
+    def padding(self, i: int) -> int:
+        """Zero bytes after member ``i``'s data (none inside the bundle; the bundle's after its last)."""
+        if self.bundle is not None and self.bundle[0] <= i <= self.bundle[1]:
+            return 0 if i != self.bundle[1] else -self.bundle_size % tar.BLOCK
+        return -self.members[i].size % tar.BLOCK
 
     def index_chunks(self, hashes: Sequence[str]) -> Iterator[bytes]:
         """The site index member's bytes, given every member's SHA-256 in member order."""
@@ -286,11 +323,13 @@ def _comment_safe(text: str) -> str:
     return text.replace("--", "- -").replace(">", "")
 
 
-def _header_text(manifest: str, meta: str, loader: str, tool: str, overhead: int, total: int) -> str:
+def _header_text(
+    manifest: str, meta: str, loader: str, tool: str, overhead: int, total: int, version: int
+) -> str:
     return (
         "<html>\n"
         "<!-- Gwtar self-extracting HTML archive, v1 -->\n"
-        f"<!-- archiver gwtar {EXTENSION_VERSION}; {_comment_safe(tool)} -->\n"
+        f"<!-- archiver gwtar {version}; {_comment_safe(tool)} -->\n"
         f"{CHARSET_LINE}"
         "<body>\n<script>\n"
         f"let assets = {manifest};\n"
@@ -364,10 +403,24 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
     if not listed:
         raise FormatError('no main page (the first member must be listed with key "0")', subject=meta.main)
 
-    # tar offsets: listed members by v1's arithmetic, the rest after their (pax +) ustar header(s)
+    # tar offsets: listed members by v1's arithmetic, the rest after their (pax +) ustar header(s);
+    # bundled ones one after the other, unpadded, in the bundle member's data
+    run = [i for i, spec in enumerate(members) if spec.bundled]
+    span = (run[0], run[-1]) if run else None
+    if span is not None and (span[1] - span[0] + 1 != len(run) or members[span[0]].key is not None):
+        raise FormatError("bundled members must be one run of unlisted members", subject=BUNDLE_PATH)
+    bundle_size = sum(members[i].size for i in run)
     data_offsets: list[int] = []
     pos = 0
-    for spec in members:
+    for i, spec in enumerate(members):
+        if spec.bundled:
+            if i == run[0]:
+                pos += tar.member_blocks_size(BUNDLE_PATH, bundle_size)
+            data_offsets.append(pos)
+            pos += spec.size
+            if i == run[-1]:
+                pos += -bundle_size % tar.BLOCK
+            continue
         pos += tar.member_blocks_size(spec.path, spec.size) if spec.key is None else tar.BLOCK
         data_offsets.append(pos)
         pos += tar.data_span(spec.size)
@@ -380,7 +433,9 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
         parts.append((before, after))
         index_size += len(before) + 64 + len(after) + (1 if i else 0)
 
-    return _finish(list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime)
+    return _finish(
+        list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime, span, bundle_size
+    )
 
 
 def with_titles(plan: Plan, titles: dict[int, str | None], meta: Meta, *, loader: str) -> Plan:
@@ -397,9 +452,10 @@ def with_titles(plan: Plan, titles: dict[int, str | None], meta: Meta, *, loader
         parts[i] = _entry_parts(members[i], plan.data_offsets[i])
         index_size += len(parts[i][0]) + len(parts[i][1]) - len(old[0]) - len(old[1])
     listed = [m for m in members if m.key is not None]
-    last = len(members) - 1
-    pos = plan.data_offsets[last] + tar.data_span(members[last].size)
-    return _finish(members, listed, plan.data_offsets, pos, parts, index_size, meta, loader, plan.mtime)
+    return _finish(
+        members, listed, plan.data_offsets, plan.body_end, parts, index_size, meta, loader, plan.mtime,
+        plan.bundle, plan.bundle_size,
+    )  # fmt: skip
 
 
 def _finish(
@@ -412,17 +468,21 @@ def _finish(
     meta: Meta,
     loader: str,
     mtime: int,
+    bundle: tuple[int, int] | None,
+    bundle_size: int,
 ) -> Plan:
     """The plan of members laid out up to ``pos``, their index entries ``parts`` (``index_size``
-    bytes in all): the site index's place, the header text and its slots."""
+    bytes in all), the bundled run ``bundle`` (``bundle_size`` bytes): the site index's place, the
+    header text and its slots."""
     index_offset = pos + tar.member_blocks_size(INDEX_PATH, index_size)
     tar_end = index_offset + tar.data_span(index_size)
     tar_size = tar_end + len(tar.end_of_archive(tar_end))
 
     manifest, slots = _manifest_text(listed, meta.basename)
+    version = EXTENSION_VERSION if bundle is None else BUNDLE_VERSION
     meta_obj: dict[str, Any] = {
         "format": META_ID,
-        "version": EXTENSION_VERSION,
+        "version": version,
         "tool": meta.tool,
         "created": meta.created,
         "home": meta.home,
@@ -434,15 +494,25 @@ def _finish(
             "size": f"{index_size:0{OFFSET_DIGITS}d}",
             "sha256": ZERO_HASH,
         },
+    }
+    if bundle is not None:
+        at = data_offsets[bundle[0]]
+        meta_obj["bundle"] = {
+            "offset": f"{at:0{OFFSET_DIGITS}d}",
+            "size": f"{bundle_size:0{OFFSET_DIGITS}d}",
+            "first": bundle[0],
+            "count": bundle[1] - bundle[0] + 1,
+        }
+    meta_obj |= {
         "members": len(members),
         "pages": sum(1 for m in members if m.kind == "page"),
     }
     if meta.original is not None:
         meta_obj["original"] = meta.original
     meta_text = script_json(meta_obj)
-    template = _header_text(manifest, meta_text, loader, meta.tool, 0, 0)
+    template = _header_text(manifest, meta_text, loader, meta.tool, 0, 0, version)
     overhead = len(template.encode("ascii"))
-    header = _header_text(manifest, meta_text, loader, meta.tool, overhead, overhead + tar_size)
+    header = _header_text(manifest, meta_text, loader, meta.tool, overhead, overhead + tar_size, version)
     data = header.encode("ascii")
     assert len(data) == overhead
     manifest_at = data.index(b"let assets = ") + len(b"let assets = ")
@@ -461,4 +531,7 @@ def _finish(
         total_archive_size=overhead + tar_size,
         mtime=mtime,
         _index_parts=parts,
+        body_end=pos,
+        bundle=bundle,
+        bundle_size=bundle_size,
     )
