@@ -39,6 +39,9 @@ TITLE_LIMIT = CHUNK
 # calls release the GIL. Memory is a fixed number of buffers, whatever the archive's size.
 
 _BUFFERS = 4  # batch buffers in flight (written, or waiting to be hashed)
+# a file of at most this many bytes is hashed as it is read, by the writer: handing thousands of small
+# files (a search index's) to the hashing thread cost more in passing the GIL to and fro than the hash
+_INLINE_HASH = 16 << 10
 _JOBS = 16  # hashing jobs queued at most
 _FLUSH_STEP = 16 << 20  # start writeback every this many bytes
 _SYNC_FILE_RANGE_WRITE = 2
@@ -264,7 +267,10 @@ class _Body:
                 read = _read_whole(fd, self.view[start : start + size + 1], path)
                 if read == size:
                     self.fill += size
-                    self.pieces.append(("whole", i, start, start + size))
+                    if size <= _INLINE_HASH and not want_title:
+                        self.hasher.hashes[i] = hashlib.sha256(self.view[start : start + size]).hexdigest()
+                    else:
+                        self.pieces.append(("whole", i, start, start + size))
                     return
                 if read > size:  # grew: the message names its size now, as fstat gives it
                     _checked_stat(fd, path, size)

@@ -77,7 +77,6 @@ class MemberSpec:
     title: str | None = None
     urls: tuple[str, ...] = ()
     key: str | None = None
-    bundled: bool = False  # its bytes go into the bundle member (formats/gwtar.md §5.5)
 
 
 @dataclass(frozen=True)
@@ -192,22 +191,19 @@ def order_members(
 _path_of = operator.attrgetter("path")
 
 
-def bundle(members: Sequence[MemberSpec], prefix: str) -> list[MemberSpec]:
-    """``members`` (in tar order) with the unlisted assets whose path starts with ``prefix`` marked
-    ``bundled`` (formats/gwtar.md §5.5): the search index's thousands of small files become one tar
-    member. They are one run in tar order (remaining assets in path order, §5.2); large ones (placed
-    last) and fewer than two stay members of their own."""
+def bundle(members: Sequence[MemberSpec], prefix: str) -> tuple[int, int] | None:
+    """The members (in tar order) to bundle (formats/gwtar.md §5.5), as (first, last) member numbers:
+    the unlisted assets whose path starts with ``prefix`` (the search index's thousands of small
+    files), one run in tar order (remaining assets in path order, §5.2); large ones (placed last) stay
+    members of their own; None for fewer than two."""
     picked = [
         i
         for i, m in enumerate(members)
         if m.key is None and m.kind == "asset" and m.path.startswith(prefix) and not _is_late(m)
     ]
     if len(picked) < 2 or picked[-1] - picked[0] + 1 != len(picked):
-        return list(members)
-    out = list(members)
-    for i in picked:
-        out[i] = MemberSpec(**{**out[i].__dict__, "bundled": True})
-    return out
+        return None
+    return picked[0], picked[-1]
 
 
 def _with_key(spec: MemberSpec, key: str) -> MemberSpec:
@@ -368,10 +364,19 @@ def _json_string(value: str) -> str:
     return _encode_string(value)
 
 
-def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) -> Plan:
+def plan(
+    members: Sequence[MemberSpec],
+    meta: Meta,
+    *,
+    loader: str,
+    mtime: int,
+    bundle: tuple[int, int] | None = None,
+) -> Plan:
     """Lay out a gwtar: ``members`` in tar order (listed ones first, see :func:`order_members`), the
-    site index after them. Raises :class:`FormatError` for a member name that cannot be written, a
-    listed member that is not a prefix or not listable, or a loader that cannot be embedded."""
+    site index after them; the members ``bundle`` names (first, last) as one bundle member (§5.5).
+    Raises :class:`FormatError` for a member name that cannot be written, a listed member that is not
+    a prefix or not listable, bundled members that are not unlisted, or a loader that cannot be
+    embedded."""
     why = loader_problem(loader)
     if why:
         raise FormatError(f"the loader script {why}", subject="js/loader.js")
@@ -405,20 +410,19 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
 
     # tar offsets: listed members by v1's arithmetic, the rest after their (pax +) ustar header(s);
     # bundled ones one after the other, unpadded, in the bundle member's data
-    run = [i for i, spec in enumerate(members) if spec.bundled]
-    span = (run[0], run[-1]) if run else None
-    if span is not None and (span[1] - span[0] + 1 != len(run) or members[span[0]].key is not None):
-        raise FormatError("bundled members must be one run of unlisted members", subject=BUNDLE_PATH)
-    bundle_size = sum(members[i].size for i in run)
+    first, last = bundle if bundle is not None else (-1, -1)
+    if bundle is not None and not (len(listed) <= first < last < len(members)):
+        raise FormatError("bundled members must be two or more unlisted members", subject=BUNDLE_PATH)
+    bundle_size = sum(m.size for m in members[first : last + 1]) if bundle is not None else 0
     data_offsets: list[int] = []
     pos = 0
     for i, spec in enumerate(members):
-        if spec.bundled:
-            if i == run[0]:
+        if first <= i <= last:
+            if i == first:
                 pos += tar.member_blocks_size(BUNDLE_PATH, bundle_size)
             data_offsets.append(pos)
             pos += spec.size
-            if i == run[-1]:
+            if i == last:
                 pos += -bundle_size % tar.BLOCK
             continue
         pos += tar.member_blocks_size(spec.path, spec.size) if spec.key is None else tar.BLOCK
@@ -434,7 +438,7 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
         index_size += len(before) + 64 + len(after) + (1 if i else 0)
 
     return _finish(
-        list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime, span, bundle_size
+        list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime, bundle, bundle_size
     )
 
 

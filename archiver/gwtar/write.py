@@ -205,8 +205,8 @@ def write_archive(
         v1_names=source.v1_names,
     )
     # the search index's small files: one bundle member (formats/gwtar.md §5.5)
-    members = layout.bundle(members, INDEX_PREFIX)
-    plan = layout.plan(members, source.meta, loader=loader, mtime=source.mtime)
+    run = layout.bundle(members, INDEX_PREFIX)
+    plan = layout.plan(members, source.meta, loader=loader, mtime=source.mtime, bundle=run)
     engine = None
     if fec is not None:  # bad settings and a missing engine fail before anything is written
         from archiver import par2
