@@ -348,14 +348,25 @@ def _entry_parts(spec: MemberSpec, offset: int) -> tuple[bytes, bytes]:
     walk of a dict cost ~10 µs an entry)."""
     if type(spec.size) is not int or type(offset) is not int:  # bool is not a size
         raise TypeError("member sizes and offsets are integers")
-    title = "null" if spec.title is None else _json_string(spec.title)
-    urls = ",".join(_json_string(u) for u in spec.urls)
+    media_type = _TYPES.get(spec.media_type) if type(spec.media_type) is str else None
+    if media_type is None:
+        media_type = _TYPES[spec.media_type] = _json_string(spec.media_type)
     before = (
         f'{{"path":{_json_string(spec.path)},"offset":{offset},"size":{spec.size},'
-        f'"type":{_json_string(spec.media_type)},"sha256":"'
-    )
+        f'"type":{media_type},"sha256":"'
+    ).encode()
+    if spec.title is None and not spec.urls and spec.kind in _PLAIN_AFTER:  # every asset, most pages
+        return before, _PLAIN_AFTER[spec.kind]
+    title = "null" if spec.title is None else _json_string(spec.title)
+    urls = ",".join(_json_string(u) for u in spec.urls)
     after = f'","kind":{_json_string(spec.kind)},"title":{title},"urls":[{urls}]}}'
-    return before.encode("utf-8"), after.encode("utf-8")
+    return before, after.encode("utf-8")
+
+
+#: The JSON of the media types met so far (a few dozen in a site of thousands of members), and the
+#: text after the hash of an entry without title and URLs, by kind.
+_TYPES: dict[str, str] = {}
+_PLAIN_AFTER = {kind: f'","kind":"{kind}","title":null,"urls":[]}}'.encode() for kind in ("asset", "page")}
 
 
 def _json_string(value: str) -> str:
