@@ -39,6 +39,9 @@ TITLE_LIMIT = CHUNK
 # calls release the GIL. Memory is a fixed number of buffers, whatever the archive's size.
 
 _BUFFERS = 4  # batch buffers in flight (written, or waiting to be hashed)
+# a file of at most this many bytes is hashed as it is read, by the writer: handing thousands of small
+# files (a search index's) to the hashing thread cost more in passing the GIL to and fro than the hash
+_INLINE_HASH = 16 << 10
 _JOBS = 16  # hashing jobs queued at most
 _FLUSH_STEP = 16 << 20  # start writeback every this many bytes
 _SYNC_FILE_RANGE_WRITE = 2
@@ -53,22 +56,40 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[n:]
 
 
-def _open_member(path: Path | str, size: int) -> tuple[int, os.stat_result]:
-    """A read-only descriptor for a member's file, checked to be a regular file of ``size`` bytes."""
+def _open(path: Path | str) -> int:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY)
     except OSError as e:
         raise FormatError(f"cannot read: {e.strerror}", subject=str(path)) from None
+
+
+def _open_member(path: Path | str, size: int) -> tuple[int, os.stat_result]:
+    """A read-only descriptor for a member's file, checked to be a regular file of ``size`` bytes."""
+    fd = _open(path)
     try:
-        before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode):
-            raise FormatError("not a regular file", subject=str(path))
-        if before.st_size != size:
-            raise FormatError(f"is {before.st_size} bytes, expected {size} (changed?)", subject=str(path))
+        return fd, _checked_stat(fd, path, size)
     except BaseException:
         os.close(fd)
         raise
-    return fd, before
+
+
+def _checked_stat(fd: int, path: Path | str, size: int) -> os.stat_result:
+    before = os.fstat(fd)
+    if not stat.S_ISREG(before.st_mode):
+        raise FormatError("not a regular file", subject=str(path))
+    if before.st_size != size:
+        raise FormatError(f"is {before.st_size} bytes, expected {size} (changed?)", subject=str(path))
+    return before
+
+
+def _read_whole(fd: int, view: memoryview, path: Path | str) -> int:
+    """One read of a small file from its start into ``view`` (a byte longer than the file should be)."""
+    try:
+        return os.preadv(fd, [view], 0)
+    except IsADirectoryError:
+        raise FormatError("not a regular file", subject=str(path)) from None
+    except OSError as e:
+        raise FormatError(f"cannot read: {e.strerror}", subject=str(path)) from None
 
 
 def _check_unchanged(fd: int, before: os.stat_result, path: Path | str) -> None:
@@ -224,24 +245,38 @@ class _Body:
             self.fill += len(head)
         else:
             self.put(head)
-        fd, before = _open_member(path, size)
-        if size >= CHUNK and self.kernel_copy:
-            self._copy_large(i, fd, before, path, size, want_title)
-            return
+        before: os.stat_result | None = None
+        if size >= CHUNK:
+            fd, before = _open_member(path, size)
+            if self.kernel_copy:
+                self._copy_large(i, fd, before, path, size, want_title)
+                return
+        else:  # a small file is checked by the length of its one read (below), not by fstat
+            fd = _open(path)
         try:
             if want_title:  # the whole page in one buffer, so its title is found in one piece
-                if self.fill + size > CHUNK:
+                if self.fill + size >= CHUNK:
                     self.flush()
                 self.pieces.append(("title", i, self.fill, self.fill + size))
             start = self.fill
             read = 0
-            if start + size <= CHUNK:  # most files: one read, hashed whole (one piece, no digest here)
-                read = os.preadv(fd, [self.view[start : start + size]], 0) if size else 0
+            # most files: one read asking for a byte more than the file should hold, so a file that
+            # grew shows as it does in its size (a file of the size expected, read in one call, cannot
+            # have changed while it was copied); hashed whole (one piece, no digest here)
+            if start + size < CHUNK:
+                read = _read_whole(fd, self.view[start : start + size + 1], path)
                 if read == size:
                     self.fill += size
-                    _check_unchanged(fd, before, path)
-                    self.pieces.append(("whole", i, start, start + size))
+                    if size <= _INLINE_HASH and not want_title:
+                        self.hasher.hashes[i] = hashlib.sha256(self.view[start : start + size]).hexdigest()
+                    else:
+                        self.pieces.append(("whole", i, start, start + size))
                     return
+                if read > size:  # grew: the message names its size now, as fstat gives it
+                    _checked_stat(fd, path, size)
+                    raise FormatError(f"is more than {size} bytes (changed?)", subject=str(path))
+            if before is None:  # a short read, or no room for it: checked and copied across buffers
+                before = _checked_stat(fd, path, size)
             digest = hashlib.sha256()
             if read:  # a short read: the rest as a file across buffers
                 self.pieces.append(("data", digest, start, start + read))
@@ -361,7 +396,7 @@ def write_body(
                 safefs.checkpoint()
                 head = padding + plan.blocks(i)
                 body.member(i, source.files[spec.path], spec.size, head, want_title=spec.path in late)
-                padding = _PADDING[-spec.size % 512]
+                padding = _PADDING[plan.padding(i)]
                 meter.advance(spec.size)
             body.put(padding)
             body.flush()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from archiver import safefs
 from archiver.errors import FormatError
-from archiver.gwtar import rules
+from archiver.gwtar import bundle, rules
 from archiver.gwtar.read import GwtarReader, Member, TarEntry, TarWalk
 from archiver.gwtar.read import open as open_gwtar
 
@@ -131,7 +131,7 @@ def extract(path: Path, out_dir: Path, *, force: bool = False, keep_symlinks: bo
             if walk.problems:
                 p = walk.problems[0]
                 raise FormatError(f"offset {p.offset}: {p.message}; nothing extracted", subject=str(path))
-            items = _plan(path, entries, keep_symlinks)
+            items = _plan(path, bundle.expand(g, entries), keep_symlinks)
             with safefs.interruptible(), safefs.Staging(out_dir, force=force, subject=str(path)) as stage:
                 buf = bytearray(_CHUNK)
                 current = ""

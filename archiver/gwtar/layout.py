@@ -23,6 +23,8 @@ from archiver import tar
 from archiver.errors import FormatError
 from archiver.gwtar.refs import Category
 from archiver.gwtar.rules import (
+    BUNDLE_PATH,
+    BUNDLE_VERSION,
     EXTENSION_VERSION,
     INDEX_PATH,
     META_ID,
@@ -40,6 +42,7 @@ __all__ = [
     "MemberSpec",
     "Meta",
     "Plan",
+    "bundle",
     "listing_problem",
     "loader_problem",
     "order_members",
@@ -188,6 +191,21 @@ def order_members(
 _path_of = operator.attrgetter("path")
 
 
+def bundle(members: Sequence[MemberSpec], prefix: str) -> tuple[int, int] | None:
+    """The members (in tar order) to bundle (formats/gwtar.md §5.5), as (first, last) member numbers:
+    the unlisted assets whose path starts with ``prefix`` (the search index's thousands of small
+    files), one run in tar order (remaining assets in path order, §5.2); large ones (placed last) stay
+    members of their own; None for fewer than two."""
+    picked = [
+        i
+        for i, m in enumerate(members)
+        if m.key is None and m.kind == "asset" and m.path.startswith(prefix) and not _is_late(m)
+    ]
+    if len(picked) < 2 or picked[-1] - picked[0] + 1 != len(picked):
+        return None
+    return picked[0], picked[-1]
+
+
 def _with_key(spec: MemberSpec, key: str) -> MemberSpec:
     return spec if spec.key == key else MemberSpec(**{**spec.__dict__, "key": key})
 
@@ -216,13 +234,28 @@ class Plan:
     total_archive_size: int
     mtime: int
     _index_parts: list[tuple[bytes, bytes]] = field(repr=False)
+    body_end: int = 0  # where the members' data (padded) ends: the site index's header starts here
+    # the bundled members (formats/gwtar.md §5.5): (first, last) member numbers, or None
+    bundle: tuple[int, int] | None = None
+    bundle_size: int = 0
 
     def blocks(self, i: int) -> bytes:
-        """The header block(s) before member ``i``'s data (``i == len(members)`` is the index)."""
+        """The header block(s) before member ``i``'s data (``i == len(members)`` is the index; a
+        bundled member: the bundle's header before the first, nothing before the others)."""
         if i == len(self.members):
             return tar.member_blocks(INDEX_PATH, self.index_size, mtime=self.mtime)
+        if self.bundle is not None and self.bundle[0] <= i <= self.bundle[1]:
+            if i != self.bundle[0]:
+                return b""
+            return tar.member_blocks(BUNDLE_PATH, self.bundle_size, mtime=self.mtime)
         spec = self.members[i]
         return tar.member_blocks(spec.path, spec.size, mtime=self.mtime)
+
+    def padding(self, i: int) -> int:
+        """Zero bytes after member ``i``'s data (none inside the bundle; the bundle's after its last)."""
+        if self.bundle is not None and self.bundle[0] <= i <= self.bundle[1]:
+            return 0 if i != self.bundle[1] else -self.bundle_size % tar.BLOCK
+        return -self.members[i].size % tar.BLOCK
 
     def index_chunks(self, hashes: Sequence[str]) -> Iterator[bytes]:
         """The site index member's bytes, given every member's SHA-256 in member order."""
@@ -286,11 +319,13 @@ def _comment_safe(text: str) -> str:
     return text.replace("--", "- -").replace(">", "")
 
 
-def _header_text(manifest: str, meta: str, loader: str, tool: str, overhead: int, total: int) -> str:
+def _header_text(
+    manifest: str, meta: str, loader: str, tool: str, overhead: int, total: int, version: int
+) -> str:
     return (
         "<html>\n"
         "<!-- Gwtar self-extracting HTML archive, v1 -->\n"
-        f"<!-- archiver gwtar {EXTENSION_VERSION}; {_comment_safe(tool)} -->\n"
+        f"<!-- archiver gwtar {version}; {_comment_safe(tool)} -->\n"
         f"{CHARSET_LINE}"
         "<body>\n<script>\n"
         f"let assets = {manifest};\n"
@@ -313,14 +348,25 @@ def _entry_parts(spec: MemberSpec, offset: int) -> tuple[bytes, bytes]:
     walk of a dict cost ~10 µs an entry)."""
     if type(spec.size) is not int or type(offset) is not int:  # bool is not a size
         raise TypeError("member sizes and offsets are integers")
-    title = "null" if spec.title is None else _json_string(spec.title)
-    urls = ",".join(_json_string(u) for u in spec.urls)
+    media_type = _TYPES.get(spec.media_type) if type(spec.media_type) is str else None
+    if media_type is None:
+        media_type = _TYPES[spec.media_type] = _json_string(spec.media_type)
     before = (
         f'{{"path":{_json_string(spec.path)},"offset":{offset},"size":{spec.size},'
-        f'"type":{_json_string(spec.media_type)},"sha256":"'
-    )
+        f'"type":{media_type},"sha256":"'
+    ).encode()
+    if spec.title is None and not spec.urls and spec.kind in _PLAIN_AFTER:  # every asset, most pages
+        return before, _PLAIN_AFTER[spec.kind]
+    title = "null" if spec.title is None else _json_string(spec.title)
+    urls = ",".join(_json_string(u) for u in spec.urls)
     after = f'","kind":{_json_string(spec.kind)},"title":{title},"urls":[{urls}]}}'
-    return before.encode("utf-8"), after.encode("utf-8")
+    return before, after.encode("utf-8")
+
+
+#: The JSON of the media types met so far (a few dozen in a site of thousands of members), and the
+#: text after the hash of an entry without title and URLs, by kind.
+_TYPES: dict[str, str] = {}
+_PLAIN_AFTER = {kind: f'","kind":"{kind}","title":null,"urls":[]}}'.encode() for kind in ("asset", "page")}
 
 
 def _json_string(value: str) -> str:
@@ -329,10 +375,19 @@ def _json_string(value: str) -> str:
     return _encode_string(value)
 
 
-def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) -> Plan:
+def plan(
+    members: Sequence[MemberSpec],
+    meta: Meta,
+    *,
+    loader: str,
+    mtime: int,
+    bundle: tuple[int, int] | None = None,
+) -> Plan:
     """Lay out a gwtar: ``members`` in tar order (listed ones first, see :func:`order_members`), the
-    site index after them. Raises :class:`FormatError` for a member name that cannot be written, a
-    listed member that is not a prefix or not listable, or a loader that cannot be embedded."""
+    site index after them; the members ``bundle`` names (first, last) as one bundle member (§5.5).
+    Raises :class:`FormatError` for a member name that cannot be written, a listed member that is not
+    a prefix or not listable, bundled members that are not unlisted, or a loader that cannot be
+    embedded."""
     why = loader_problem(loader)
     if why:
         raise FormatError(f"the loader script {why}", subject="js/loader.js")
@@ -364,10 +419,23 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
     if not listed:
         raise FormatError('no main page (the first member must be listed with key "0")', subject=meta.main)
 
-    # tar offsets: listed members by v1's arithmetic, the rest after their (pax +) ustar header(s)
+    # tar offsets: listed members by v1's arithmetic, the rest after their (pax +) ustar header(s);
+    # bundled ones one after the other, unpadded, in the bundle member's data
+    first, last = bundle if bundle is not None else (-1, -1)
+    if bundle is not None and not (len(listed) <= first < last < len(members)):
+        raise FormatError("bundled members must be two or more unlisted members", subject=BUNDLE_PATH)
+    bundle_size = sum(m.size for m in members[first : last + 1]) if bundle is not None else 0
     data_offsets: list[int] = []
     pos = 0
-    for spec in members:
+    for i, spec in enumerate(members):
+        if first <= i <= last:
+            if i == first:
+                pos += tar.member_blocks_size(BUNDLE_PATH, bundle_size)
+            data_offsets.append(pos)
+            pos += spec.size
+            if i == last:
+                pos += -bundle_size % tar.BLOCK
+            continue
         pos += tar.member_blocks_size(spec.path, spec.size) if spec.key is None else tar.BLOCK
         data_offsets.append(pos)
         pos += tar.data_span(spec.size)
@@ -380,7 +448,9 @@ def plan(members: Sequence[MemberSpec], meta: Meta, *, loader: str, mtime: int) 
         parts.append((before, after))
         index_size += len(before) + 64 + len(after) + (1 if i else 0)
 
-    return _finish(list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime)
+    return _finish(
+        list(members), listed, data_offsets, pos, parts, index_size, meta, loader, mtime, bundle, bundle_size
+    )
 
 
 def with_titles(plan: Plan, titles: dict[int, str | None], meta: Meta, *, loader: str) -> Plan:
@@ -397,9 +467,10 @@ def with_titles(plan: Plan, titles: dict[int, str | None], meta: Meta, *, loader
         parts[i] = _entry_parts(members[i], plan.data_offsets[i])
         index_size += len(parts[i][0]) + len(parts[i][1]) - len(old[0]) - len(old[1])
     listed = [m for m in members if m.key is not None]
-    last = len(members) - 1
-    pos = plan.data_offsets[last] + tar.data_span(members[last].size)
-    return _finish(members, listed, plan.data_offsets, pos, parts, index_size, meta, loader, plan.mtime)
+    return _finish(
+        members, listed, plan.data_offsets, plan.body_end, parts, index_size, meta, loader, plan.mtime,
+        plan.bundle, plan.bundle_size,
+    )  # fmt: skip
 
 
 def _finish(
@@ -412,17 +483,21 @@ def _finish(
     meta: Meta,
     loader: str,
     mtime: int,
+    bundle: tuple[int, int] | None,
+    bundle_size: int,
 ) -> Plan:
     """The plan of members laid out up to ``pos``, their index entries ``parts`` (``index_size``
-    bytes in all): the site index's place, the header text and its slots."""
+    bytes in all), the bundled run ``bundle`` (``bundle_size`` bytes): the site index's place, the
+    header text and its slots."""
     index_offset = pos + tar.member_blocks_size(INDEX_PATH, index_size)
     tar_end = index_offset + tar.data_span(index_size)
     tar_size = tar_end + len(tar.end_of_archive(tar_end))
 
     manifest, slots = _manifest_text(listed, meta.basename)
+    version = EXTENSION_VERSION if bundle is None else BUNDLE_VERSION
     meta_obj: dict[str, Any] = {
         "format": META_ID,
-        "version": EXTENSION_VERSION,
+        "version": version,
         "tool": meta.tool,
         "created": meta.created,
         "home": meta.home,
@@ -434,15 +509,25 @@ def _finish(
             "size": f"{index_size:0{OFFSET_DIGITS}d}",
             "sha256": ZERO_HASH,
         },
+    }
+    if bundle is not None:
+        at = data_offsets[bundle[0]]
+        meta_obj["bundle"] = {
+            "offset": f"{at:0{OFFSET_DIGITS}d}",
+            "size": f"{bundle_size:0{OFFSET_DIGITS}d}",
+            "first": bundle[0],
+            "count": bundle[1] - bundle[0] + 1,
+        }
+    meta_obj |= {
         "members": len(members),
         "pages": sum(1 for m in members if m.kind == "page"),
     }
     if meta.original is not None:
         meta_obj["original"] = meta.original
     meta_text = script_json(meta_obj)
-    template = _header_text(manifest, meta_text, loader, meta.tool, 0, 0)
+    template = _header_text(manifest, meta_text, loader, meta.tool, 0, 0, version)
     overhead = len(template.encode("ascii"))
-    header = _header_text(manifest, meta_text, loader, meta.tool, overhead, overhead + tar_size)
+    header = _header_text(manifest, meta_text, loader, meta.tool, overhead, overhead + tar_size, version)
     data = header.encode("ascii")
     assert len(data) == overhead
     manifest_at = data.index(b"let assets = ") + len(b"let assets = ")
@@ -461,4 +546,7 @@ def _finish(
         total_archive_size=overhead + tar_size,
         mtime=mtime,
         _index_parts=parts,
+        body_end=pos,
+        bundle=bundle,
+        bundle_size=bundle_size,
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from archiver import tar
 from archiver.gwtar.rules import (
+    BUNDLE_VERSION,
     END_MARK,
     MAGIC,
     MAGIC_COMMENT,
@@ -27,7 +28,7 @@ from archiver.gwtar.rules import (
     is_array_index,
 )
 
-__all__ = ["ParsedHeader", "index_location", "js_order", "parse_header"]
+__all__ = ["ParsedHeader", "bundle_location", "index_location", "js_order", "parse_header"]
 
 _MAX_SAFE = 2**53 - 1  # JavaScript numbers are exact up to here
 
@@ -265,18 +266,43 @@ def index_location(meta: dict[str, Any]) -> tuple[int, int, str] | str:
     index = meta.get("index")
     if not isinstance(index, dict):
         return "the metadata has no index object"
-    out: list[int] = []
-    for name in ("offset", "size"):
-        value = index.get(name)
-        if isinstance(value, str) and value.isascii() and value.isdigit():
-            if len(value) != OFFSET_DIGITS:
-                return f"index {name} has {len(value)} digits, not {OFFSET_DIGITS}"
-            out.append(int(value))
-        elif _is_size(value):
-            out.append(value)
-        else:
-            return f"index {name} is not a decimal number: {value!r}"
+    out = _offset_size(index, "index")
+    if isinstance(out, str):
+        return out
     sha = index.get("sha256")
     if not isinstance(sha, str) or not _HEX64.fullmatch(sha):
         return "index sha256 is not 64 lowercase hex digits"
     return out[0], out[1], sha
+
+
+def bundle_location(meta: dict[str, Any]) -> tuple[int, int, int, int] | str | None:
+    """(data offset relative to the tar start, size, first, count) of the bundle member and the site
+    index entries of its files (formats/gwtar.md §5.5) from the metadata of an extension-2 file, None
+    when the file has no bundle (an earlier version), or a message saying what is wrong with it."""
+    if meta.get("version") != BUNDLE_VERSION:
+        return None
+    bundle = meta.get("bundle")
+    if not isinstance(bundle, dict):
+        return "the metadata of an extension-2 file has no bundle object"
+    where = _offset_size(bundle, "bundle")
+    if isinstance(where, str):
+        return where
+    first, count = bundle.get("first"), bundle.get("count")
+    if not (_is_size(first) and _is_size(count)) or count < 1:
+        return f"bundle first and count are not entry numbers: {first!r}, {count!r}"
+    return where[0], where[1], first, count
+
+
+def _offset_size(obj: dict[str, Any], what: str) -> tuple[int, int] | str:
+    out: list[int] = []
+    for name in ("offset", "size"):
+        value = obj.get(name)
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            if len(value) != OFFSET_DIGITS:
+                return f"{what} {name} has {len(value)} digits, not {OFFSET_DIGITS}"
+            out.append(int(value))
+        elif _is_size(value):
+            out.append(value)
+        else:
+            return f"{what} {name} is not a decimal number: {value!r}"
+    return out[0], out[1]

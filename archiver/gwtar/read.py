@@ -425,7 +425,7 @@ class GwtarReader:
         self.trailer_size = self.file_size - self.total_archive_size
         if not self._load_members:  # iter_members() streams them
             return
-        if self.meta is not None and self.meta.get("version") == rules.EXTENSION_VERSION:
+        if self.meta is not None and self.meta.get("version") in rules.EXTENSION_VERSIONS:
             self.members: list[Member] = self._members_from_index(self.meta)
             main = self.meta.get("main")
             self.main: str = main if isinstance(main, str) else self.members[0].path
@@ -522,7 +522,7 @@ class GwtarReader:
         no list of them: for a site index of millions of entries)."""
         if self._load_members:
             yield from self.members
-        elif self.meta is not None and self.meta.get("version") == rules.EXTENSION_VERSION:
+        elif self.meta is not None and self.meta.get("version") in rules.EXTENSION_VERSIONS:
             yield from self._iter_index(self.meta)
         else:
             yield from self._members_from_tar(list(self.assets.items()))

@@ -18,9 +18,12 @@ from archiver import tar
 from archiver.urls import PRIVATE_NAMES, RESERVED_DIR
 
 __all__ = [
+    "BUNDLE_PATH",
+    "BUNDLE_VERSION",
     "END_MARK",
     "EXCLUDED",
     "EXTENSION_VERSION",
+    "EXTENSION_VERSIONS",
     "INDEX_PATH",
     "MAGIC",
     "MAGIC_COMMENT",
@@ -29,6 +32,7 @@ __all__ = [
     "OVERHEAD_DIGITS",
     "RESERVED_ENTRY_FIELDS",
     "TOTAL_DIGITS",
+    "BundleTiling",
     "Problem",
     "is_array_index",
     "member_path_problem",
@@ -39,7 +43,14 @@ MAGIC_COMMENT = b"<!-- Gwtar self-extracting HTML archive, v1 -->"
 MAGIC = b"<html>\n" + MAGIC_COMMENT + b"\n"
 END_MARK = b"<!-- GWTAR END\n"
 EXTENSION_VERSION = 1
+#: The extension version of a file whose search index files are one bundle member (formats/gwtar.md
+#: §5.5); a file without a bundle is written as version 1, as before.
+BUNDLE_VERSION = 2
+#: The extension versions this archiver reads.
+EXTENSION_VERSIONS = (EXTENSION_VERSION, BUNDLE_VERSION)
 INDEX_PATH = "_archiver/gwtar-index.json"
+#: The tar member whose data is the bundled files' bytes, one after the other (formats/gwtar.md §5.5).
+BUNDLE_PATH = "_archiver/gwtar-bundle"
 META_ID = "archiver-gwtar"
 OVERHEAD_DIGITS = 12
 TOTAL_DIGITS = 24
@@ -115,3 +126,37 @@ def v1_data_offsets(sizes: Sequence[int]) -> list[int]:
         out.append(pos)
         pos += tar.BLOCK + tar.data_span(size)
     return out
+
+
+class BundleTiling:
+    """Checks the site index entries of the bundled files (formats/gwtar.md §5.5), given in index
+    order, against the bundle member's data (absolute ``start``, ``size`` bytes): each file starts
+    where the one before it ends, the first at the bundle's start, none runs past its end, each has a
+    SHA-256, and together they fill it (no byte of the bundle belongs to no file or to two)."""
+
+    def __init__(self, start: int, size: int) -> None:
+        self.start = start
+        self.end = start + size
+        self.next = start
+
+    def add(self, path: str, offset: int, size: int, sha256: str | None) -> str | None:
+        """Why the next bundled file (``path`` at absolute ``offset``) is refused, or None."""
+        if sha256 is None:
+            return f"bundled file {path!r} has no SHA-256"
+        if offset != self.next:
+            where = (
+                "overlaps the one before it" if offset < self.next else "leaves a gap after the one before it"
+            )
+            if not self.start <= offset < self.end:
+                where = "lies outside the bundle"
+            return f"bundled file {path!r} at {offset} {where} (expected at {self.next})"
+        if offset + size > self.end:
+            return f"bundled file {path!r} runs {offset + size - self.end} bytes past the bundle's end"
+        self.next = offset + size
+        return None
+
+    def finish(self) -> str | None:
+        """Why the bundle is refused once every bundled file was added, or None."""
+        if self.next != self.end:
+            return f"the bundle's last {self.end - self.next} bytes belong to no file of the site index"
+        return None

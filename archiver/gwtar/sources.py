@@ -340,9 +340,17 @@ def add_search_index(source: Source, root: Path, work: Path) -> None:
     file under ``_archiver/search/`` the walk found is replaced."""
     from archiver.search import archive
 
-    drop_search_index(source)
-    for path, (full, size) in archive.pack_sizes(root, work, known=source.index_sizes).items():
-        source.specs[path] = MemberSpec(path=path, size=size, media_type=archive.media_type(path))
+    packed = archive.pack_sizes(root, work, known=source.index_sizes)
+    for path in [p for p in source.specs if archive.is_index_path(p) and p not in packed]:
+        del source.specs[path], source.files[path], source.expected[path]
+    specs = source.specs
+    for path, (full, size) in packed.items():
+        media_type = archive.media_type(path)
+        had = specs.get(path)  # the walk's spec of the same file is kept (thousands: no new object)
+        if had is None or (had.size, had.media_type, had.kind, had.title, had.urls, had.key) != (
+            size, media_type, "asset", None, (), None,
+        ):  # fmt: skip
+            specs[path] = MemberSpec(path=path, size=size, media_type=media_type)
         source.files[path] = full
         source.expected[path] = None
 

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from archiver import tar
 from archiver.errors import FormatError
-from archiver.gwtar import parse, rules
+from archiver.gwtar import bundle, parse, rules
 from archiver.gwtar.read import MAX_INDEX, IndexStream, TarEntry, TarWalk, _index_member, read_header_bytes
 from archiver.gwtar.rules import INDEX_PATH, Problem
 from archiver.progress import Meter, bytes_meter, wanted
@@ -379,7 +379,7 @@ def _check_extension(
     assert meta is not None and ph.overhead is not None and ph.total is not None
     version = meta.get("version")
     report.extension = version if isinstance(version, int) else None
-    if version != rules.EXTENSION_VERSION:
+    if version not in rules.EXTENSION_VERSIONS:
         report.notes.append(f"archiver extension {version} is newer than this reader; its checks skipped")
         return
     where = parse.index_location(meta)
@@ -406,6 +406,16 @@ def _check_extension(
     if size > MAX_INDEX:
         report.add(INDEX_PATH, at, f"site index of {size} bytes exceeds the {MAX_INDEX}-byte limit")
         return
+    found = bundle.locate(meta, ph.overhead)
+    check = None
+    if found is not None:
+        b = None if isinstance(found, str) else by_data.get(found.start)
+        why = bundle.member_problem(found, None if b is None else (b.entry.name, b.entry.size))
+        if why:
+            report.add(rules.BUNDLE_PATH, None if isinstance(found, str) else found.start, why)
+            return
+        assert not isinstance(found, str)
+        check = bundle.Check(f.fileno(), found, {x.entry.name for x in seen})
     stream = IndexStream(f, at, size)  # entry by entry: a huge index is never held whole
     covered: set[int] = set()
     pages = count = dropped = 0
@@ -426,6 +436,11 @@ def _check_extension(
                 add(INDEX_PATH, at, f"site index entry {i} is malformed or points outside the tar")
                 continue
             pages += m.kind == "page"
+            if check is not None and check.bundle.holds(i):
+                why = check.entry(m)
+                if why:
+                    add(m.path, m.offset, why)
+                continue
             t = by_data.get(m.offset)
             if t is None:
                 add(m.path, m.offset, "the site index puts this member where no member's data starts")
@@ -447,6 +462,13 @@ def _check_extension(
         return
     if dropped:
         report.add(INDEX_PATH, at, f"... and {dropped:,} more problems with site index entries")
+    if check is not None:
+        why = check.finish(count)
+        if why:
+            report.add(rules.BUNDLE_PATH, check.bundle.start, why)
+        covered.add(by_data[check.bundle.start].position)
+        report.members += check.bundle.count - 1
+        report.search = report.search or _SEARCH_MANIFEST in check.names
     entries = range(count)
     for x in regular:
         if x is not s and x.position not in covered:

@@ -26,6 +26,7 @@ from archiver.gwtar import layout, rules
 from archiver.gwtar.body import CHUNK, write_all, write_body
 from archiver.gwtar.loader import loader_source
 from archiver.gwtar.sources import (
+    INDEX_PREFIX,
     Source,
     add_search_index,
     drop_search_index,
@@ -203,7 +204,9 @@ def write_archive(
         single_page=single_page,
         v1_names=source.v1_names,
     )
-    plan = layout.plan(members, source.meta, loader=loader, mtime=source.mtime)
+    # the search index's small files: one bundle member (formats/gwtar.md §5.5)
+    run = layout.bundle(members, INDEX_PREFIX)
+    plan = layout.plan(members, source.meta, loader=loader, mtime=source.mtime, bundle=run)
     engine = None
     if fec is not None:  # bad settings and a missing engine fail before anything is written
         from archiver import par2

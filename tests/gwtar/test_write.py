@@ -374,3 +374,29 @@ def test_titles_read_while_copying_match_page_title(tmp_path: Path) -> None:
     assert titles["p/05.html"] is None and titles["p/empty.html"] is None and titles["p/late.html"] is None
     again = pack(root, tmp_path / "again.gwtar.html", loader=STUB_LOADER)
     assert again.path.read_bytes() == result.path.read_bytes()
+
+
+def test_a_small_file_is_checked_by_its_one_read(tmp_path: Path, mini_tree: Path) -> None:
+    """A small file is read in one call asking for a byte more than its size, without fstat: a file
+    grown since the manifest, or a folder in its place, fails the pack with one line; the bytes and
+    hashes are those of the files (verify)."""
+    from archiver.gwtar.sources import tree_source
+    from archiver.gwtar.write import write_archive
+
+    good = pack(mini_tree, tmp_path / "ok.gwtar.html", loader=STUB_LOADER)
+    assert verify(good.path, links=False).ok
+    good.path.unlink()
+    source = tree_source(mini_tree)
+    small = next(p for p, s in source.specs.items() if 0 < s.size < 4096 and p != source.meta.main)
+    folder = tmp_path / "tree" / "a-folder"
+    folder.mkdir()
+    source.files[small] = folder
+    with pytest.raises(FormatError, match="not a regular file"):
+        write_archive(source, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"]
+    grown = tmp_path / "tree" / "grown.bin"
+    grown.write_bytes(b"x" * (source.specs[small].size + 1))
+    source.files[small] = grown
+    with pytest.raises(FormatError, match=r"is \d+ bytes, expected \d+ \(changed\?\)"):
+        write_archive(source, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"]

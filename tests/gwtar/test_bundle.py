@@ -1,0 +1,190 @@
+"""The bundle (formats/gwtar.md §5.5): a gwtar packed with a search index stores the index's files as
+one tar member, each still a site index entry of its own; readers see the files as before, ``verify``
+and ``extract`` check the table, and a forged one is refused with one line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from archiver.errors import FormatError
+from archiver.gwtar import layout, parse, read, rules
+from archiver.gwtar.extract import extract
+from archiver.gwtar.verify import verify
+from archiver.gwtar.write import pack
+from tests.gwtar.corpus import STUB_LOADER
+
+PREFIX = "_archiver/search/"
+
+
+def _tar_names(path: Path) -> list[str]:
+    with read.open(path) as g, path.open("rb") as f:
+        return [e.name for e in read.TarWalk(f, g.overhead, g.total_archive_size)]
+
+
+def _meta(path: Path) -> dict:
+    return parse.parse_header(read.read_header_bytes(path.open("rb"))).meta or {}
+
+
+def test_the_index_is_one_member_and_every_reader_sees_its_files(tmp_path: Path, mini_tree: Path) -> None:
+    out = pack(mini_tree, tmp_path / "a.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    plain = pack(mini_tree, tmp_path / "b.gwtar.html", loader=STUB_LOADER).path
+    names = _tar_names(out)
+    assert rules.BUNDLE_PATH in names and not any(n.startswith(PREFIX) for n in names)
+    meta = _meta(out)
+    assert meta["version"] == rules.BUNDLE_VERSION and b"<!-- archiver gwtar 2; " in out.read_bytes()[:200]
+    assert _meta(plain)["version"] == 1 and "bundle" not in _meta(plain)
+    assert rules.BUNDLE_PATH not in _tar_names(plain)
+    with read.open(out) as g:
+        files = {m.path: g.read(m) for m in g.members if m.path.startswith(PREFIX)}
+        assert meta["members"] == len(g.members)
+        first, count = meta["bundle"]["first"], meta["bundle"]["count"]
+        assert [m.path for m in g.members[first : first + count]] == sorted(files)
+    assert len(files) > 5 and f"{PREFIX}manifest.js" in files
+    report = verify(out, links=False)
+    assert report.ok, report.problems
+    assert report.members == meta["members"] and report.search
+    got = tmp_path / "x"
+    extract(out, got)
+    for path, data in files.items():
+        assert (got / path).read_bytes() == data
+    assert not (got / rules.BUNDLE_PATH).exists()
+    # the same input gives the same bytes
+    again = pack(mini_tree, tmp_path / "c.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    assert again.read_bytes() == out.read_bytes()
+
+
+def _forged(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[str, int, int], tuple]
+) -> Path:
+    """A pack whose bundled files' site index entries are rewritten by ``change(path, offset, size)``
+    -> (path, offset, size): the index's own SHA-256 still matches, as a forger would make it."""
+    real = layout._entry_parts
+
+    def forged(spec: layout.MemberSpec, offset: int) -> tuple[bytes, bytes]:
+        if spec.path.startswith(PREFIX):
+            path, offset, size = change(spec.path, offset, spec.size)
+            spec = layout.MemberSpec(**{**spec.__dict__, "path": path, "size": size})
+        return real(spec, offset)
+
+    monkeypatch.setattr(layout, "_entry_parts", forged)
+    out = pack(mini_tree, tmp_path / "forged.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    monkeypatch.setattr(layout, "_entry_parts", real)
+    return out
+
+
+X0 = f"{PREFIX}x/0.js"
+MID = f"{PREFIX}manifest.js"  # neither the first bundled file nor the last
+JS = f"{PREFIX}search.js"
+
+
+@pytest.mark.parametrize(
+    ("forge", "why"),
+    [
+        ("longer-last", "past the bundle's end"),
+        ("shorter-last", "belong to no file"),
+        ("earlier", "overlaps the one before it"),
+        ("later", "leaves a gap"),
+        ("tar-name", "named twice"),
+    ],
+)
+def test_a_forged_table_is_refused_by_verify_and_extract(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch, forge: str, why: str
+) -> None:
+    with read.open(
+        pack(mini_tree, tmp_path / "a.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    ) as g:
+        last = max((m for m in g.members if m.path.startswith(PREFIX)), key=lambda m: m.offset).path
+    assert last not in (MID, JS)
+    changes: dict[str, Callable[[str, int, int], tuple]] = {
+        "longer-last": lambda p, o, s: (p, o, s + 700) if p == last else (p, o, s),
+        "shorter-last": lambda p, o, s: (p, o, s - 1) if p == last else (p, o, s),
+        "earlier": lambda p, o, s: (p, o - 10, s) if p == MID else (p, o, s),
+        "later": lambda p, o, s: (p, o + 1, s) if p == MID else (p, o, s),
+        "tar-name": lambda p, o, s: ("index.html", o, s) if p == JS else (p, o, s),
+    }
+    out = _forged(tmp_path, mini_tree, monkeypatch, changes[forge])
+    report = verify(out, links=False)
+    assert not report.ok
+    assert any(why in p.message for p in report.problems), report.problems
+    target = tmp_path / "x"
+    with pytest.raises(FormatError) as e:
+        extract(out, target)
+    assert "\n" not in str(e.value) and ("nothing extracted" in str(e.value) or "twice" in str(e.value))
+    assert not target.exists()
+
+
+def test_an_escaping_name_in_the_table_is_refused(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _forged(
+        tmp_path, mini_tree, monkeypatch, lambda p, o, s: ("../../evil.js", o, s) if p == X0 else (p, o, s)
+    )
+    report = verify(out, links=False)
+    assert any("malformed" in p.message for p in report.problems), report.problems
+    with pytest.raises(FormatError, match="malformed") as e:
+        extract(out, tmp_path / "x")
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "x").exists() and not (tmp_path.parent / "evil.js").exists()
+
+
+def test_a_damaged_bundled_file_is_refused(tmp_path: Path, mini_tree: Path) -> None:
+    out = pack(mini_tree, tmp_path / "a.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    with read.open(out) as g:
+        at = g.member(X0).offset
+    data = bytearray(out.read_bytes())
+    data[at] ^= 1
+    out.write_bytes(bytes(data))
+    report = verify(out, links=False)
+    assert any(p.member == X0 and "SHA-256" in p.message for p in report.problems), report.problems
+    with pytest.raises(FormatError, match=r"SHA-256|hash"):
+        extract(out, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("bundle", "why"),
+    [
+        ({"offset": 0, "size": 10, "first": 0, "count": 1}, "is not the tar member"),
+        ({"size": 10, "first": 0, "count": 1}, "not a decimal number"),
+        ({"offset": 512, "size": 10, "first": -1, "count": 1}, "not entry numbers"),
+    ],
+)
+def test_a_forged_bundle_location_is_refused(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch, bundle: dict, why: str
+) -> None:
+    real = layout.script_json
+
+    def forged(obj: object, *, indent: int | None = None) -> str:
+        if isinstance(obj, dict) and "bundle" in obj:
+            obj = {**obj, "bundle": bundle}
+        return real(obj, indent=indent)
+
+    monkeypatch.setattr(layout, "script_json", forged)
+    out = pack(mini_tree, tmp_path / "a.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    monkeypatch.setattr(layout, "script_json", real)
+    report = verify(out, links=False)
+    assert any(why in p.message for p in report.problems), report.problems
+    with pytest.raises(FormatError, match=why) as e:
+        extract(out, tmp_path / "x")
+    assert "\n" not in str(e.value)
+
+
+def test_version_1_files_read_as_before(tmp_path: Path, mini_tree: Path) -> None:
+    """A version-1 file with its index files as members (what earlier releases wrote) still reads,
+    verifies and extracts: the writer makes one when nothing is bundled."""
+    real = layout.bundle
+    mp = pytest.MonkeyPatch()
+    mp.setattr(layout, "bundle", lambda members, prefix: None)
+    try:
+        out = pack(mini_tree, tmp_path / "old.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    finally:
+        mp.undo()
+    assert layout.bundle is real
+    assert _meta(out)["version"] == 1
+    assert any(n.startswith(PREFIX) for n in _tar_names(out))
+    assert verify(out, links=False).ok
+    extract(out, tmp_path / "x")
+    assert (tmp_path / "x" / f"{PREFIX}manifest.js").is_file()
