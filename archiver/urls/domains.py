@@ -69,7 +69,10 @@ def _is_last_label(label: str) -> bool:
         end = folded.find(b"\n", i)
         if end < 0:
             end = len(folded)
-        if _ends_in(raw[start:end].decode("utf-8").lower(), label):
+        # a comment (most of the lines naming "html": its links) holds no rule: not decoded
+        if not folded[start:end].lstrip().startswith(b"//") and _ends_in(
+            raw[start:end].decode("utf-8").lower(), label
+        ):
             return True
         i = folded.find(needle, end)
     return False
