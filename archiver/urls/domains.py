@@ -56,8 +56,9 @@ def _is_last_label(label: str) -> bool:
     lines holding it are looked at (finding them costs a millisecond; splitting the whole file into
     its rules to collect every last label, for a tree path like ``site.css``, cost 40). A line whose
     rule ends in ``label`` holds it in ASCII (the letters of ASCII in either case: no other
-    character lower-cases to one of them, but the KELVIN SIGN), so the lines searched for it in the
-    bytes, each decoded and lower-cased as :func:`_rules_text` does the whole file, are those."""
+    character lower-cases to one of them alone but the KELVIN SIGN; U+0130's lower case adds a
+    combining dot, which no label of ASCII holds), so the lines searched for it in the bytes, each
+    decoded and lower-cased as :func:`_rules_text` does the whole file, are those."""
     found = _rules_bytes()
     if found is None:
         return _is_last_label_in_text(label)
