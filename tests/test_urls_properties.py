@@ -248,3 +248,55 @@ def test_canonical_and_key_is_canonicalize_then_dedup_key(ref: str, base: str, h
             urls.canonical_and_key(ref, base, hygiene)
         return
     assert urls.canonical_and_key(ref, base, hygiene) == (canonical, urls.dedup_key(canonical, hygiene))
+
+
+# ---- the shortcuts of the URL core (each gives what the step-by-step way gives)
+
+_ascii_texts = st.text(alphabet=st.characters(codec="ascii"), max_size=30)
+
+
+@given(st.one_of(_ascii_texts, st.text(_seg_chars, max_size=20)), st.sampled_from(["path", "query"]))
+def test_escape_of_safe_text_is_the_byte_by_byte_escape(text: str, which: str) -> None:
+    from archiver.urls.percent import _PATH_SAFE, _QUERY_SAFE, _escape, _escape_each
+
+    safe = _PATH_SAFE if which == "path" else _QUERY_SAFE
+    assert _escape(text, safe) == _escape_each(text, safe)
+    plain = "".join(c for c in text if c.isascii() and ord(c) in safe)  # all safe: the shortcut
+    assert _escape(plain, safe) == _escape_each(plain, safe) == plain
+
+
+@given(url_strings())
+def test_a_segment_without_escapes_decodes_as_the_character_by_character_way(text: str) -> None:
+    from archiver.urls.percent import _decode_each, _decode_segment
+
+    for seg in _canonical(text).split("/")[3:]:
+        assert _decode_segment(seg) == _decode_each(seg)
+
+
+@given(url_strings(), st.one_of(st.none(), st.just(HOME), url_strings()))
+def test_a_canonical_url_read_again_is_parsed_into_the_same_parts(text: str, base: str | None) -> None:
+    """The memo of canonical URLs (canonical._PARSED) answers a canonical URL's text with the parts
+    the parse gave it; reading that text afresh gives the same parts."""
+    from archiver.urls.canonical import _PARSED, _canonical, _resolve
+
+    try:
+        url = _resolve.__wrapped__(text, base)
+    except URLError:
+        return
+    assert _resolve.__wrapped__(str(url), None) == url
+    _canonical(text, base)
+    assert _canonical(str(url), None) == url
+    assert _PARSED.get(str(url)) in (None, url)
+
+
+def test_a_last_label_found_in_the_bytes_is_the_one_found_in_the_text() -> None:
+    """Every ASCII word of the bundled list (and a few tree-path extensions): whether a rule ends in
+    it, searched in the file's bytes, is what the lower-cased text says."""
+    from archiver.urls.domains import _is_last_label, _is_last_label_in_text, _rules_bytes, _rules_text
+
+    assert _rules_bytes() is not None  # the bundled file is searched as bytes
+    text = _rules_text()
+    words = {w for w in text.replace("\n", " ").replace(".", " ").replace("!", " ").split() if w.isascii()}
+    words |= {"html", "htm", "css", "png", "js", "json", "com", "io", "k", "uk", "xn--p1ai", "zz"}
+    for word in sorted(words):
+        assert _is_last_label.__wrapped__(word) == _is_last_label_in_text(word), word

@@ -27,6 +27,7 @@ record's ``redirects``. An asset that redirects is stored at its own path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import sys
@@ -152,6 +153,9 @@ class Crawler:
         self.stage = Stage(self.context, self.budget, self.responses)
         self.started = time.monotonic()
         self.inflight: dict[str, asyncio.Task[None]] = {}
+        #: tasks of ``inflight`` that ended since the loop last looked, and the loop's wait for one
+        self._ended: list[asyncio.Task[None]] = []
+        self._wake: asyncio.Future[None] | None = None
         # the frontier ran out and the depths were settled (the loop's only normal end): a run
         # stopped before, even with nothing left pending (during the settling), is not complete
         self.finished = False
@@ -354,6 +358,7 @@ class Crawler:
                     busy.add(key_host(row.key))
                     task = asyncio.ensure_future(self._task(row))
                     task.set_name(kind)
+                    task.add_done_callback(self._ended_one)
                     self.inflight[row.key] = task
             if not self.inflight:
                 wait = self.state.waiting()  # work leased to other workers, or a retry due later
@@ -363,9 +368,19 @@ class Crawler:
                 await asyncio.sleep(wait or 0)
                 continue
             timeout = poll if shared and short else None
-            done, _ = await asyncio.wait(
-                self.inflight.values(), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            if not self._ended:  # what asyncio.wait(FIRST_COMPLETED) does, without its callback on
+                # every task in flight added and removed at each wait
+                self._wake = wake = asyncio.get_running_loop().create_future()
+                try:
+                    if timeout is None:
+                        await wake
+                    else:
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(timeout):
+                                await wake
+                finally:
+                    self._wake = None
+            done, self._ended = set(self._ended), []
             if not done:  # nothing ended, and the claim found nothing new: wait longer next time
                 poll = min(poll * 2, _POLL_MOST)
             for key in [k for k, t in self.inflight.items() if t in done]:
@@ -373,6 +388,13 @@ class Crawler:
                 error = task.exception()
                 if error is not None:
                     raise error
+
+    def _ended_one(self, task: asyncio.Task[None]) -> None:
+        """A task of ``inflight`` ended: noted for the loop, woken if it waits."""
+        self._ended.append(task)
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
 
     async def _renew(self) -> None:
         """Renew the claims on the rows in flight while they are worked on (formats/crawl-state.md §2)."""

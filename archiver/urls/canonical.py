@@ -143,8 +143,26 @@ def scheme_typo(text: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=4096)
+#: the parts of each canonical URL :func:`_resolve` gave out lately, by its text: a canonical URL is its
+#: own canonical URL, parsed into the same parts (tests/test_urls_properties.py), so reading one again
+#: (a capture resolves a reference to its key, then reads the key for its tree path) is a lookup. A memo
+#: like the functions' caches: what it answers is what the parse would.
+_PARSED: dict[str, _URL] = {}
+_PARSED_SIZE = 4096
+
+
 def _canonical(ref: str, base: str | None, original: str | None = None) -> _URL:
+    """The canonical URL of ``ref`` resolved against ``base``, in parts (tree.md §2.1); ``original``:
+    the text to name in an error, when not ``ref``."""
+    if base is None:
+        known = _PARSED.get(ref)
+        if known is not None:
+            return known
+    return _resolve(ref, base, original)
+
+
+@lru_cache(maxsize=4096)
+def _resolve(ref: str, base: str | None, original: str | None = None) -> _URL:
     shown = ref if original is None else original
     if not isinstance(ref, str):
         raise TypeError(f"URL must be str, not {type(ref).__name__}")
@@ -158,7 +176,11 @@ def _canonical(ref: str, base: str | None, original: str | None = None) -> _URL:
     if _CONTROL.search(text):
         raise _fail(shown, "control character in URL")
     # WHATWG: in http(s) URLs a backslash before the query is a slash (so "http:\\\\host" has a host).
-    cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
+    cut = len(text)  # where the query or fragment starts (the first '?' or '#')
+    for mark in ("?", "#"):
+        i = text.find(mark, 0, cut)
+        if i >= 0:
+            cut = i
     text = text[:cut].replace("\\", "/") + text[cut:]
     m = _SPLIT.match(text)
     assert m is not None  # the RFC 3986 appendix B expression matches every string
@@ -205,8 +227,12 @@ def _canonical(ref: str, base: str | None, original: str | None = None) -> _URL:
     if fragment and canon_path == "/" and fragment[0] in "!/":
         route = _escape(fragment, _QUERY_SAFE)  # tree.md §2.1: hash-bang and route fragments survive
     url = _URL(target_scheme, host, port, canon_path, canon_query, route)
-    if len(str(url)) > MAX_URL_LENGTH:
+    text = str(url)
+    if len(text) > MAX_URL_LENGTH:
         raise _fail(shown, f"URL longer than {MAX_URL_LENGTH} characters once resolved")
+    if len(_PARSED) >= _PARSED_SIZE:
+        _PARSED.clear()
+    _PARSED[text] = url
     return url
 
 

@@ -15,6 +15,8 @@ __all__: list[str] = []  # archiver.urls' own helpers: callers use the names arc
 _SPLIT = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.DOTALL)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: what WHATWG strips from both ends of a URL: the C0 controls and space
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
 
 
 def _short(text: str) -> str:
@@ -27,4 +29,4 @@ def _fail(text: str, why: str) -> URLError:
 
 def _strip(text: str) -> str:
     # WHATWG URL parsing: strip leading/trailing C0 controls and space, drop tab and newlines anywhere.
-    return text.strip("".join(map(chr, range(0x21)))).replace("\t", "").replace("\n", "").replace("\r", "")
+    return text.strip(_C0_AND_SPACE).replace("\t", "").replace("\n", "").replace("\r", "")

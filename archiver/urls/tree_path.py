@@ -101,7 +101,10 @@ _FOLD_MARKERS = re.compile(r"__([qrc])-")
 def _disk_name(seg: str) -> str:
     """A decoded segment as stored: a literal ``__q-``/``__r-``/``__c-`` (our fold markers) gets its
     first underscore escaped, so no URL's own name can equal another URL's folded name."""
-    return _FOLD_MARKERS.sub(lambda m: f"%5F_{m.group(1)}-", _decode_segment(seg))
+    name = _decode_segment(seg)
+    if "__" not in name:
+        return name  # no fold marker to escape (each starts with two underscores)
+    return _FOLD_MARKERS.sub(lambda m: f"%5F_{m.group(1)}-", name)
 
 
 @lru_cache(maxsize=1024)  # asked of the first folder of every page path: a few names
