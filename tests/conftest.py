@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections import Counter
 
 import pytest
@@ -17,6 +18,17 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite proves what Ctrl-C, SIGTERM and SIGHUP do to archiver's commands, so it runs with
+    them acting, whatever started it: `nohup` leaves SIGHUP ignored and a shell's `cmd &` without job
+    control SIGINT, every child inherits that (archiver rightly keeps an ignored signal ignored), and
+    35 signal tests failed when the suite ran so. Here (the main process and each xdist worker) an
+    ignored SIGINT or SIGHUP gets its default again, which the commands the tests start inherit."""
+    for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGHUP, signal.SIG_DFL)):
+        if signal.getsignal(sig) is signal.SIG_IGN:
+            signal.signal(sig, default)
 
 
 #: The files that take longest, each a few tests around a fixture that records or mirrors the whole
