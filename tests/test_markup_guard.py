@@ -14,6 +14,7 @@ import pytest
 
 from archiver import markup_guard
 from archiver.search.text import page_of
+from tests.one_thread import in_one_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from markup_bombs import CASES
@@ -103,6 +104,10 @@ def _started_by_fork(child: markup_guard._Child) -> bool:
 def test_a_forked_child_refuses_what_a_fresh_one_refuses_and_passes_the_rest() -> None:
     """The same answers as a fresh interpreter's child (the first refusal is by time, each case costs
     its limit: one is enough here), and the next page a forked child of its own again."""
+    in_one_thread(_refuses_what_a_fresh_one_refuses)
+
+
+def _refuses_what_a_fresh_one_refuses() -> None:
     markup_guard.vet(_ordinary(20000))
     first = markup_guard._child
     assert first is not None and _started_by_fork(first)
@@ -115,6 +120,7 @@ def test_a_forked_child_refuses_what_a_fresh_one_refuses_and_passes_the_rest() -
     markup_guard.vet(_ordinary(5000))
     second = markup_guard._child
     assert second is not None and second is not first and _started_by_fork(second)
+    markup_guard._close()
 
 
 @pytest.mark.usefixtures("_forking")
@@ -134,6 +140,10 @@ def test_a_forked_childs_memory_is_bounded_on_top_of_what_it_inherited(
 def test_a_forked_child_holds_none_of_its_parents_files() -> None:
     """It keeps only its two pipes (and /dev/null) open: a pipe of the parent's (a pool's) sees its
     end when the parent closes it. A parent with another thread starts a fresh interpreter instead."""
+    in_one_thread(_holds_none_of_its_parents_files)
+
+
+def _holds_none_of_its_parents_files() -> None:
     import os
 
     read_end, write_end = os.pipe()
@@ -158,6 +168,7 @@ def test_a_forked_child_holds_none_of_its_parents_files() -> None:
     finally:
         stop.set()
         other.join()
+        markup_guard._close()
 
 
 def test_a_forked_child_dies_with_its_parent() -> None:

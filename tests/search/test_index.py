@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from archiver.errors import FormatError
 from archiver.search import build, query, store
 from archiver.search.tokens import terms
+from tests.one_thread import in_one_thread
 from tests.search.helpers import build_files, html, index_of
 
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyzéüßø", min_size=1, max_size=10)
@@ -325,7 +326,12 @@ def test_the_search_pages_files_queued_first_leave_the_build_its_workers(
     """write_index hands the writer the search page's files before the build (they are not left to
     the end, where the writer's queue drains) without starting its thread, so a tree past the pool's
     bounds is still read by worker processes (a fork copies no other thread: with one running, the
-    build would fall back to this process alone)."""
+    build would fall back to this process alone). In a fork of the test process: one thread, as
+    an ``archiver index`` has (an xdist worker may hold earlier tests' threads)."""
+    in_one_thread(lambda: _queued_first_leave_the_workers(tmp_path, monkeypatch))
+
+
+def _queued_first_leave_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from archiver import forks
 
     words = " ".join(f"w{i}" for i in range(store._PARALLEL_BYTES // store._PARALLEL_PAGES // 4))
