@@ -21,6 +21,7 @@ __all__ = ["run_demo"]
 def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
     from archiver import gwtar, zim
     from archiver.capture import capture
+    from archiver.search.store import has_index
 
     out_dir = Path(out)
     tree = out_dir / "tree"
@@ -57,32 +58,39 @@ def run_demo(*, out: str, serve: bool, as_json: bool) -> int:
             f"`archiver capture`) → {tree}"
         )
 
+        # the tree's search index (the capture builds it when rendering) goes into both, as `archiver
+        # pack` carries it by default: each output's search page works
+        indexed = has_index(tree)
         say("  gwtar:   packing the tree with a 10 % PAR2 recovery tail, then verifying it …")
-        packed = gwtar.pack(tree, gwtar_path, fec=0.10)
+        packed = gwtar.pack(tree, gwtar_path, fec=0.10, search_index=indexed)
         gwtar_report = gwtar.verify(gwtar_path)
         report["gwtar"] = {
             "path": str(gwtar_path),
             "size": gwtar_path.stat().st_size,
             "members": packed.members,
             "fec": True,
+            "search": indexed,
             "valid": gwtar_report.ok,
         }
         say(
-            f"  gwtar:   {gwtar_path} ({report['gwtar']['size']} bytes, {packed.members} members, PAR2 tail) "
+            f"  gwtar:   {gwtar_path} ({report['gwtar']['size']} bytes, {packed.members} members, PAR2 tail"
+            f"{', search page' if indexed else ''}) "
             f"verify: {'valid' if gwtar_report.ok else 'INVALID'}"
         )
 
         say("  zim:     packing the tree into a ZIM (full-text index), then verifying it …")
-        packed_zim = zim.pack(tree, zim_path)
+        packed_zim = zim.pack(tree, zim_path, search_index=indexed)
         zim_report = zim.verify(zim_path)
         report["zim"] = {
             "path": str(zim_path),
             "size": zim_path.stat().st_size,
             "entries": packed_zim.entries,
+            "search": indexed,
             "valid": zim_report.ok,
         }
         say(
-            f"  zim:     {zim_path} ({report['zim']['size']} bytes, {packed_zim.entries} entries) "
+            f"  zim:     {zim_path} ({report['zim']['size']} bytes, {packed_zim.entries} entries"
+            f"{', search page' if indexed else ''}) "
             f"verify: {'valid' if zim_report.ok else 'INVALID'}"
         )
         for problem in [*gwtar_report.problems, *zim_report.problems][:10]:

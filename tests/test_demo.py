@@ -20,3 +20,10 @@ def test_demo_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert report["zim"]["valid"] is True
     assert Path(report["gwtar"]["path"]).is_file() and Path(report["zim"]["path"]).is_file()
     assert (tmp_path / "tree" / "index.html").is_file()
+    # the capture indexes the tree and both outputs carry its search page, as `archiver pack` does
+    assert (tmp_path / "tree" / "_archiver" / "search" / "index.html").is_file()
+    assert report["gwtar"]["search"] is True and report["zim"]["search"] is True
+    from archiver.gwtar import read
+
+    with read.open(Path(report["gwtar"]["path"])) as archive:
+        assert "_archiver/search/index.html" in {m.path for m in archive.members}
