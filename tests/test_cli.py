@@ -475,3 +475,48 @@ def test_datetime_waits_for_msgspec_and_the_finder_then_leaves() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "False\nTrue True\n"), done.stderr[-800:]
+
+
+#: what ``import archiver.start`` may add to a bare interpreter's modules
+_FIRST_STEP_MODULES = frozenset(
+    "__future__ archiver archiver.start archiver.stopsignals signal enum functools _functools "
+    "operator _operator keyword reprlib collections _collections itertools types heapq _heapq "
+    "threading _weakrefset".split()
+)
+
+
+def test_the_first_step_imports_little_before_it_holds_the_stop_signals() -> None:
+    """Until archiver.start has taken the handlers, a stop signal kills the process by its default
+    action (exit -15 or -1, no line): that window is the interpreter's start plus what archiver.start
+    imports. It imports signal and threading only (typing, with re, and contextlib were ~7 ms of it,
+    a third of the window); the annotations are strings, and installed() is a plain class."""
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import archiver.start\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    new = set(done.stdout.split())
+    assert {"typing", "re", "contextlib", "collections.abc"} & new == set(), sorted(new)
+    assert new <= _FIRST_STEP_MODULES, sorted(new - _FIRST_STEP_MODULES)
+
+
+def test_installed_gives_back_the_handlers_it_took() -> None:
+    import signal
+
+    from archiver import stopsignals
+
+    def mine(signum: int, frame: object) -> None:
+        pass
+
+    before = signal.getsignal(signal.SIGTERM)
+    with stopsignals.installed(mine, (signal.SIGTERM,)) as taken:
+        assert taken == [signal.SIGTERM] and signal.getsignal(signal.SIGTERM) is mine
+    assert signal.getsignal(signal.SIGTERM) is before
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # ignored (nohup): left alone
+    try:
+        with stopsignals.installed(mine, (signal.SIGHUP,)) as taken:
+            assert taken == [] and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
