@@ -197,8 +197,14 @@ def _cache_entries() -> int:
 
 
 def _int_param(raw_query: bytes, name: str, default: int) -> int:
+    """A whole number given as ``name`` (the caller clamps it to its bounds: a number of any length
+    is a large one, so ``offset=99999999999999`` is past the end, not the first page); ``default``
+    when it is absent or not ASCII digits."""
     text = _query_param(raw_query, name)
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 9 else default
+    if not (text.isascii() and text.isdigit()):
+        return default
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def _query_param(raw_query: bytes, name: str) -> str:
