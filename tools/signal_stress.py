@@ -3,10 +3,10 @@
     python tools/signal_stress.py [--site DIR] [--pages N] [--runs N] [--only NAME ...] [--work DIR]
 
 A folder of HTML (``--site``: default Debian's python3-doc when installed, else the repository's demo
-site) is served by Debian's nginx on 127.0.0.1 and captured once as the *reference* (``--max-pages``,
-no rendering, with ``--warc``); then, for each command below, ``--runs`` times: the command is
-started, sent SIGINT, SIGTERM or SIGHUP (at random) after a random delay within its own undisturbed
-run time, and judged:
+site) is served by Debian's nginx on 127.0.0.1 and captured once as the *reference* (``--max-pages``
+unless ``--pages 0``, no rendering, with ``--warc``); then, for each command below, ``--runs`` times:
+the command is started, sent SIGINT, SIGTERM or SIGHUP (at random) after a random delay within its
+own undisturbed run time, and judged:
 
 - it exits 130 with ``archiver: interrupted`` as its last line and no traceback, or 0 (it finished
   before the signal), never anything else (a death by the signal, an internal error);
@@ -281,7 +281,12 @@ def stress(
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--site", type=Path, default=PYTHON_DOCS if PYTHON_DOCS.is_dir() else DEMO)
-    parser.add_argument("--pages", type=int, default=300, help="pages of the site captured (300)")
+    parser.add_argument(
+        "--pages",
+        type=int,
+        default=300,
+        help="pages of the site captured (300; 0: the whole site, no page budget)",
+    )
     parser.add_argument("--runs", type=int, default=10, help="stopped runs per command (10)")
     parser.add_argument("--only", nargs="+", choices=COMMANDS, default=list(COMMANDS))
     parser.add_argument("--work", type=Path, default=None, help="where the temporary folder goes")
@@ -293,7 +298,8 @@ def main() -> int:
     try:
         with serve_folder(args.site, work / "nginx") as base:
             seed = base + ("index.html" if (args.site / "index.html").is_file() else "")
-            capture = ["--no-render", "--delay", "0", "--max-pages", str(args.pages)]
+            capture = ["--no-render", "--delay", "0"]
+            capture += ["--max-pages", str(args.pages)] if args.pages else []  # 0: the whole site
             tree, packed, imported = work / "reference", work / "packed.gwtar.html", work / "imported"
             made = subprocess.run(
                 archiver("capture", seed, "-o", str(tree), *capture, "--warc"), capture_output=True
