@@ -16,9 +16,9 @@ import json
 import operator
 import zlib
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import Any, NamedTuple
 
 from archiver.search.text import Page
@@ -224,7 +224,6 @@ class Prepared(NamedTuple):
 
 def prepare(page: Page, skip: frozenset[str] = frozenset(), version: int = VERSION) -> Prepared:
     """The per-page work of indexing ``page`` (its blocks in ``skip`` left out; §5). Pure."""
-    stats: dict[str, list[int]] = {}
     position = 0
     headings: list[str] = []
     fields: list[tuple[int, str]] = [(0, page.title)]
@@ -234,7 +233,11 @@ def prepare(page: Page, skip: frozenset[str] = frozenset(), version: int = VERSI
         fields.append((1 if heading else 2, block))
         if heading and version < 3:  # format 3: no reader shows them; the text holds them
             headings.append(block[:512])
-    length = 0
+    # every kept token's term and position, and the title's and the headings' terms apart: the
+    # statistics below are C-speed passes over these lists (maps, Counter), not a Python step a token
+    found: list[str] = []
+    at: list[int] = []
+    by_field: tuple[list[str], list[str]] = ([], [])
     title_length = 0
     starts: list[int] = []
     chunks: list[list[str]] = []
@@ -247,42 +250,63 @@ def prepare(page: Page, skip: frozenset[str] = frozenset(), version: int = VERSI
                 chunk_size = 0
             chunks[-1].append(block)
             chunk_size += len(block) + 1
-        last = position - 1
-        for at, term in enumerate(term_list(block), position):
-            if term is None:  # a dropped term holds its place
-                continue
-            entry = stats.get(term)
-            if entry is None:
-                entry = stats[term] = [0, 0, 0]
-            entry[field] += 1
-            if len(entry) < 3 + MAX_POSITIONS:
-                entry.append(at)
-            last = at
-            length += 1
-        if field == 0:
-            title_length = length
-        position = last + 1 + _GAP
-    numbers = array("I")
-    offsets = array("I", [0])
-    for entry in stats.values():
-        if version >= 3:  # format 3's posting as written (§4.3): t, h, b and the position gaps
-            numbers.extend(entry[:4])
-            numbers.extend(map(operator.sub, entry[4:], entry[3:-1]))
+        terms = term_list(block)
+        if None in terms:  # a dropped term holds its place
+            places = [p for p, term in enumerate(terms, position) if term is not None]
+            terms = [term for term in terms if term is not None]
         else:
-            numbers.extend((entry[0], entry[1], entry[2], length, title_length, len(entry) - 3))
-            numbers.extend(entry[3:])
-        offsets.append(len(numbers))
-    if version >= 3:  # each number's digits; the terms' bounds move to the digits' (C speed)
+            places = range(position, position + len(terms))  # type: ignore[assignment]
+        if terms:
+            found += terms  # type: ignore[arg-type]
+            at += places
+            if field < 2:
+                by_field[field].extend(terms)  # type: ignore[arg-type]
+            position = places[-1] + 1 + _GAP
+        else:
+            position += _GAP
+        if field == 0:
+            title_length = len(found)
+    length = len(found)
+    # each term's positions, in order, its terms in the order first met: lists made and appended
+    # to by map (a term's first position; the positions past the first 32 are cut below)
+    stats: defaultdict[str, list[int]] = defaultdict(list)
+    deque(map(list.append, map(stats.__getitem__, found), at), maxlen=0)
+    terms_met = list(stats)
+    every = list(stats.values())
+    title = list(map(Counter(by_field[0]).get, terms_met, repeat(0)))
+    heads = list(map(Counter(by_field[1]).get, terms_met, repeat(0)))
+    body = list(map(operator.sub, map(operator.sub, map(len, every), title), heads))
+    flat: list[int] = []
+    ends: list[int] = []
+    add = flat.extend
+    if version >= 3:  # format 3's posting as written (§4.3): t, h, b and the position gaps
+        for places, t, h, b in zip(every, title, heads, body, strict=True):
+            if len(places) == 1:
+                add((t, h, b, places[0]))
+            else:
+                kept = places[:MAX_POSITIONS]
+                add((t, h, b, kept[0]))
+                add(map(operator.sub, kept[1:], kept))
+            ends.append(len(flat))
+        # each number's digits; the terms' bounds move to the digits' (C speed)
         table = _SHORT
-        digits = list(map(table.__getitem__, numbers)) if not numbers or max(numbers) < 32768 else None
+        digits = list(map(table.__getitem__, flat)) if not flat or max(flat) < 32768 else None
         if digits is None:
-            digits = [table[v] if v < 32768 else _digits(v) for v in numbers]
+            digits = [table[v] if v < 32768 else _digits(v) for v in flat]
         bounds = [0, *accumulate(map(len, digits))]
-        offsets = array("I", map(bounds.__getitem__, offsets))
+        offsets = array("I", [0, *map(bounds.__getitem__, ends)])
         packed = "".join(digits).encode("ascii")
+    else:
+        for places, t, h, b in zip(every, title, heads, body, strict=True):
+            kept = places[:MAX_POSITIONS]
+            add((t, h, b, length, title_length, len(kept)))
+            add(kept)
+            ends.append(len(flat))
+        numbers = array("I", flat)
+        offsets = array("I", [0, *ends])
     return Prepared(
         page.title, headings, starts, ["\n".join(c) for c in chunks], length, title_length,
-        list(stats), packed if version >= 3 else numbers, offsets,
+        terms_met, packed if version >= 3 else numbers, offsets,
     )  # fmt: skip
 
 
