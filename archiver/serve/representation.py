@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ __all__ = [
     "Representation",
     "Result",
 ]
+
+#: what no header name or value may hold (RFC 9110 §5.5: CR, LF and NUL)
+_BREAKS = re.compile(rb"[\r\n\x00]")
 
 
 #: How often (seconds) a cached tree file is checked against the disk.
@@ -111,6 +115,12 @@ class Representation:
         self._blocks(self.head, self.head)
 
     def _blocks(self, head: list[tuple[bytes, bytes]], bare: list[tuple[bytes, bytes]]) -> None:
+        for name, value in (*head, *bare):
+            if _BREAKS.search(name) or _BREAKS.search(value):
+                # a value built from an archive's bytes (a record's URL, a media type) holding a line
+                # break would begin a header of its own on the wire (app.py's fast path writes these
+                # lines as they are): refused here, whatever built it (the request gets a 500)
+                raise ValueError(f"a response header holds a line break: {name!r}")
         self.head = head
         self.bare_head = bare
         # A 206 carries the same validators; Accept-Ranges only tells a client of a 200 (as nginx).
