@@ -18,7 +18,8 @@ def version_id(created: str) -> str:
     when = _rfc3339(created)
     if when is None:
         raise ValueError(f"not an RFC 3339 time: {created!r}")
-    return when.strftime("%Y%m%dT%H%M%SZ")
+    # not strftime: its %Y is "1", not "0001", for year 1 on glibc (an id id_date then refuses)
+    return f"{when.year:04d}{when.month:02d}{when.day:02d}T{when.hour:02d}{when.minute:02d}{when.second:02d}Z"
 
 
 def next_id(base: str, taken: set[str]) -> str:

@@ -78,6 +78,14 @@ def test_an_absurd_date_is_a_value_error_naming_at_most_64_characters_of_it(text
         dates.version_id(text)  # a manifest's `created` out of range is no id either
 
 
+@pytest.mark.parametrize("created", ["0001-01-01T00:00:00Z", "0999-06-01T12:00:00Z", "9999-12-31T23:59:59Z"])
+def test_every_id_made_is_one_that_reads_back(created: str) -> None:
+    # before: strftime's %Y wrote year 1 as "1": a pending.json started in year 1 gave the tree's
+    # state the id '10101T000000Z', and `ls --versions` died of it with a traceback (exit 70)
+    vid = dates.version_id(created)
+    assert dates.id_date(vid) == _t(created)
+
+
 def test_the_last_day_datetime_holds_is_a_date() -> None:
     # before: 9999-12-31 (the end of that day) overflowed computing the next day's start
     assert dates.parse("9999-12-31") == _t("9999-12-31T23:59:59Z")
