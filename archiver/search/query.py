@@ -33,7 +33,7 @@ from archiver.search.build import (
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
-__all__ = ["Clause", "Index", "Result", "Results", "parse", "search"]
+__all__ = ["Clause", "Index", "Result", "Results", "parse", "search", "valid_counts"]
 
 K1 = 1.2
 B = 0.75
@@ -131,13 +131,18 @@ def _decode(flat: list[int]) -> dict[int, Posting]:
     return out
 
 
+def valid_counts(postings: Any) -> bool:
+    """Whether ``postings`` is a list (format 1's postings) whose every item is a count (an int, not
+    negative): a negative count or position delta walked the decoders back, so a forged shard held a
+    query in an endless loop; a float or a string stopped it with a traceback."""
+    return isinstance(postings, list) and all(type(n) is int and n >= 0 for n in postings)
+
+
 def _numbers(postings: Any) -> list[int]:
-    """A term's postings as numbers: format 2's string, or format 1's list, whose every item must be a
-    count (an int, not negative): a negative count or position delta walked the decoders back, so
-    a forged shard held a query in an endless loop; a float or a string stopped it with a traceback."""
+    """A term's postings as numbers: format 2's string, or format 1's list of counts."""
     if isinstance(postings, str):
         return unpack_numbers(postings)
-    if isinstance(postings, list) and all(type(n) is int and n >= 0 for n in postings):
+    if valid_counts(postings):
         return postings
     raise ValueError("postings are not a list of counts")
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archiver.errors import FormatError
-from archiver.search import build, query
+from archiver.search import build, engine, query
 from tests.search.helpers import build_files, plain_files
 from tests.search.test_js_ranking import _JS, NODE, PAGES, QUERIES, ROOT
 
@@ -206,6 +206,10 @@ def test_postings_as_a_list_must_be_counts(postings: object) -> None:
     index = query.Index(files.__getitem__, "mem")
     with pytest.raises(FormatError) as caught:
         index.shard(0)  # (the old code returned it: its postings then looped or raised)
+    assert caught.value.subject == "mem/t/0.js" and "malformed" in caught.value.message
+    # serve's engine reads the shard its own way: the same refusal (its loop held the whole server)
+    with pytest.raises(FormatError) as caught:
+        engine.Engine(1 << 20)._shard(query.Index(files.__getitem__, "mem"), "k", 0)
     assert caught.value.subject == "mem/t/0.js" and "malformed" in caught.value.message
 
 
