@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -168,3 +169,36 @@ def test_a_url_of_an_edited_manifest_is_escaped_in_every_link(lying: tuple[str, 
             assert all(0x21 <= ord(c) < 0x7F for c in uri) and not set(uri) & set('<>"'), uri
     original = dict((p["rel"], u) for u, p in _links(answers[0][1]["link"]))["original"]
     assert original == HOME + "a%0D%0ASet-Cookie:%20pwned=1%0D%0AX:%20%C3%A9"
+
+
+def test_a_media_type_with_a_line_break_in_a_gwtar_is_never_a_header_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gwtar whose site index gives a member the type "text/html\\r\\nSet-Cookie: pwned=1" (the
+    same shared representation builds the memento answers above). Before: serve's fast path wrote it
+    as two header lines, a Set-Cookie of the archive's choosing. Now: application/octet-stream."""
+    import shutil
+
+    from archiver.gwtar import layout
+    from archiver.gwtar.write import pack
+    from tests.gwtar.conftest import MINI
+    from tests.gwtar.corpus import STUB_LOADER
+
+    tree = tmp_path / "tree"
+    shutil.copytree(MINI, tree)
+    real = layout._entry_parts
+
+    def forged(spec: layout.MemberSpec, offset: int) -> tuple[bytes, bytes]:
+        if spec.path == "index.html":
+            spec = layout.MemberSpec(**{**spec.__dict__, "media_type": "text/html\r\nSet-Cookie: pwned=1"})
+        return real(spec, offset)
+
+    monkeypatch.setattr(layout, "_entry_parts", forged)
+    out = pack(tree, tmp_path / "ct.gwtar.html", loader=STUB_LOADER).path
+    monkeypatch.setattr(layout, "_entry_parts", real)
+    with running([out]) as url:
+        port = int(urlsplit(url).port or 0)
+        for _ in range(2):  # the first answer, then the cached one
+            status, got, _body = _get(url, "/ct.gwtar.html/~/index.html", f"ct-gwtar-html.localhost:{port}")
+            assert status == 200 and "set-cookie" not in got
+            assert got["content-type"] == "application/octet-stream"
