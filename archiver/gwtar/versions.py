@@ -152,18 +152,31 @@ def table(reader: GwtarReader) -> list[Entry]:
         ]
     except KeyError:
         raise FormatError("has no versions (pack it with --all-versions)", subject=str(reader.path)) from None
-    except (ValueError, TypeError, AttributeError) as e:
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as e:
+        # OverflowError: a count of 1e400 (int of an infinity); RecursionError: nested too deep
         raise FormatError(f"versions table: {e}", subject=TABLE) from None
     for e in found:
-        if not _ID.match(e.id):
-            raise FormatError(f"versions table: {e.id!r} is not a version id", subject=TABLE)
+        try:
+            date = dates.id_date(e.id).strftime("%Y-%m-%dT%H:%M:%SZ") if _ID.match(e.id) else None
+        except ValueError:  # 20261399T000000Z: the shape of an id, no date
+            date = None
+        if date is None:
+            raise FormatError(f"versions table: {e.id[:64]!r} is not a version id", subject=TABLE)
+        if e.date != date:  # shown by ls and extract: the id's date, as the writer put it
+            raise FormatError(f"versions table: version {e.id} is dated {e.date[:64]!r}", subject=TABLE)
         if e.manifest not in (f"{PREFIX}{e.id}.jsonl", f"{RESERVED_DIR}/{tree.MANIFEST_NAME}"):
             raise FormatError(
                 f"versions table: version {e.id} names {e.manifest!r} as its manifest", subject=TABLE
             )
     if len({e.id for e in found}) != len(found) or not found:
         raise FormatError("versions table: no version, or an id twice", subject=TABLE)
-    return sorted(found, key=lambda e: dates.id_order(e.id))
+    found.sort(key=lambda e: dates.id_order(e.id))
+    for e in found[:-1]:  # the tree's manifest is the newest version's only (not recorded yet)
+        if e.manifest != f"{PREFIX}{e.id}.jsonl":
+            raise FormatError(
+                f"versions table: version {e.id} names {e.manifest!r} as its manifest", subject=TABLE
+            )
+    return found
 
 
 def _by_hash(reader: GwtarReader) -> dict[str, Member]:

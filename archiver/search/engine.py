@@ -66,6 +66,7 @@ from archiver.search.query import (
     page_results,
     parse,
     rank_doc,
+    valid_counts,
 )
 from archiver.search.table import Table
 from archiver.search.words import Merged as _Merged
@@ -164,8 +165,8 @@ class Engine:
                     if not valid_postings(value):
                         unpack_numbers(value)  # raises with the core's message
                         raise ValueError("is no postings string")
-                elif not isinstance(value, list):
-                    raise TypeError("postings are neither a string nor a list")
+                elif not valid_counts(value):  # a negative count looped the decoder (before 2026-12)
+                    raise TypeError("postings are not a list of counts")
                 terms[str(r[0])] = value
         except (ValueError, TypeError, IndexError, KeyError) as e:
             raise FormatError(f"its postings are malformed ({e})", subject=where) from None

@@ -33,7 +33,7 @@ from archiver.search.build import (
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
-__all__ = ["Clause", "Index", "Result", "Results", "parse", "search"]
+__all__ = ["Clause", "Index", "Result", "Results", "parse", "search", "valid_counts"]
 
 K1 = 1.2
 B = 0.75
@@ -131,6 +131,22 @@ def _decode(flat: list[int]) -> dict[int, Posting]:
     return out
 
 
+def valid_counts(postings: Any) -> bool:
+    """Whether ``postings`` is a list (format 1's postings) whose every item is a count (an int, not
+    negative): a negative count or position delta walked the decoders back, so a forged shard held a
+    query in an endless loop; a float or a string stopped it with a traceback."""
+    return isinstance(postings, list) and all(type(n) is int and n >= 0 for n in postings)
+
+
+def _numbers(postings: Any) -> list[int]:
+    """A term's postings as numbers: format 2's string, or format 1's list of counts."""
+    if isinstance(postings, str):
+        return unpack_numbers(postings)
+    if valid_counts(postings):
+        return postings
+    raise ValueError("postings are not a list of counts")
+
+
 class Index:
     """One index, read through ``load`` (a name such as ``manifest``, ``t/3``, ``d/0`` → the bytes)."""
 
@@ -207,7 +223,7 @@ class Index:
             raise FormatError(str(e), subject=self._where(name)) from None
         try:
             return json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's stack
             raise FormatError("is not valid JSON", subject=self._where(name)) from None
 
     def shard(self, i: int) -> dict[str, list[int]]:
@@ -216,9 +232,7 @@ class Index:
             _first, _last, size, sha = self.shards[i]
             rows = self._read(f"t/{i}", (size, sha))
             try:
-                self._terms[i] = {
-                    str(r[0]): unpack_numbers(r[1]) if isinstance(r[1], str) else r[1] for r in rows
-                }
+                self._terms[i] = {str(r[0]): _numbers(r[1]) for r in rows}
             except (ValueError, TypeError, IndexError, KeyError) as e:
                 raise FormatError(
                     f"its postings are malformed ({e})", subject=self._where(f"t/{i}")

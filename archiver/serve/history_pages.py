@@ -166,6 +166,6 @@ class GonePages:
         )
         links = [f'<{timemap}>; rel="timemap"; type="application/link-format"']
         if url:
-            links.insert(0, f'<{url}>; rel="original"')
+            links.insert(0, f'<{memento.link_uri(url)}>; rel="original"')
         extra = ((b"link", ", ".join(links).encode("ascii", "backslashreplace")),)
         return Problem(404, "gone from the newest capture", text.encode("utf-8"), extra)

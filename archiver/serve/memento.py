@@ -25,6 +25,7 @@ __all__ = [
     "VersionMount",
     "holding",
     "link_format",
+    "link_uri",
     "memento_links",
     "original_url",
     "timegate",
@@ -101,7 +102,7 @@ class VersionMount(Mount):
             return _NOT_FOUND
         st = opened.stat
         plain = _plain_file(os.fdopen(opened.fd, "rb", buffering=0), st, path.rsplit("/", 1)[-1])
-        original = r.urls[0] if r.urls else ""
+        original = link_uri(r.urls[0]) if r.urls else ""
         extra = [(b"memento-datetime", format_http_date(self.seconds).encode("latin-1"))]
         links = []
         if original:
@@ -199,6 +200,19 @@ def holding(tree: str, path: str, mounts: dict[str, Mount]) -> list[tuple[Versio
     return out
 
 
+# RFC 3986's characters, '%' kept (a URL already escaped stays as it is)
+_URI_SAFE = "!#$%&'()*+,/:;=?@[]~"
+
+
+def link_uri(url: str) -> str:
+    """A record's URL (hostile input: the manifest may be edited) as a ``<URI>`` of a Link header or
+    link-format: every character outside RFC 3986's set percent-encoded (UTF-8), so CR, LF, space,
+    ``<``, ``>`` and ``"`` can neither start a header nor a link nor a parameter of their own."""
+    from urllib.parse import quote
+
+    return quote(url, safe=_URI_SAFE)
+
+
 def _stamp(seconds: int) -> str:
     return format_http_date(seconds)
 
@@ -209,7 +223,7 @@ def link_format(tree: str, path: str, mounts: dict[str, Mount], origin: Origin, 
     if not held:
         return None
     tail = _href(tree, *path.split("/")) if path else _href(tree) + "/"
-    original = next((r.urls[0] for _, r, _ in reversed(held) if r.urls), "")
+    original = next((link_uri(r.urls[0]) for _, r, _ in reversed(held) if r.urls), "")
     lines = []
     if original:
         lines.append(f'<{original}>; rel="original"')
@@ -267,7 +281,7 @@ def timegate(
     tail = _href(tree, *path.split("/")) if path else _href(tree) + "/"
     links = []
     if r.urls:
-        links.append(f'<{r.urls[0]}>; rel="original"')
+        links.append(f'<{link_uri(r.urls[0])}>; rel="original"')
     links.append(f'<{bare}{_href(RESERVED, "timemap")}{tail}>; rel="timemap"; type="application/link-format"')
     links += memento_links(held, held.index(chosen), origin)
     location = origin(v) + _href(v.name, *served.split("/"))

@@ -39,6 +39,11 @@ _BREAKS = re.compile(rb"[\r\n\x00]")
 
 #: How often (seconds) a cached tree file is checked against the disk.
 REVALIDATE_SECONDS: Final = 2.0
+#: What a header line cannot carry. A value taken from an archive (a gwtar's or a ZIM's media type, a
+#: record's URL) holding one is not sent: before 2026-12 a gwtar site index's type
+#: "text/css\r\nSet-Cookie: x" was written as two header lines by the fast path (app.py).
+_UNSAFE: Final = re.compile(r"[^\t\x20-\x7e]")
+_UNSAFE_BYTES: Final = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 #: What a 200 says that a 304 does not: it has no body to describe (RFC 9110 §15.4.5).
 _NOT_IN_304: Final = frozenset({b"content-type", b"accept-ranges", b"content-length"})
 
@@ -105,12 +110,14 @@ class Representation:
         self.path: str | None = None  # the file on disk to revalidate against, when there is one
         self.mount: Mount | None = None  # whose bytes these are (None: the server's own pages)
         self.secured = False
+        if _UNSAFE.search(content_type):  # an archive's media type is hostile input
+            content_type = self.content_type = "application/octet-stream"
         self.head: list[tuple[bytes, bytes]] = [
-            (b"content-type", content_type.encode("latin-1")),
+            (b"content-type", content_type.encode("ascii")),
             (b"etag", etag.encode("latin-1")),
             (b"last-modified", format_http_date(last_modified).encode("latin-1")),
             (b"accept-ranges", b"bytes"),
-            *extra,
+            *(pair for pair in extra if not _UNSAFE_BYTES.search(pair[1])),
         ]
         self._blocks(self.head, self.head)
 

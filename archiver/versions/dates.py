@@ -18,7 +18,8 @@ def version_id(created: str) -> str:
     when = _rfc3339(created)
     if when is None:
         raise ValueError(f"not an RFC 3339 time: {created!r}")
-    return when.strftime("%Y%m%dT%H%M%SZ")
+    # not strftime: its %Y is "1", not "0001", for year 1 on glibc (an id id_date then refuses)
+    return f"{when.year:04d}{when.month:02d}{when.day:02d}T{when.hour:02d}{when.minute:02d}{when.second:02d}Z"
 
 
 def next_id(base: str, taken: set[str]) -> str:
@@ -56,33 +57,41 @@ def _rfc3339(text: str) -> datetime | None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).replace(microsecond=0)
+    try:
+        return when.astimezone(UTC).replace(microsecond=0)
+    except OverflowError:  # 9999-12-31T23:59-01:00, 0001-01-01T00:00+01:00: outside datetime's range
+        return None
 
 
 def parse(text: str) -> datetime:
     """A ``--version DATE`` (formats/history.md §3) as the UTC instant it stands for: a version id,
-    ``YYYY-MM-DD`` (the end of that day), ``YYYY-MM-DDTHH:MM[:SS][Z|±hh:mm]`` or ``YYYYMMDDhhmmss``."""
+    ``YYYY-MM-DD`` (the end of that day), ``YYYY-MM-DDTHH:MM[:SS][Z|±hh:mm]`` or ``YYYYMMDDhhmmss``.
+    ValueError, naming the text (at most 64 characters of it), for anything else, a date out of
+    datetime's range (year 1 to 9999, after its zone) included."""
+    try:
+        return _parse(text)
+    except (ValueError, OverflowError):
+        shown = repr(text) if len(text) <= 64 else repr(text[:64]) + f"… ({len(text)} characters)"
+        raise ValueError(
+            f"not a date: {shown} (a version id, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or YYYYMMDDhhmmss,"
+            " years 1 to 9999)"
+        ) from None
+
+
+def _parse(text: str) -> datetime:
     t = text.strip()
     if _ID.match(t):
         return id_date(t)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", t):
-        try:
-            day = datetime.strptime(t, "%Y-%m-%d").replace(tzinfo=UTC)
-        except ValueError:
-            raise ValueError(f"not a date: {text!r}") from None
-        return day + timedelta(days=1) - timedelta(seconds=1)
+        day = datetime.strptime(t, "%Y-%m-%d").replace(tzinfo=UTC)
+        return day + (timedelta(days=1) - timedelta(seconds=1))  # 9999-12-31 is 23:59:59 of it
     if re.fullmatch(r"\d{14}", t):
-        try:
-            return datetime.strptime(t, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-        except ValueError:
-            raise ValueError(f"not a timestamp: {text!r}") from None
+        return datetime.strptime(t, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?", t):
         when = _rfc3339(t.replace(" ", "T"))
         if when is not None:
             return when
-    raise ValueError(
-        f"not a date: {text!r} (a version id, YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z or YYYYMMDDhhmmss)"
-    )
+    raise ValueError(text)
 
 
 def in_force(versions: Sequence[str], when: datetime) -> str | None:

@@ -6,6 +6,8 @@ that is missing, unreadable or over :data:`MAX_REPORT_BYTES` counts as one that 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,12 @@ def report_items(root: Path, v: Any) -> list[dict[str, Any]]:
 
     path = v.manifest.with_name(f"{v.id}.report.json") if v.recorded else root / RESERVED_DIR / REPORT_NAME
     try:
-        with open(path, "rb") as f:
+        # not blocking, a regular file only: a FIFO under a report's name held diff (and serve's gone
+        # page) forever on open, before 2026-12
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return []
             data = f.read(MAX_REPORT_BYTES + 1)
         if len(data) > MAX_REPORT_BYTES:
             return []

@@ -148,11 +148,24 @@ def _hostile(three: Path, tmp_path: Path, edit: str) -> Path:
         bad.write_bytes(b"".join(lines))
         source.files[manifest] = bad
         source.specs[manifest] = gv.MemberSpec(manifest, bad.stat().st_size, "application/jsonl")
-    elif edit == "table":
+    elif edit.startswith("table"):
         doc = json.loads(Path(source.files[gv.TABLE]).read_bytes())
-        doc["versions"][0]["manifest"] = "../../etc/passwd"
+        first = doc["versions"][0]
+        if edit == "table":
+            first["manifest"] = "../../etc/passwd"
+        elif edit == "table-tree-manifest":  # an earlier version passed off as the newest state
+            first["manifest"] = "_archiver/manifest.jsonl"
+        elif edit == "table-month":
+            first["id"], first["manifest"] = "20261399T000000Z", f"{gv.PREFIX}20261399T000000Z.jsonl"
+        elif edit == "table-date":
+            first["date"] = "\r\n<script>alert(1)</script>"
+        data = json.dumps(doc).encode()
+        if edit == "table-inf":
+            data = data.replace(b'"files": ', b'"files": 1e400, "x": ', 1)
+        elif edit == "table-nested":
+            data = b"[" * 100_000 + b"]" * 100_000
         bad = work / "bad.json"
-        bad.write_bytes(json.dumps(doc).encode())
+        bad.write_bytes(data)
         source.files[gv.TABLE] = bad
         source.specs[gv.TABLE] = gv.MemberSpec(gv.TABLE, bad.stat().st_size, "application/json")
         source.expected[gv.TABLE] = None
@@ -174,6 +187,12 @@ def _hostile(three: Path, tmp_path: Path, edit: str) -> Path:
         ("absent", "its bytes are not in the archive"),
         ("table", "as its manifest"),
         ("blob", "name is not the SHA-256 of its bytes"),
+        # before: a traceback (exit 70) for the next three; the last two read as good versions
+        ("table-nested", "versions table: maximum recursion depth"),
+        ("table-inf", "versions table: cannot convert float infinity"),
+        ("table-month", "'20261399T000000Z' is not a version id"),
+        ("table-date", "version 20261129T090000Z is dated"),
+        ("table-tree-manifest", "as its manifest"),
     ],
 )
 def test_hostile_versions_are_refused(three: Path, tmp_path: Path, edit: str, says: str) -> None:
@@ -181,7 +200,7 @@ def test_hostile_versions_are_refused(three: Path, tmp_path: Path, edit: str, sa
     r = _cli("verify", str(out))
     assert r.returncode == 1 and says in r.stdout + r.stderr, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
-    if edit in ("dotdot", "absent", "table"):
+    if edit in ("dotdot", "absent") or edit.startswith("table"):
         target = tmp_path / "out" / "x"
         target.parent.mkdir()
         r = _cli("extract", str(out), "--version", IDS[0], "-o", str(target))

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archiver.errors import FormatError
-from archiver.search import build, query
+from archiver.search import build, engine, query
 from tests.search.helpers import build_files, plain_files
 from tests.search.test_js_ranking import _JS, NODE, PAGES, QUERIES, ROOT
 
@@ -187,3 +187,44 @@ def test_format_3_hashes_are_128_bits_and_a_shorter_one_is_refused() -> None:
     files["manifest"] = build.manifest_bytes(manifest)
     with pytest.raises(FormatError, match="SHA-256"):
         query.Index(files.__getitem__, "mem").shard(0)
+
+
+@pytest.mark.parametrize(
+    "postings",
+    [[0, -4, 0, 0], [-1, 1, 0, 0, 0], [3, 1, 0, 0, 0, -3, 1, 0, 0, 0], [0.5, 1, 0, 0, 0],
+     [0, 1, 0, 0, "x"], [[0], 1, 0, 0, 0], [True, 1, 0, 0, 0], {"a": 1}],
+)  # fmt: skip
+def test_postings_as_a_list_must_be_counts(postings: object) -> None:
+    """A format 1 list in a forged shard (its hash resealed): a negative count walked the decoder
+    back (``[0, -4, 0, 0]`` held `archiver search` and serve's search API in an endless loop at 100 %
+    CPU), a negative delta named document -1 (Python's last), a float or a string was a traceback.
+    The shard is named when it is loaded."""
+    files = build_files(PAGES)
+    rows = json.loads(build.inflate(build.payload_of("t/0", files["t/0"])))
+    rows[0][1] = postings
+    _reseal(files, "t/0", build.deflate(json.dumps(rows, separators=(",", ":")).encode()))
+    index = query.Index(files.__getitem__, "mem")
+    with pytest.raises(FormatError) as caught:
+        index.shard(0)  # (the old code returned it: its postings then looped or raised)
+    assert caught.value.subject == "mem/t/0.js" and "malformed" in caught.value.message
+    # serve's engine reads the shard its own way: the same refusal (its loop held the whole server)
+    with pytest.raises(FormatError) as caught:
+        engine.Engine(1 << 20)._shard(query.Index(files.__getitem__, "mem"), "k", 0)
+    assert caught.value.subject == "mem/t/0.js" and "malformed" in caught.value.message
+
+
+@pytest.mark.parametrize("name", ["manifest", "t/0"])
+def test_json_nested_past_the_parsers_stack_is_not_valid_json(name: str) -> None:
+    """Before: a payload of 100,000 '[' (then as many ']') raised RecursionError: `archiver search`
+    and `verify` died with a traceback (exit 70)."""
+    files = build_files(PAGES)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    if name == "manifest":
+        files["manifest"] = build.wrap("manifest", deep)
+        with pytest.raises(FormatError, match="is not valid JSON"):
+            query.Index(files.__getitem__, "mem")
+        return
+    _reseal(files, name, build.deflate(deep))
+    with pytest.raises(FormatError, match="is not valid JSON") as caught:
+        query.Index(files.__getitem__, "mem").shard(0)
+    assert caught.value.subject == "mem/t/0.js"

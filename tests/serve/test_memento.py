@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -115,3 +116,89 @@ def test_a_memento_carries_its_datetime_and_links_and_stays_on_its_origin(served
     assert _get(base, "/~/timegate/site/docs/a.html", origin)[0] == 404
     index = _get(base, "/", f"localhost:{port}")[2].decode()
     assert f"site@{V1}" in index and "site as of 2026-11-30T09:00:00Z" in index
+
+
+@pytest.fixture(scope="module")
+def lying(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A tree whose earlier version's manifest was edited: its URLs carry CR LF and '>' (hostile input)."""
+    import json
+    import os
+
+    root = tmp_path_factory.mktemp("memento-lying") / "site"
+    write_tree(root, {"index.html": page("Home", "<p>one</p>"), "docs/a.html": page("A", "<p>first</p>")},
+               "2026-11-30T09:00:00Z")  # fmt: skip
+    store.record(root)
+    write_tree(root, {"index.html": page("Home", "<p>two</p>")}, "2026-12-01T09:00:00Z")
+    store.record(root)
+    manifest = store.store_dir(root) / f"{V1}.jsonl"
+    os.chmod(manifest, 0o644)
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    for i, line in enumerate(lines[1:], 1):
+        r = json.loads(line)
+        r["urls"] = {
+            "index.html": [HOME + 'x>; rel="memento"; datetime="x", <javascript:alert(1)'],
+            "docs/a.html": [HOME + "a\r\nSet-Cookie: pwned=1\r\nX: é"],
+        }[r["path"]]
+        lines[i] = json.dumps(r).encode() + b"\n"
+    manifest.write_bytes(b"".join(lines))
+    with running([root]) as url:
+        yield url, int(urlsplit(url).port or 0)
+
+
+def test_a_url_of_an_edited_manifest_is_escaped_in_every_link(lying: tuple[str, int]) -> None:
+    # before: a record's URL went into Link raw: its CR LF began a header of its own on a memento
+    # (Set-Cookie), the TimeGate's answer was dropped (the server refused the header: no response),
+    # and a '>' added a link of the archive's choosing (rel="memento" to javascript:)
+    base, port = lying
+    bare, origin = f"localhost:{port}", f"site-{V1.lower()}.localhost:{port}"
+    answers = [
+        _get(base, f"/site@{V1}/docs/a.html", origin),
+        _get(base, f"/site@{V1}/index.html", origin),
+        _get(base, "/~/timegate/site/docs/a.html", bare),
+        _get(base, "/~/timemap/site/docs/a.html", bare),
+        _get(base, "/~/timemap/site/index.html", bare),
+        _get(base, "/site/docs/a.html", bare),  # gone from the newest: its 404 page links the original
+    ]
+    assert [a[0] for a in answers] == [200, 200, 302, 200, 200, 404]
+    for _status, got, body in answers:
+        assert "set-cookie" not in got
+        text = body.decode() if got.get("content-type", "").startswith("application/link-format") else ""
+        for uri, params in _links(got.get("link", "") + "\n" + text):
+            assert params.get("rel") != "memento" or uri.startswith("http://site-"), uri
+            assert not uri.startswith("javascript:")
+            assert all(0x21 <= ord(c) < 0x7F for c in uri) and not set(uri) & set('<>"'), uri
+    original = dict((p["rel"], u) for u, p in _links(answers[0][1]["link"]))["original"]
+    assert original == HOME + "a%0D%0ASet-Cookie:%20pwned=1%0D%0AX:%20%C3%A9"
+
+
+def test_a_media_type_with_a_line_break_in_a_gwtar_is_never_a_header_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gwtar whose site index gives a member the type "text/html\\r\\nSet-Cookie: pwned=1" (the
+    same shared representation builds the memento answers above). Before: serve's fast path wrote it
+    as two header lines, a Set-Cookie of the archive's choosing. Now: application/octet-stream."""
+    import shutil
+
+    from archiver.gwtar import layout
+    from archiver.gwtar.write import pack
+    from tests.gwtar.conftest import MINI
+    from tests.gwtar.corpus import STUB_LOADER
+
+    tree = tmp_path / "tree"
+    shutil.copytree(MINI, tree)
+    real = layout._entry_parts
+
+    def forged(spec: layout.MemberSpec, offset: int) -> tuple[bytes, bytes]:
+        if spec.path == "index.html":
+            spec = layout.MemberSpec(**{**spec.__dict__, "media_type": "text/html\r\nSet-Cookie: pwned=1"})
+        return real(spec, offset)
+
+    monkeypatch.setattr(layout, "_entry_parts", forged)
+    out = pack(tree, tmp_path / "ct.gwtar.html", loader=STUB_LOADER).path
+    monkeypatch.setattr(layout, "_entry_parts", real)
+    with running([out]) as url:
+        port = int(urlsplit(url).port or 0)
+        for _ in range(2):  # the first answer, then the cached one
+            status, got, _body = _get(url, "/ct.gwtar.html/~/index.html", f"ct-gwtar-html.localhost:{port}")
+            assert status == 200 and "set-cookie" not in got
+            assert got["content-type"] == "application/octet-stream"

@@ -183,8 +183,32 @@ def test_ls_versions_and_an_older_tree_is_one_version(site: Path, tmp_path: Path
     assert nothing.returncode == 2 and "nothing to compare yet" in nothing.stderr
 
 
-@pytest.mark.parametrize("args", [["--to", "tomorrow"], ["--from", "1999-01-01"]])
+@pytest.mark.parametrize(
+    "args",
+    [["--to", "tomorrow"], ["--from", "1999-01-01"], ["--to", "9999-12-31T23:59:59-01:00"],
+     ["--from", "0001-01-01T00:00+01:00"]],
+)  # fmt: skip
 def test_a_bad_date_is_one_line_and_exit_2(site: Path, args: list[str]) -> None:
     done = _cli("diff", str(site), *args)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_a_report_that_is_a_fifo_counts_as_none(tmp_path: Path) -> None:
+    """A FIFO under a version's report name: before, its open waited for a writer forever (diff and
+    serve's gone page hung); now it reports nothing, as an unreadable report does (history.md §7)."""
+    import os
+    import threading
+
+    from archiver.versions import reports
+
+    root = tmp_path / "site"
+    write_tree(root, {"index.html": page("Home", "<p>one</p>")}, "2026-11-30T09:00:00Z")
+    store.record(root)
+    v = store.versions(root)[0]
+    os.mkfifo(v.manifest.with_name(f"{v.id}.report.json"))
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(reports.report_items(root, v)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive() and got == [[]]

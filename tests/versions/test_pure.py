@@ -64,6 +64,34 @@ def test_a_bad_date_is_refused(text: str) -> None:
         dates.parse(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00+01:00", "0000-01-01", "00000000T000000Z",
+     "20261399T000000Z", "99999999999999", "1e20", "2" * 100_000],
+)  # fmt: skip
+def test_an_absurd_date_is_a_value_error_naming_at_most_64_characters_of_it(text: str) -> None:
+    # before: the first two raised OverflowError (a traceback from extract/ls/diff --version)
+    with pytest.raises(ValueError, match="not a date") as err:
+        dates.parse(text)
+    assert len(str(err.value)) < 200
+    with pytest.raises(ValueError):
+        dates.version_id(text)  # a manifest's `created` out of range is no id either
+
+
+@pytest.mark.parametrize("created", ["0001-01-01T00:00:00Z", "0999-06-01T12:00:00Z", "9999-12-31T23:59:59Z"])
+def test_every_id_made_is_one_that_reads_back(created: str) -> None:
+    # before: strftime's %Y wrote year 1 as "1": a pending.json started in year 1 gave the tree's
+    # state the id '10101T000000Z', and `ls --versions` died of it with a traceback (exit 70)
+    vid = dates.version_id(created)
+    assert dates.id_date(vid) == _t(created)
+
+
+def test_the_last_day_datetime_holds_is_a_date() -> None:
+    # before: 9999-12-31 (the end of that day) overflowed computing the next day's start
+    assert dates.parse("9999-12-31") == _t("9999-12-31T23:59:59Z")
+    assert dates.in_force(["20261201T093000Z"], dates.parse("9999-12-31")) == "20261201T093000Z"
+
+
 def test_the_version_in_force_is_the_newest_at_or_before_the_date() -> None:
     ids = ["20261201T093000Z", "20261115T080000Z", "20261201T093000Z-2", "20261202T000000Z"]
     assert dates.in_force(ids, _t("2026-11-14T00:00:00Z")) is None

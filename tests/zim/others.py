@@ -27,14 +27,15 @@ def tool(name: str) -> ModuleType:
 oldlayout = tool("zim_oldlayout")
 
 
-def zimwriterfs(tmp_path: Path, **metadata: str) -> Path:
-    """The mini tree (without its manifest) packed by Debian's zimwriterfs, with ``metadata``
-    (zimwriterfs option → value) over defaults that follow the openZIM rules. No redirects:
-    Debian's zimwriterfs 3 refuses every line of a --redirects file, or crashes on it."""
+def zimwriterfs(tmp_path: Path, source: Path = MINI, **metadata: str) -> Path:
+    """The mini tree (or ``source``, a copy of it; without its manifest) packed by Debian's
+    zimwriterfs, with ``metadata`` (zimwriterfs option → value) over defaults that follow the openZIM
+    rules. No redirects: Debian's zimwriterfs 3 refuses every line of a --redirects file, or crashes
+    on it."""
     if not shutil.which("zimwriterfs"):
         pytest.fail("zimwriterfs is not installed (bash tools/bootstrap installs zim-tools)")
     site = tmp_path / "site"
-    shutil.copytree(MINI, site)
+    shutil.copytree(source, site)
     (site / "_archiver" / "manifest.jsonl").unlink()
     (site / "ill48.png").write_bytes(oldlayout._PNG_48)
     values = {"language": "eng", "title": "Mini", "description": "d", "creator": "c", "publisher": "p",

@@ -193,3 +193,36 @@ def test_old_layout_folders_converted_to_gwtar_and_zim_keep_their_links(
             css, sprite = r.get("-/s/style.css").read(), r.has("I/s/cog-sprite.png")
         assert b"url(../../I/s/cog-sprite.png)" in css and sprite
         _project_zimcheck_passes(zim)
+
+
+def test_a_zimwriterfs_zim_holding_a_forged_search_index_is_refused_not_looped(tmp_path: Path) -> None:
+    """zimwriterfs packs a tree whose search index was forged (a shard's postings a list holding a
+    negative count, its SHA-256 resealed): before, `archiver search` on the ZIM looped forever at
+    100 % CPU (killed here by the timeout). Now: the shard is named, exit 1, one line."""
+    import hashlib
+    import json
+    import sys
+
+    from archiver.search import build
+
+    site = tmp_path / "indexed"
+    shutil.copytree(ROOT / "testdata" / "trees" / "mini", site)
+    subprocess.run(
+        [sys.executable, "-m", "archiver", "index", str(site)], check=True, capture_output=True, timeout=120
+    )
+    folder = site / "_archiver" / "search"
+    rows = json.loads(build.inflate(build.payload_of("t/0", (folder / "t" / "0.js").read_bytes())))
+    term = rows[0][0]
+    rows[0][1] = [0, -4, 0, 0]
+    payload = build.deflate(json.dumps(rows, separators=(",", ":")).encode())
+    (folder / "t" / "0.js").write_bytes(build.wrap("t/0", payload))
+    manifest = json.loads(build.payload_of("manifest", (folder / "manifest.js").read_bytes()))
+    manifest["shards"][0][2:4] = [len(build.wrap("t/0", payload)), hashlib.sha256(payload).hexdigest()]
+    (folder / "manifest.js").write_bytes(build.manifest_bytes(manifest))
+    zim = zimwriterfs(tmp_path, source=site)
+    for args in (["search", str(zim), "-q", term], ["verify", str(zim)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "archiver", *args], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 1, done.stderr
+        assert "postings are malformed" in done.stdout + done.stderr and "Traceback" not in done.stderr
