@@ -33,10 +33,6 @@ __all__ = [
     "Result",
 ]
 
-#: what no header name or value may hold (RFC 9110 §5.5: CR, LF and NUL)
-_BREAKS = re.compile(rb"[\r\n\x00]")
-
-
 #: How often (seconds) a cached tree file is checked against the disk.
 REVALIDATE_SECONDS: Final = 2.0
 #: What a header line cannot carry. A value taken from an archive (a gwtar's or a ZIM's media type, a
@@ -44,6 +40,9 @@ REVALIDATE_SECONDS: Final = 2.0
 #: "text/css\r\nSet-Cookie: x" was written as two header lines by the fast path (app.py).
 _UNSAFE: Final = re.compile(r"[^\t\x20-\x7e]")
 _UNSAFE_BYTES: Final = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+#: What no header name or value may hold (RFC 9110 §5.5: CR, LF and NUL): the last check, on every
+#: line a representation writes, whoever built it (the archive's values were cleaned above it).
+_BREAKS: Final = re.compile(rb"[\r\n\x00]")
 #: What a 200 says that a 304 does not: it has no body to describe (RFC 9110 §15.4.5).
 _NOT_IN_304: Final = frozenset({b"content-type", b"accept-ranges", b"content-length"})
 
@@ -124,9 +123,8 @@ class Representation:
     def _blocks(self, head: list[tuple[bytes, bytes]], bare: list[tuple[bytes, bytes]]) -> None:
         for name, value in (*head, *bare):
             if _BREAKS.search(name) or _BREAKS.search(value):
-                # a value built from an archive's bytes (a record's URL, a media type) holding a line
-                # break would begin a header of its own on the wire (app.py's fast path writes these
-                # lines as they are): refused here, whatever built it (the request gets a 500)
+                # a line break would begin a header of its own on the wire (app.py's fast path writes
+                # these lines as they are): refused here, whatever built it (the request gets a 500)
                 raise ValueError(f"a response header holds a line break: {name!r}")
         self.head = head
         self.bare_head = bare
