@@ -131,6 +131,27 @@ def _decode(flat: list[int]) -> dict[int, Posting]:
     return out
 
 
+#: Documents a fragment group (§4.4) holds at most: a group closes at 16 KiB at the most (formats 1-2;
+#: format 3: 2 KiB) and a document's row is at least 14 bytes (``["a","",[],[]]``), so a real group
+#: holds fewer than 1,200; the bound keeps ``documents`` within what the manifest's own bytes list
+#: (§4.2, and the server's bitmasks within the index's size: §6.5).
+MAX_GROUP_DOCUMENTS = 4096
+
+
+def _groups_problem(groups: Sequence[tuple[int, int, int, str]], documents: int) -> str:
+    """Why the fragment groups ``groups`` and the count ``documents`` disagree ("" when they agree):
+    the groups must number the documents 0 … documents−1 in order, none skipped, each group holding
+    1 … :data:`MAX_GROUP_DOCUMENTS` of them."""
+    at = 0
+    for first, last, _size, _sha in groups:
+        if first != at or not 0 <= last - first < MAX_GROUP_DOCUMENTS:
+            return f"its fragment groups do not number the documents in order (at document {at})"
+        at = last + 1
+    if at != documents:
+        return f"says {documents} documents, its fragment groups hold {at}"
+    return ""
+
+
 def valid_counts(postings: Any) -> bool:
     """Whether ``postings`` is a list (format 1's postings) whose every item is a count (an int, not
     negative): a negative count or position delta walked the decoders back, so a forged shard held a
@@ -190,6 +211,9 @@ class Index:
             raise FormatError(
                 "the manifest's tables are malformed", subject=self._where("manifest")
             ) from None
+        problem = _groups_problem(self.groups, self.documents)
+        if problem:
+            raise FormatError(problem, subject=self._where("manifest"))
         self._terms: dict[int, dict[str, list[int]]] = {}
         self._fragments: dict[int, Any] = {}
         self._chunks: dict[tuple[int, int], str] = {}
