@@ -33,7 +33,7 @@ from archiver.search.build import (
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
-__all__ = ["Clause", "Index", "Result", "Results", "parse", "search", "valid_counts"]
+__all__ = ["Clause", "Index", "Result", "Results", "damaged_index", "parse", "search", "valid_counts"]
 
 K1 = 1.2
 B = 0.75
@@ -509,6 +509,19 @@ def page_results(
             cut = Snippet(cut.text, cut.marks, cut.before or k > 0, cut.after or k < len(starts) - 1)
         results.results.append(Result(a, doc, round(score, 6), str(path), str(title), cut))
     return results
+
+
+def damaged_index(indexes: Sequence[Index], error: FormatError) -> int:
+    """The position in ``indexes`` of the index whose file ``error`` names (the subject starts with
+    its label: the longest such label), -1 when it names none: a search over several archives then
+    leaves that one out and ranks the others (formats/search.md §6.3)."""
+    subject = error.subject or ""
+    best, at = -1, -1
+    for a, index in enumerate(indexes):
+        label = index.label
+        if label and subject.startswith(label + "/") and len(label) > best:
+            best, at = len(label), a
+    return at
 
 
 def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int = 0) -> Results:
