@@ -366,7 +366,11 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_command("search", "_cmd_index"))
 
-    p = command("search", "search the text of archives and rank the pages of all of them together")
+    p = command(
+        "search",
+        "search the text of archives and rank the pages of all of them together (an archive whose "
+        "index is damaged is named on stderr and left out, the others answer: exit 1)",
+    )
     p.add_argument(
         "archives",
         nargs="+",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -146,23 +147,55 @@ def _cmd_search(args: argparse.Namespace) -> int:
         return _search(args, stack)
 
 
+def _shown(query: str) -> str:
+    """A query as the "nothing found" line names it: at most 64 characters (a 100 KB query is not
+    printed back in full), as the date errors cut theirs."""
+    return query if len(query) <= 64 else f"{query[:64]}… ({len(query)} characters)"
+
+
 def _search(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    """Exit 0; 1 when an archive's index is damaged: it is named on stderr (one line, as an error)
+    and the other archives' results are still printed (formats/search.md §6.3)."""
+    from archiver.errors import FormatError
     from archiver.search import query, store
 
     roots: list[Path] = []
     indexes = []
+    skipped: list[tuple[Path, FormatError]] = []
     for a in args.archives:
         path = Path(a)
-        if path.is_file():
-            roots.append(path)
-            indexes.append(_open_packed(path, stack))
+        try:
+            if path.is_file():
+                index = _open_packed(path, stack)
+            else:
+                path = _tree(a)
+                index = (
+                    store.open_index(path, str(path / store.INDEX_DIR))
+                    if store.has_index(path)
+                    else store.memory_index(path)
+                )
+        except FormatError as e:
+            skipped.append((path, e))
             continue
-        r = _tree(a)
-        roots.append(r)
-        indexes.append(
-            store.open_index(r, str(r / store.INDEX_DIR)) if store.has_index(r) else store.memory_index(r)
+        roots.append(path)
+        indexes.append(index)
+    found = None
+    while found is None:
+        try:
+            found = query.search(indexes, args.query, limit=args.limit, offset=args.offset)
+        except FormatError as e:
+            a = query.damaged_index(indexes, e)
+            if a < 0:
+                raise
+            skipped.append((roots.pop(a), e))
+            del indexes[a]
+    for _path, e in skipped:  # (the last archive left: its error line as before)
+        print(
+            f"archiver: {_escaped(str(e))}" + (" (searched without it)" if indexes else ""), file=sys.stderr
         )
-    found = query.search(indexes, args.query, limit=args.limit, offset=args.offset)
+    code = 1 if skipped else 0
+    if skipped and not indexes:
+        return code
     if args.json:
         doc = {
             "query": args.query,
@@ -180,12 +213,13 @@ def _search(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
                 }
                 for r in found.results
             ],
+            "skipped": [{"archive": str(p), "reason": str(e)} for p, e in skipped],
         }
         print(json.dumps(doc, ensure_ascii=False, indent=1))
-        return 0
+        return code
     if not found.results:
-        print(f"nothing found for {_escaped(args.query)}" if not found.total else "no more results")
-        return 0
+        print(f"nothing found for {_escaped(_shown(args.query))}" if not found.total else "no more results")
+        return code
     for n, r in enumerate(found.results, found.offset + 1):
         text, at, out = r.snippet.text, 0, []
         for a, b in r.snippet.marks:
@@ -201,4 +235,4 @@ def _search(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     print(
         f"{shown} of {found.total} results" + (f" (--offset {shown} for more)" if shown < found.total else "")
     )
-    return 0
+    return code

@@ -33,7 +33,7 @@ from archiver.search.build import (
 from archiver.search.snippet import Snippet, snippet
 from archiver.search.tokens import TOKENIZER, tokens
 
-__all__ = ["Clause", "Index", "Result", "Results", "parse", "search", "valid_counts"]
+__all__ = ["Clause", "Index", "Result", "Results", "damaged_index", "parse", "search", "valid_counts"]
 
 K1 = 1.2
 B = 0.75
@@ -131,6 +131,27 @@ def _decode(flat: list[int]) -> dict[int, Posting]:
     return out
 
 
+#: Documents a fragment group (§4.4) holds at most: a group closes at 16 KiB at the most (formats 1-2;
+#: format 3: 2 KiB) and a document's row is at least 14 bytes (``["a","",[],[]]``), so a real group
+#: holds fewer than 1,200; the bound keeps ``documents`` within what the manifest's own bytes list
+#: (§4.2, and the server's bitmasks within the index's size: §6.5).
+MAX_GROUP_DOCUMENTS = 4096
+
+
+def _groups_problem(groups: Sequence[tuple[int, int, int, str]], documents: int) -> str:
+    """Why the fragment groups ``groups`` and the count ``documents`` disagree ("" when they agree):
+    the groups must number the documents 0 … documents−1 in order, none skipped, each group holding
+    1 … :data:`MAX_GROUP_DOCUMENTS` of them."""
+    at = 0
+    for first, last, _size, _sha in groups:
+        if first != at or not 0 <= last - first < MAX_GROUP_DOCUMENTS:
+            return f"its fragment groups do not number the documents in order (at document {at})"
+        at = last + 1
+    if at != documents:
+        return f"says {documents} documents, its fragment groups hold {at}"
+    return ""
+
+
 def valid_counts(postings: Any) -> bool:
     """Whether ``postings`` is a list (format 1's postings) whose every item is a count (an int, not
     negative): a negative count or position delta walked the decoders back, so a forged shard held a
@@ -190,6 +211,9 @@ class Index:
             raise FormatError(
                 "the manifest's tables are malformed", subject=self._where("manifest")
             ) from None
+        problem = _groups_problem(self.groups, self.documents)
+        if problem:
+            raise FormatError(problem, subject=self._where("manifest"))
         self._terms: dict[int, dict[str, list[int]]] = {}
         self._fragments: dict[int, Any] = {}
         self._chunks: dict[tuple[int, int], str] = {}
@@ -485,6 +509,19 @@ def page_results(
             cut = Snippet(cut.text, cut.marks, cut.before or k > 0, cut.after or k < len(starts) - 1)
         results.results.append(Result(a, doc, round(score, 6), str(path), str(title), cut))
     return results
+
+
+def damaged_index(indexes: Sequence[Index], error: FormatError) -> int:
+    """The position in ``indexes`` of the index whose file ``error`` names (the subject starts with
+    its label: the longest such label), -1 when it names none: a search over several archives then
+    leaves that one out and ranks the others (formats/search.md §6.3)."""
+    subject = error.subject or ""
+    best, at = -1, -1
+    for a, index in enumerate(indexes):
+        label = index.label
+        if label and subject.startswith(label + "/") and len(label) > best:
+            best, at = len(label), a
+    return at
 
 
 def search(indexes: Sequence[Index], query: str, *, limit: int = 10, offset: int = 0) -> Results:

@@ -7,9 +7,9 @@ opened again when its manifest changes on disk. What queries decode from the ind
 each term's documents and impacts) is kept by :class:`archiver.search.engine.Engine` under
 :data:`ENGINE_BYTES`, and the ranking is the engine's (formats/search.md §6.5: the core's ranking,
 top-k by a global bound); a query asked again over the same open indexes is answered from the
-results kept for it (:data:`ANSWER_BYTES`). A mount without an index is skipped and named in
-``skipped``. Results are ranked together (formats/search.md §6.3) and link to the page on its
-mount's own origin."""
+results kept for it (:data:`ANSWER_BYTES`). A mount without an index, or whose index turns out
+damaged, is skipped and named in ``skipped`` (the others still answer). Results are ranked
+together (formats/search.md §6.3) and link to the page on its mount's own origin."""
 
 from __future__ import annotations
 
@@ -265,17 +265,7 @@ class Searcher:
         limit, offset = max(1, min(limit, MAX_LIMIT)), max(0, min(offset, MAX_OFFSET))
         doc: dict[str, Any] = {"query": text, "total": 0, "offset": offset, "limit": limit, "results": []}
         if text.strip() and indexes:
-            keys = tuple(self._key(m) for m in used)
-            found = self._answer((text, limit, offset), keys)
-            try:
-                if found is None:
-                    found = self.engine.search(indexes, keys, text, limit=limit, offset=offset)
-                    self._keep_answer((text, limit, offset), keys, found)
-            except FormatError as e:
-                doc["error"] = f"damaged index: {e.subject}: {e.message}"
-                found = None
-                self._indexes.clear()  # a damaged file is read again, and said again, next time
-                self.engine.clear()
+            found = self._ranked(text, limit, offset, indexes, used, skipped, doc)
             self._trim()
             for index in indexes:  # the text chunks and fragments shown stay few (no page's whole text)
                 if len(index._chunks) > KEPT_CHUNKS:
@@ -287,6 +277,50 @@ class Searcher:
                 doc["results"] = [_result(used[r.archive], r, origin) for r in found.results]
         doc["skipped"] = skipped
         return doc
+
+    def _ranked(
+        self,
+        text: str,
+        limit: int,
+        offset: int,
+        indexes: list[query.Index],
+        used: list[Mount],
+        skipped: list[dict[str, str]],
+        doc: dict[str, Any],
+    ) -> query.Results | None:
+        """The answer over ``indexes`` (``used``: their mounts), kept or ranked. A mount whose index
+        file turns out damaged is left out (named in ``skipped``, its open index and what the engine
+        kept of it dropped, so it is read again, and said again, at the next query) and the others
+        are ranked again without it; ``doc["error"]`` only when none is left (formats/serve.md §8)."""
+        while indexes:
+            keys = tuple(self._key(m) for m in used)
+            found = self._answer((text, limit, offset), keys)
+            if found is not None:
+                return found
+            try:
+                found = self.engine.search(indexes, keys, text, limit=limit, offset=offset)
+            except FormatError as e:
+                reason = f"damaged index: {e.subject}: {e.message}"
+                a = query.damaged_index(indexes, e)
+                if a < 0:  # names no mount's file: nothing is left out, nothing answered
+                    doc["error"] = reason
+                    self._indexes.clear()
+                    self.engine.clear()
+                    return None
+                m = used.pop(a)
+                del indexes[a]
+                skipped.append({"mount": m.name, "reason": reason})
+                known = self._indexes.pop(m.name, None)
+                if known is not None:
+                    self.engine.forget(known[3])
+                if not indexes:
+                    doc["error"] = reason
+                continue
+            # kept under the indexes it was ranked over: without a damaged mount, it is given again
+            # only after that mount's damage was met again by the same query
+            self._keep_answer((text, limit, offset), keys, found)
+            return found
+        return None
 
     def _answer(self, key: tuple[str, int, int], keys: tuple[int, ...]) -> query.Results | None:
         """The results kept for ``key`` when they were ranked over the same opened indexes (a tree
@@ -455,7 +489,7 @@ def results_page(doc: dict[str, Any], style: str) -> bytes:
     if doc["query"].strip() and not doc["results"]:
         items.append("<li>No results.</li>")
     notes = "".join(f"<li>{html.escape(s['mount'])}: {html.escape(s['reason'])}</li>" for s in doc["skipped"])
-    if doc.get("error"):
+    if doc.get("error") and all(s["reason"] != doc["error"] for s in doc["skipped"]):
         notes += f"<li>{html.escape(doc['error'])}</li>"
     more = ""
     shown = doc["offset"] + len(doc["results"])

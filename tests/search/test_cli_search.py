@@ -108,6 +108,37 @@ def test_a_damaged_shard_is_named_by_verify_and_search(site: Path) -> None:
     assert "t/0.js: search index: cannot be read" in run("verify", str(site), "--no-links").stdout
 
 
+def test_one_damaged_archive_does_not_blank_the_others(mini: Path, site: Path) -> None:
+    """Several archives searched together: a damaged index is named on stderr (exit 1), the others'
+    results are printed as usual (the attack: one archive's damage blanked the whole answer)."""
+    for tree in (site, mini):
+        assert run("index", str(tree)).returncode == 0
+    alone = json.loads(run("search", str(mini), "-q", "index", "--json", "--limit", "50").stdout)
+    assert alone["total"] > 0
+    shard = site / "_archiver" / "search" / "t" / "0.js"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    done = run("search", str(site), str(mini), "-q", "index", "--json", "--limit", "50")
+    assert done.returncode == 1
+    doc = json.loads(done.stdout)
+    assert doc["results"] == alone["results"] and doc["total"] == alone["total"]
+    assert [s["archive"] for s in doc["skipped"]] == [str(site)]
+    assert done.stderr.count("\n") == 1 and "t/0.js" in done.stderr and "searched without it" in done.stderr
+    text = run("search", str(mini), str(site), "-q", "index")
+    assert text.returncode == 1 and f"of {alone['total']} results" in text.stdout
+    (site / "_archiver" / "search" / "manifest.js").write_text("not a manifest")  # damaged as it opens
+    opened = run("search", str(site), str(mini), "-q", "index", "--json", "--limit", "50")
+    assert opened.returncode == 1 and json.loads(opened.stdout)["results"] == alone["results"]
+    assert "manifest.js" in opened.stderr and "Traceback" not in opened.stderr
+
+
+def test_nothing_found_names_a_long_query_cut(mini: Path) -> None:
+    done = run("search", str(mini), "-q", "zqx" * 40_000)
+    assert done.returncode == 0 and len(done.stdout) < 200
+    assert done.stdout.startswith("nothing found for zqxzqx") and "(120000 characters)" in done.stdout
+
+
 def test_usage_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     for args in (["index", str(tmp_path / "missing")], ["search", str(tmp_path / "missing"), "-q", "x"],
                  ["search", str(MINI)], ["search", str(MINI), "-q", "x", "--limit", "0"]):  # fmt: skip

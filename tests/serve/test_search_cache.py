@@ -1,11 +1,13 @@
 """The search's bounded cache of open indexes (formats/serve.md §8, Memory): a tree re-indexed while
 served is searched afresh, the cache never holds more than its budget (the one just used stays), and
-a damaged index file is said on every query, not once."""
+a damaged index file is said on every query, not once; a damaged mount is left out of the answer
+(named in ``skipped``), not the whole answer blanked."""
 
 from __future__ import annotations
 
 import gc
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from archiver.search import store
 from archiver.serve import search as serve_search
 from archiver.serve.sources import mounts_for
 from tests.search.helpers import html
+from tests.search.test_forged_documents import HUGE, _forged
 
 
 def _tree(root: Path, pages: dict[str, str]) -> Path:
@@ -65,6 +68,76 @@ def test_a_damaged_file_is_said_on_every_query(tmp_path: Path) -> None:
         for _ in range(2):
             doc = searcher.search("volcano", 10, 0, _origin)
             assert "damaged index" in doc.get("error", "")
+    finally:
+        searcher.close()
+
+
+def _flip(tree: Path) -> Path:
+    shard = tree / "_archiver" / "search" / "t" / "0.js"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 1
+    shard.write_bytes(bytes(data))
+    return shard
+
+
+def test_one_damaged_mount_does_not_blank_the_others(tmp_path: Path) -> None:
+    """The attack: one archive's damaged shard answered an error and 0 results for every mount."""
+    good = [_tree(tmp_path / f"g{i}", {"index.html": f"<p>volcano {i}</p>"}) for i in range(2)]
+    bad = _tree(tmp_path / "bad", {"index.html": "<p>volcano</p>", "b.html": "<p>volcano ash</p>"})
+    saved = _flip(bad).read_bytes()
+    shard = bad / "_archiver" / "search" / "t" / "0.js"
+    searcher = serve_search.Searcher(mounts_for([good[0], bad, good[1]]))
+    name = searcher.mounts[1].name
+    try:
+        for _ in range(3):
+            doc = searcher.search("volcano", 10, 0, _origin)
+            assert "error" not in doc
+            assert doc["total"] == 2 and {r["mount"] for r in doc["results"]} == {
+                m.name for m in searcher.mounts[::2]
+            }
+            assert [s["mount"] for s in doc["skipped"]] == [name]
+            reason = doc["skipped"][0]["reason"]
+            assert (
+                reason.startswith(f"damaged index: {name}/_archiver/search/t/0.js: ") and "\n" not in reason
+            )
+        shard.write_bytes(bytes(b ^ (1 if i == len(saved) // 2 else 0) for i, b in enumerate(saved)))
+        doc = searcher.search("volcano", 10, 0, _origin)  # repaired: searched again, not the kept answer
+        assert doc["total"] == 4 and doc["skipped"] == []
+    finally:
+        searcher.close()
+
+
+def test_every_mount_damaged_is_an_error(tmp_path: Path) -> None:
+    trees = [_tree(tmp_path / f"t{i}", {"index.html": "<p>volcano</p>"}) for i in range(2)]
+    for tree in trees:
+        _flip(tree)
+    searcher = serve_search.Searcher(mounts_for(trees))
+    try:
+        doc = searcher.search("volcano", 10, 0, _origin)
+        assert doc["total"] == 0 and "damaged index" in doc["error"] and len(doc["skipped"]) == 2
+        assert not searcher._answers
+        page = serve_search.results_page(doc, "").decode()
+        assert page.count("damaged index") == 2  # the error is one of the skipped reasons: said once each
+    finally:
+        searcher.close()
+
+
+def test_a_forged_document_count_skips_only_its_mount(tmp_path: Path) -> None:
+    """formats/search.md §4.2: a format 2 manifest claiming 2,000,000,001 documents made the engine
+    build a 250 MB bitmask per term (MemoryError, a 500); now its mount is skipped as it is opened."""
+    good = _tree(tmp_path / "g", {"index.html": "<p>volcano page</p>"})
+    forged = shutil.copytree(good, tmp_path / "f")
+    folder = forged / "_archiver" / "search"
+    for sub in ("t", "d", "x"):
+        shutil.rmtree(folder / sub)
+    for name, data in _forged(2, HUGE).items():  # 64 terms naming document 2,000,000,000
+        (folder / f"{name}.js").parent.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.js").write_bytes(data)
+    searcher = serve_search.Searcher(mounts_for([good, forged]))
+    try:
+        doc = searcher.search("page", 10, 0, _origin)
+        assert doc["total"] == 1 and "error" not in doc
+        assert "says 2000000001 documents" in doc["skipped"][0]["reason"]
     finally:
         searcher.close()
 
