@@ -442,8 +442,7 @@ class Fetcher:
         if referrer:
             headers.append(("Referer", referrer))
         self.requests += 1
-        # one timer for the request and its reads (http1.Deadline: the total timeout, and the read
-        # timeout of each read)
+        # the request's total timeout and each read's (http1.Deadline, on the loop's one timer)
         with http1.Deadline(self.policy.total_timeout, self.policy.read_timeout) as deadline:
             response = await self.pool.send(current, headers, deadline)
             try:
@@ -518,7 +517,16 @@ class Fetcher:
             chunks = exchange.body(response.aiter_raw())
         else:
             decoder = Decoder(response.headers.get("content-encoding"))
-            if not decoder.identity:
+            if decoder.identity:
+                whole = response.arrived(SPOOL_LIMIT if limit is None or limit > SPOOL_LIMIT else limit)
+                if (
+                    whole is not None
+                ):  # arrived with the head, within the cap: what the loop below keeps of it
+                    self.bytes += len(whole)
+                    result.size = len(whole)
+                    result.body = whole
+                    return
+            else:
                 decoding = decoder.stream(response.aiter_raw())
             chunks = response.aiter_raw() if decoding is None else decoding
         try:

@@ -42,6 +42,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from archiver.capture.deadline import Deadline
 from archiver.capture.http1_parse import (  # the pure half, re-exported
     MAX_FIELDS,
     MAX_HEAD,
@@ -164,87 +165,6 @@ class Request:
 # ---- IO: the deadline of a request, connections and the pool
 
 
-class Deadline:
-    """The one timer of a request (``with Deadline(total, read):`` around it, inside a task): the
-    request ends within ``total`` seconds, and a read that waits for bytes within ``read`` seconds
-    of its start (:meth:`Connection.read_some`). An asyncio timeout for the request and another for
-    each read cost a fifth of the CPU of a conditional GET answered 304 on loopback; this one arms
-    a single timer per request, and moving a read's deadline touches no timer: when the timer
-    fires, it checks whether a deadline has passed and else arms itself again, never later than a
-    read could still end (``read`` seconds from then).
-
-    A total deadline that passes cancels the task, and leaving the ``with`` turns that into
-    :class:`TimeoutError`; a read's raises :class:`ReadTimeout` in the read itself, as a stream's
-    own timeout did (the WARC recorder writes what was read, ``WARC-Truncated: time``). A
-    cancellation from elsewhere stays one, as with ``asyncio.timeout``."""
-
-    __slots__ = ("_cancelling", "_handle", "_loop", "_task", "fired", "read", "read_at", "total_at")
-
-    def __init__(self, total: float, read: float) -> None:
-        self.read = read
-        self.total_at = total
-        self.read_at: float | None = None  # while a read waits: when it times out
-        self.fired: str | None = None  # "total" or "read" once the timer cancelled the task for it
-        self._handle: asyncio.TimerHandle | None = None
-
-    def __enter__(self) -> Deadline:
-        loop = self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        if task is None:
-            raise RuntimeError("a Deadline is used inside a task")
-        self._task = task
-        self._cancelling = task.cancelling()
-        now = loop.time()
-        self.total_at += now
-        # min() and max() of two are spelled out on a request's path: the builtins parse their
-        # arguments (key, default) at every call, ~1.3 K instructions each, 8 a conditional GET
-        due = now + self.read
-        self._handle = loop.call_at(due if due < self.total_at else self.total_at, self._check)
-        return self
-
-    def _arm(self) -> None:
-        now = self._loop.time()
-        due = now + self.read if self.read_at is None else self.read_at
-        if not due < self.total_at:  # min(total_at, due)
-            due = self.total_at
-        self._handle = self._loop.call_at(due, self._check)
-
-    def _check(self) -> None:
-        self._handle = None
-        now = self._loop.time()
-        if now >= self.total_at:
-            self.fired = "total"
-        elif self.read_at is not None and now >= self.read_at:
-            self.fired = "read"
-        else:
-            self._arm()
-            return
-        self._task.cancel()
-
-    def read_timed_out(self) -> bool:
-        """After a read raised :class:`asyncio.CancelledError`: was it this read's deadline (the
-        cancellation taken back, the timer armed again for the rest of the request)?"""
-        if self.fired != "read":
-            return False
-        self.fired = None
-        if self._task.uncancel() > self._cancelling:  # cancelled from elsewhere too: stays cancelled
-            return False
-        self._arm()
-        return True
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        if self.fired is None:
-            return
-        fired, self.fired = self.fired, None
-        if self._task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
-            if fired == "read":
-                raise ReadTimeout("timed out reading") from error
-            raise TimeoutError from error
-
-
 #: read(n, timeout), write(b, timeout), aclose(), start_tls(...), get_extra_info(name); raising this
 #: module's errors (the guard's streams, :mod:`.guard`)
 Stream = Any
@@ -284,18 +204,10 @@ class Connection:
         await self.stream.write(data, self.timeout)
 
     async def read_head(self) -> Head:
-        """The next final response head (1xx ones dropped)."""
-        for _ in range(MAX_INTERIM + 1):
-            block = await self._read_block()
-            head = parse_head(block)
-            if head.status >= 200:
-                return head
-            if head.status == 101:
-                raise RemoteProtocolError("the server switched protocols (101) unasked")
-        raise RemoteProtocolError(f"more than {MAX_INTERIM} interim (1xx) responses")
-
-    async def _read_block(self) -> bytes:
-        """Bytes up to an empty line (CRLF CRLF or LF LF), at most :data:`MAX_HEAD`."""
+        """The next final response head (1xx ones dropped): blocks of bytes up to an empty line
+        (CRLF CRLF or LF LF), at most :data:`MAX_HEAD` each. :meth:`read_some` is spelled out in
+        the loop: a coroutine less to create and resume on every request (~4 K instructions)."""
+        interim = 0
         searched = 0
         while True:
             buf = self.buffer
@@ -306,11 +218,32 @@ class Connection:
                 if end > MAX_HEAD:
                     raise RemoteProtocolError(f"a response head over {MAX_HEAD} bytes")
                 self.buffer = buf[end + mark :]
-                return buf[:end]
+                head = parse_head(buf[:end])
+                if head.status >= 200:
+                    return head
+                if head.status == 101:
+                    raise RemoteProtocolError("the server switched protocols (101) unasked")
+                interim += 1
+                if interim > MAX_INTERIM:
+                    raise RemoteProtocolError(f"more than {MAX_INTERIM} interim (1xx) responses")
+                searched = 0
+                continue
             if len(buf) > MAX_HEAD:
                 raise RemoteProtocolError(f"a response head over {MAX_HEAD} bytes")
             searched = len(buf)
-            data = await self.read_some()
+            deadline = self.deadline  # read_some()
+            if deadline is None:
+                data: bytes = await self.stream.read(READ_SIZE, self.timeout)
+            else:
+                deadline.read_at = deadline._loop.time() + deadline.read
+                try:
+                    data = await self.stream.read(READ_SIZE, None)
+                except asyncio.CancelledError:
+                    if deadline.read_timed_out():
+                        raise ReadTimeout("timed out reading") from None
+                    raise
+                finally:
+                    deadline.read_at = None
             if not data:
                 if buf:
                     raise RemoteProtocolError("the connection closed in the middle of a response head")
@@ -393,7 +326,7 @@ class Response:
         sent: tuple[str, bytes, str, list[tuple[str, str]]],
         head: Head,
         conn: Connection,
-        on_done: Callable[[Connection, bool], Awaitable[None]],
+        on_done: Callable[[Connection, bool], Connection | None],
     ) -> None:
         self._sent = sent  # (url, target, Host header, headers): :attr:`request`
         self.status_code = head.status
@@ -426,13 +359,27 @@ class Response:
             yield piece
         self._finished = True
 
+    def arrived(self, most: int) -> bytes | None:
+        """The whole body, read, if it is a ``Content-Length`` body of at most ``most`` bytes that
+        has arrived already (with the head, as a small one does): the one piece :meth:`aiter_raw`
+        would yield, without its three generators. Else None, and nothing is read."""
+        conn = self._conn
+        length = self._length
+        if self._read or self._kind != "length" or length > most or len(conn.buffer) < length:
+            return None
+        self._read = self._finished = True
+        piece, conn.buffer = conn.buffer[:length], conn.buffer[length:]
+        return piece
+
     async def aclose(self) -> None:
         """Give the connection back (kept only if the body was read to its end) or close it."""
         if self._on_done is not None:
             done, self._on_done = self._on_done, None  # type: ignore[assignment]
             if self._kind == "none":
                 self._finished = True
-            await done(self._conn, self._finished and reusable(self._head, self._kind))
+            closing = done(self._conn, self._finished and reusable(self._head, self._kind))
+            if closing is not None:
+                await closing.aclose()
 
 
 Connect = Callable[[str, str, int, float], Awaitable[Stream]]
@@ -447,6 +394,23 @@ class Pool:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.idle: dict[tuple[str, str, int], list[Connection]] = {}
+
+    def _usable(self, origin: tuple[str, str, int]) -> Connection | None:
+        """The last idle connection to ``origin``, taken, if it may carry a request (not expired,
+        not closed by the server, no unasked-for bytes); else None and nothing is taken. No await:
+        the common case of :meth:`_take` without a coroutine."""
+        kept = self.idle.get(origin)
+        if not kept:
+            return None
+        conn = kept[-1]
+        stale = time.monotonic() - conn.idle_since > KEEP_IDLE or bool(conn.buffer)
+        if not stale:
+            with contextlib.suppress(Exception):
+                stale = bool(conn.stream.get_extra_info("is_readable"))
+        if stale:
+            return None
+        kept.pop()
+        return conn
 
     async def _take(self, origin: tuple[str, str, int]) -> Connection | None:
         kept = self.idle.get(origin)
@@ -468,17 +432,20 @@ class Pool:
         stream = await self.connect(scheme, host, port, self.connect_timeout)
         return Connection(stream, origin, self.read_timeout)
 
-    async def _give_back(self, conn: Connection, keep: bool) -> None:
+    def _give_back(self, conn: Connection, keep: bool) -> Connection | None:
+        """Keep ``conn`` idle (``keep``) or not; the connection the caller then closes, if any
+        (``conn`` itself, or the oldest idle one of all past :data:`MAX_IDLE`). No await: a kept
+        connection's common case needs none."""
         conn.deadline = None
         if not keep or conn.closed:
-            await conn.aclose()
-            return
+            return conn
         conn.idle_since = time.monotonic()
+        oldest = None
         if sum(map(len, self.idle.values())) >= MAX_IDLE:  # drop the oldest idle connection of all
             oldest = min((c for cs in self.idle.values() for c in cs), key=lambda c: c.idle_since)
             self.idle[oldest.origin].remove(oldest)
-            await oldest.aclose()
         self.idle.setdefault(conn.origin, []).append(conn)
+        return oldest
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -505,14 +472,16 @@ class Pool:
         scheme, host, port, host_header, target = split_url(url)
         head_bytes = request_head(target, host_header, headers)
         origin = (scheme, host, port)
-        conn = await self._take(origin)
+        conn = self._usable(origin)
+        if conn is None:
+            conn = await self._take(origin)
         fresh = conn is None
         if conn is None:
             conn = await self._open(origin)
         conn.deadline = deadline
         try:
             try:
-                await conn.write(head_bytes)
+                await conn.stream.write(head_bytes, conn.timeout)  # conn.write(), a coroutine less
                 head = await conn.read_head()
             except (_Unanswered, NetworkError):
                 if fresh:
