@@ -42,6 +42,8 @@ __all__ = [
     "deferred",
     "interruptible",
     "io_error",
+    "open_regular",
+    "read_regular",
     "sweep_stale",
     "temp_dir",
     "temp_path",
@@ -56,6 +58,43 @@ def io_error(e: OSError, subject: str, doing: str = "") -> ArchiverError:
     """One line for a failed read or write: ``no space left on device while writing 'a/b.png'``."""
     what = (e.strerror or str(e)).lower() if e.errno != errno.ENOSPC else "no space left on device"
     return ArchiverError(f"{what}{' ' + doing if doing else ''}", subject=subject)
+
+
+# ------------------------------------------------------------------------------- reading a file
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_regular(path: str | Path, *, follow: bool = False) -> int:
+    """A read descriptor of the regular file ``path``: opened without blocking (a FIFO under that
+    name never holds the caller), a symbolic link as its last component refused unless ``follow``,
+    and checked with ``fstat`` on the descriptor opened. ``FormatError`` naming ``path`` otherwise."""
+    try:
+        fd = os.open(path, _READ_FLAGS | (0 if follow else os.O_NOFOLLOW))
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK):
+            raise FormatError("is a symbolic link, not a regular file", subject=str(path)) from None
+        raise FormatError(f"cannot be read: {(e.strerror or str(e)).lower()}", subject=str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FormatError("is not a regular file", subject=str(path))
+    return fd
+
+
+def read_regular(path: str | Path, limit: int, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`), at most ``limit`` of them: a
+    larger file is a ``FormatError`` naming it, read no further than ``limit`` + 1 bytes."""
+    fd = open_regular(path, follow=follow)
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise FormatError(f"cannot be read: {(e.strerror or str(e)).lower()}", subject=str(path)) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise FormatError(f"is larger than {limit} bytes", subject=str(path))
+    return data
 
 
 # -------------------------------------------------------------------------------- temporary files
