@@ -20,11 +20,8 @@ raised at its :func:`checkpoint` calls or when it ends.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
-import secrets
-import shutil
 import signal
 import stat
 import threading
@@ -107,6 +104,8 @@ def _prefix(out: Path) -> str:
 def temp_path(out: Path, suffix: str = "") -> Path:
     """A fresh temporary name beside ``out``, recognisable as this process's (stale ones of dead
     processes are removed first)."""
+    import secrets  # here, as shutil and ctypes below: not the import of a reader of the store
+
     sweep_stale(out)
     return out.with_name(f"{_prefix(out)}{os.getpid()}-{secrets.token_hex(4)}{suffix}")
 
@@ -115,6 +114,8 @@ def temp_path(out: Path, suffix: str = "") -> Path:
 def temp_dir(out: Path) -> Iterator[Path]:
     """A fresh private folder beside ``out`` (see :func:`temp_path`), removed on exit."""
     work = temp_path(out)
+    import shutil
+
     try:  # made inside the try: a signal right after the mkdir still removes it
         os.mkdir(work, 0o700)
         yield work
@@ -156,6 +157,8 @@ def _sweep(folder: Path, prefix: str) -> list[Path]:
         p = folder / name
         with contextlib.suppress(OSError):
             if p.is_dir() and not p.is_symlink():
+                import shutil
+
                 shutil.rmtree(p)
             else:
                 p.unlink()
@@ -304,6 +307,8 @@ class Staging:
         if self.merge and not force and any(os.scandir(self.out)):
             raise UsageError("the folder is not empty; use --force to write into it", subject=str(out))
         if self.merge:
+            import secrets
+
             self.stage = self.out / f"{TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}"
         else:
             self.stage = temp_path(self.out)
@@ -470,6 +475,8 @@ class Staging:
         self._dirs.clear()
         if self._committed and not self.merge:
             return
+        import shutil
+
         with _signals_held():
             shutil.rmtree(self.stage, ignore_errors=True)
             if not self._committed:
@@ -509,6 +516,8 @@ def _signals_held() -> Iterator[None]:
 def _syncfs(fd: int) -> None:
     """Flush the filesystem holding ``fd`` (Linux ``syncfs``: one call instead of an fsync a file);
     ``os.sync`` where it is missing."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.syncfs(fd) == 0:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from archiver import safefs
 from archiver.errors import FormatError
 from archiver.tree import Header, Record
 
@@ -36,16 +37,8 @@ _header_decoder = msgspec.json.Decoder(Header)
 _record_decoder = msgspec.json.Decoder(Record)
 
 
-def _open(path: Path) -> int:
-    from archiver import safefs  # here only: its imports (shutil: bz2, lzma) are not every start's
-
-    return safefs.open_regular(path)
-
-
 def read_manifest(path: Path) -> bytes:
     """A version manifest's bytes (a regular file of at most :data:`MAX_MANIFEST_BYTES`)."""
-    from archiver import safefs
-
     return safefs.read_regular(path, MAX_MANIFEST_BYTES)
 
 
@@ -53,7 +46,7 @@ def decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
     """A version manifest's header and its records, streamed; a line over :data:`MAX_LINE`, a line
     that is no record, or a path listed twice (a version is compacted, one record a path: a path
     listed twice made ``extract`` write through a link to the tree's own file) is a FormatError."""
-    f = open(_open(path), "rb")  # noqa: SIM115 (closed by rows(), or below)
+    f = open(safefs.open_regular(path), "rb")  # noqa: SIM115 (closed by rows(), or below)
     try:
         first = f.readline(MAX_LINE + 1)
         if len(first) > MAX_LINE:
@@ -98,8 +91,6 @@ def pending_started(mark: Path) -> str | None:
     (nested too deep included) or without a ``started`` string is a FormatError naming it."""
     if not os.path.lexists(mark):
         return None
-    from archiver import safefs
-
     data = safefs.read_regular(mark, MAX_PENDING_BYTES)
     try:
         started = json.loads(data)["started"]
