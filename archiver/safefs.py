@@ -20,11 +20,8 @@ raised at its :func:`checkpoint` calls or when it ends.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
-import secrets
-import shutil
 import signal
 import stat
 import threading
@@ -42,6 +39,8 @@ __all__ = [
     "deferred",
     "interruptible",
     "io_error",
+    "open_regular",
+    "read_regular",
     "sweep_stale",
     "temp_dir",
     "temp_path",
@@ -58,6 +57,43 @@ def io_error(e: OSError, subject: str, doing: str = "") -> ArchiverError:
     return ArchiverError(f"{what}{' ' + doing if doing else ''}", subject=subject)
 
 
+# ------------------------------------------------------------------------------- reading a file
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_regular(path: str | Path, *, follow: bool = False) -> int:
+    """A read descriptor of the regular file ``path``: opened without blocking (a FIFO under that
+    name never holds the caller), a symbolic link as its last component refused unless ``follow``,
+    and checked with ``fstat`` on the descriptor opened. ``FormatError`` naming ``path`` otherwise."""
+    try:
+        fd = os.open(path, _READ_FLAGS | (0 if follow else os.O_NOFOLLOW))
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK):
+            raise FormatError("is a symbolic link, not a regular file", subject=str(path)) from None
+        raise FormatError(f"cannot be read: {(e.strerror or str(e)).lower()}", subject=str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FormatError("is not a regular file", subject=str(path))
+    return fd
+
+
+def read_regular(path: str | Path, limit: int, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`), at most ``limit`` of them: a
+    larger file is a ``FormatError`` naming it, read no further than ``limit`` + 1 bytes."""
+    fd = open_regular(path, follow=follow)
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise FormatError(f"cannot be read: {(e.strerror or str(e)).lower()}", subject=str(path)) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise FormatError(f"is larger than {limit} bytes", subject=str(path))
+    return data
+
+
 # -------------------------------------------------------------------------------- temporary files
 
 
@@ -68,6 +104,8 @@ def _prefix(out: Path) -> str:
 def temp_path(out: Path, suffix: str = "") -> Path:
     """A fresh temporary name beside ``out``, recognisable as this process's (stale ones of dead
     processes are removed first)."""
+    import secrets  # here, as shutil and ctypes below: not the import of a reader of the store
+
     sweep_stale(out)
     return out.with_name(f"{_prefix(out)}{os.getpid()}-{secrets.token_hex(4)}{suffix}")
 
@@ -76,6 +114,8 @@ def temp_path(out: Path, suffix: str = "") -> Path:
 def temp_dir(out: Path) -> Iterator[Path]:
     """A fresh private folder beside ``out`` (see :func:`temp_path`), removed on exit."""
     work = temp_path(out)
+    import shutil
+
     try:  # made inside the try: a signal right after the mkdir still removes it
         os.mkdir(work, 0o700)
         yield work
@@ -117,6 +157,8 @@ def _sweep(folder: Path, prefix: str) -> list[Path]:
         p = folder / name
         with contextlib.suppress(OSError):
             if p.is_dir() and not p.is_symlink():
+                import shutil
+
                 shutil.rmtree(p)
             else:
                 p.unlink()
@@ -265,6 +307,8 @@ class Staging:
         if self.merge and not force and any(os.scandir(self.out)):
             raise UsageError("the folder is not empty; use --force to write into it", subject=str(out))
         if self.merge:
+            import secrets
+
             self.stage = self.out / f"{TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}"
         else:
             self.stage = temp_path(self.out)
@@ -431,6 +475,8 @@ class Staging:
         self._dirs.clear()
         if self._committed and not self.merge:
             return
+        import shutil
+
         with _signals_held():
             shutil.rmtree(self.stage, ignore_errors=True)
             if not self._committed:
@@ -470,6 +516,8 @@ def _signals_held() -> Iterator[None]:
 def _syncfs(fd: int) -> None:
     """Flush the filesystem holding ``fd`` (Linux ``syncfs``: one call instead of an fsync a file);
     ``os.sync`` where it is missing."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.syncfs(fd) == 0:

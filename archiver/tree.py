@@ -128,7 +128,7 @@ def read_header(root: Path) -> Header | None:
 def _decode_header(line: bytes, path: Path) -> Header:
     try:
         header = _header_decoder.decode(line)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
         raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(path)) from None
     if header.version > FORMAT_VERSION:
         raise FormatError(
@@ -178,7 +178,7 @@ def _decode_record(line: bytes, lineno: int, path: Path) -> Record:
     """The record on manifest line ``lineno`` (1 is the header), or a :class:`FormatError` naming it."""
     try:
         return _record_decoder.decode(line)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
         raise FormatError(f"line {lineno}: {e}", subject=str(path)) from None
 
 

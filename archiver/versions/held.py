@@ -83,7 +83,7 @@ class TreeState:
                 for line in f:
                     if not line.endswith(b"\n") or not line.strip():
                         continue
-                    with contextlib.suppress(msgspec.DecodeError):
+                    with contextlib.suppress(msgspec.DecodeError, RecursionError):
                         h = _held_decoder.decode(line)
                         table[h.path] = h.sha256
             self._key, self._table = key, table

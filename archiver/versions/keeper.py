@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from archiver.errors import FormatError
-from archiver.versions import store
+from archiver.versions import store, storefiles
 
 __all__ = ["KEPT_FDS", "Keeper", "TreeFolders", "for_tree", "store_blob"]
 
@@ -91,7 +91,7 @@ def store_blob(root: Path, rel: str, sha256: str, size: int, tree: TreeFolders) 
         except FormatError:
             return False
         try:
-            with open(tmp, "wb") as out:
+            with open(tmp, "xb") as out:  # O_EXCL: never written through a name that exists
                 while chunk := os.read(fd, _CHUNK):
                     out.write(chunk)
                 out.flush()
@@ -149,11 +149,7 @@ def for_tree(root: Path) -> Keeper | None:
     if not found:
         return None
     newest = found[-1].manifest
-    try:
-        data = newest.read_bytes()
-    except OSError as e:
-        raise FormatError(f"cannot be read: {e.strerror or e}", subject=str(newest)) from None
-    return Keeper(root, data)
+    return Keeper(root, storefiles.read_manifest(newest))  # a regular file, bounded: else a FormatError
 
 
 def _pending(root: Path, manifest: bytes) -> dict[str, tuple[str, int]]:
@@ -166,7 +162,7 @@ def _pending(root: Path, manifest: bytes) -> dict[str, tuple[str, int]]:
             continue
         try:
             r = _held_decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deep (msgspec)
             continue  # verify names it
         if store.safe_path(r.path) or not store.is_sha256(r.sha256):
             continue  # a hostile version: never a tree path a capture writes

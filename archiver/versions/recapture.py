@@ -20,7 +20,7 @@ import msgspec
 from archiver.errors import FormatError, UsageError
 from archiver.tree import Header, Record, read_header, write_manifest, write_records
 from archiver.urls import REPORT_NAME, RESERVED_DIR
-from archiver.versions import store
+from archiver.versions import store, storefiles
 from archiver.versions.keeper import for_tree
 
 __all__ = ["PENDING", "FinalManifest", "Pending", "begin", "finish"]
@@ -55,11 +55,12 @@ def begin(root: Path, now: datetime | None = None) -> Pending:
             subject=str(root),
         )
     mark = _pending_path(root)
-    if mark.is_file():
+    text = storefiles.pending_started(mark)  # bounded, a regular file: else a FormatError naming it
+    if text is not None:
         try:
-            started = datetime.fromisoformat(json.loads(mark.read_text())["started"].replace("Z", "+00:00"))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            raise FormatError("is not a pending re-capture's mark", subject=str(mark)) from None
+            started = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise FormatError(f"its started time {text!r} is not RFC 3339", subject=str(mark)) from None
         return Pending(started)
     store.record(root)
     started = (now or datetime.now(UTC)).replace(microsecond=0)
@@ -83,9 +84,13 @@ def _complete(root: Path) -> bool:
     ``json.loads`` built every item of the report (a thousand on a thousand-page site, ~20 K
     instructions a URL of an unchanged re-capture) to read one member; a report that is no JSON
     object, or no UTF-8 JSON, is not complete, as before."""
-    try:
-        doc = _complete_decoder.decode((root / RESERVED_DIR / REPORT_NAME).read_bytes())
-    except (OSError, msgspec.DecodeError):
+    from archiver import safefs
+    from archiver.versions.reports import MAX_REPORT_BYTES
+
+    try:  # bounded, a regular file; RecursionError: nested too deep (msgspec)
+        data = safefs.read_regular(root / RESERVED_DIR / REPORT_NAME, MAX_REPORT_BYTES, follow=True)
+        doc = _complete_decoder.decode(data)
+    except (FormatError, msgspec.DecodeError, RecursionError):
         return False
     return doc.complete is True
 

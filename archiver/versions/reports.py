@@ -6,8 +6,6 @@ that is missing, unreadable or over :data:`MAX_REPORT_BYTES` counts as one that 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,18 +23,15 @@ def report_items(root: Path, v: Any) -> list[dict[str, Any]]:
     from archiver.urls import REPORT_NAME, RESERVED_DIR
 
     path = v.manifest.with_name(f"{v.id}.report.json") if v.recorded else root / RESERVED_DIR / REPORT_NAME
+    from archiver import safefs
+    from archiver.errors import FormatError
+
     try:
         # not blocking, a regular file only: a FIFO under a report's name held diff (and serve's gone
         # page) forever on open, before 2026-12
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with open(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return []
-            data = f.read(MAX_REPORT_BYTES + 1)
-        if len(data) > MAX_REPORT_BYTES:
-            return []
+        data = safefs.read_regular(path, MAX_REPORT_BYTES, follow=True)
         doc = json.loads(data)
-    except (OSError, ValueError, RecursionError):
+    except (FormatError, ValueError, RecursionError):
         return []
     items = doc.get("items") if isinstance(doc, dict) else None
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import stat
@@ -29,7 +28,7 @@ from archiver.tree import (
     read_records,
 )
 from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
-from archiver.versions import dates
+from archiver.versions import dates, storefiles
 from archiver.versions.held import Held, TreeState, hash_fd, identity
 
 __all__ = [
@@ -64,7 +63,6 @@ STORE_MARK = "store.json"
 STORE_FORMAT = b'{"format":"archiver-version-store","version":2}\n'
 _encoder = msgspec.json.Encoder()
 _header_decoder = msgspec.json.Decoder(Header)
-_record_decoder = msgspec.json.Decoder(Record)
 
 
 class Version(msgspec.Struct, frozen=True):
@@ -101,14 +99,13 @@ def _current_id(root: Path) -> str | None:
     header = read_header(root)
     if header is None:
         return None
-    created = header.created
     mark = store_dir(root) / PENDING
-    if mark.is_file():
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # begin() says what is wrong
-            created = str(json.loads(mark.read_text())["started"])
+    started = storefiles.pending_started(mark)  # bounded; any damage is a FormatError naming it
     try:
-        return dates.version_id(created)
+        return dates.version_id(header.created if started is None else started)
     except ValueError:
+        if started is not None:
+            raise FormatError(f"its started time {started!r} is not RFC 3339", subject=str(mark)) from None
         raise FormatError(
             f"its created time {header.created!r} is not RFC 3339", subject=str(manifest_path(root))
         ) from None
@@ -123,6 +120,8 @@ def recorded(root: Path) -> list[Version]:
             name = entry.name
             if not name.endswith(".jsonl") or name.startswith(TMP):
                 continue
+            if not entry.is_file(follow_symlinks=False):
+                continue  # a FIFO, folder or symbolic link is no version: verify names it (problems)
             vid = name[: -len(".jsonl")]
             try:
                 dates.id_order(vid)
@@ -177,20 +176,25 @@ def _current_is_recorded(root: Path, found: list[Version]) -> bool:
     # record decoded nor encoded again (a re-capture's begin, ~1,000 records)
     head, _, rest = manifest_path(root).read_bytes().partition(b"\n")
     for v in same_start:
-        v_head, _, v_rest = v.manifest.read_bytes().partition(b"\n")
-        if v_rest == rest and _version_body(v_head, "") == _version_body(head, ""):
+        v_head, _, v_rest = storefiles.read_manifest(v.manifest).partition(b"\n")
+        if v_rest == rest and _version_body(v_head, "", v.manifest) == _version_body(head, ""):
             return True
     want = hashlib.sha256(_version_body(_manifest_bytes(root), "")).hexdigest()
     return any(
-        hashlib.sha256(_version_body(v.manifest.read_bytes(), "")).hexdigest() == want for v in same_start
+        hashlib.sha256(_version_body(storefiles.read_manifest(v.manifest), "", v.manifest)).hexdigest()
+        == want
+        for v in same_start
     )
 
 
-def _version_body(data: bytes, vid: str) -> bytes:
+def _version_body(data: bytes, vid: str, subject: Path | None = None) -> bytes:
     """A version manifest's bytes with its header's ``options.version`` set to ``vid`` ("" removes
-    it): what two recordings of the same state compare equal on."""
+    it): what two recordings of the same state compare equal on. ``subject``: the manifest read."""
     first, _, rest = data.partition(b"\n")
-    header = _header_decoder.decode(first)
+    try:
+        header = _header_decoder.decode(first)
+    except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
+        raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(subject or "")) from None
     options = dict(header.options)
     options.pop("version", None)
     if vid:
@@ -314,33 +318,26 @@ def record(
     vid = current.id
     body = _version_body(encoded, vid)
     _write_atomic(folder / f"{vid}.jsonl", body)
-    report = root / RESERVED_DIR / REPORT_NAME
-    if report.is_file():
-        _write_atomic(folder / f"{vid}.report.json", report.read_bytes())
+    report = _report_bytes(root / RESERVED_DIR / REPORT_NAME)
+    if report is not None:
+        _write_atomic(folder / f"{vid}.report.json", report)
     return Recorded(Version(vid, folder / f"{vid}.jsonl", True), True, files, 0)
 
 
-def _decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
-    f = path.open("rb")
-    try:
-        header = _header_decoder.decode(f.readline())
-    except msgspec.DecodeError as e:
-        f.close()
-        raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(path)) from None
+def _report_bytes(report: Path) -> bytes | None:
+    """The run's report to keep with its version: a regular file (never a FIFO's wait nor a symbolic
+    link's target outside the tree) of at most MAX_REPORT_BYTES, else none (history.md §7)."""
+    if not os.path.lexists(report):
+        return None
+    from archiver import safefs
+    from archiver.versions.reports import MAX_REPORT_BYTES
 
-    def rows() -> Iterator[Record]:
-        with f:
-            for n, line in enumerate(f, 2):
-                if not line.strip():
-                    continue
-                if not line.endswith(b"\n"):
-                    raise FormatError(f"line {n} is cut short", subject=str(path))
-                try:
-                    yield _record_decoder.decode(line)
-                except msgspec.DecodeError as e:
-                    raise FormatError(f"line {n}: {e}", subject=str(path)) from None
+    with contextlib.suppress(FormatError):
+        return safefs.read_regular(report, MAX_REPORT_BYTES)
+    return None
 
-    return header, rows()
+
+_decode_manifest = storefiles.decode_manifest
 
 
 def version_records(v: Version) -> Iterator[Record]:
@@ -543,20 +540,27 @@ def extract(root: Path, v: Version, out: Path) -> int:
         n = 0
         for r in rows:
             dest = work / r.path
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise FormatError(
+                    f"{r.path!r} is inside another record's file", subject=str(v.manifest)
+                ) from None
             fd, src = open_source(root, r, tree)
             try:
                 os.link(src, dest, follow_symlinks=False)
                 if not os.path.samestat(os.lstat(dest), os.fstat(fd)):  # replaced since it was checked
                     os.unlink(dest)
                     raise OSError("not the file checked")
-            except OSError:
-                with os.fdopen(os.dup(fd), "rb") as f, open(dest, "wb") as copy:
+            except FileExistsError:  # never written through: dest may be a link to the tree's file
+                raise FormatError(f"{r.path!r} is listed twice", subject=str(v.manifest)) from None
+            except OSError:  # "xb" (O_EXCL): a name that exists is never opened and truncated
+                with os.fdopen(os.dup(fd), "rb") as f, open(dest, "xb") as copy:
                     shutil.copyfileobj(f, copy)
             finally:
                 os.close(fd)
             n += 1
-        body = _version_body(v.manifest.read_bytes(), "")
+        body = _version_body(storefiles.read_manifest(v.manifest), "", v.manifest)
         (work / RESERVED_DIR).mkdir(exist_ok=True)
         (work / RESERVED_DIR / MANIFEST_NAME).write_bytes(body)
         if out.exists():
