@@ -115,13 +115,33 @@ def manifest_path(root: Path) -> Path:
     return root / RESERVED_DIR / MANIFEST_NAME
 
 
+#: The longest manifest line read (a record's line is a few hundred bytes): a tree is hostile input,
+#: and a manifest of one endless line was read whole into memory.
+LINE_LIMIT = 16 << 20
+
+
+def _open_manifest(path: Path) -> BinaryIO:
+    """The manifest ``path`` opened for reading: a regular file, never a symbolic link followed out
+    of the tree nor a FIFO waited on (a :class:`FormatError` naming it)."""
+    from archiver import safefs  # not at import: a capture's start imports this module
+
+    return os.fdopen(safefs.open_regular(path), "rb")
+
+
+def _line(f: BinaryIO, lineno: int, path: Path) -> bytes:
+    line = f.readline(LINE_LIMIT + 1)
+    if len(line) > LINE_LIMIT:
+        raise FormatError(f"line {lineno} is longer than {LINE_LIMIT} bytes", subject=str(path))
+    return line
+
+
 def read_header(root: Path) -> Header | None:
     """The manifest header of the tree at ``root``, or None when the tree has no manifest."""
     path = manifest_path(root)
     if not path.is_file():
         return None
-    with path.open("rb") as f:
-        first = f.readline()
+    with _open_manifest(path) as f:
+        first = _line(f, 1, path)
     return _decode_header(first, path)
 
 
@@ -145,14 +165,14 @@ def read_records(root: Path) -> Iterator[Record]:
     path = manifest_path(root)
     offsets: dict[str, int] = {}
     order: list[str] = []
-    with path.open("rb") as f:
+    with _open_manifest(path) as f:
         for offset, record in _manifest_lines(f, path):
             if record.path not in offsets:
                 order.append(record.path)
             offsets[record.path] = offset
         for p in order:
             f.seek(offsets[p])
-            yield _record_decoder.decode(f.readline())
+            yield _record_decoder.decode(f.readline(LINE_LIMIT + 1))
 
 
 def read_record_list(root: Path) -> list[Record]:
@@ -161,8 +181,8 @@ def read_record_list(root: Path) -> list[Record]:
     caller that holds them all anyway."""
     path = manifest_path(root)
     by_path: dict[str, Record] = {}  # a later record for a path replaces it where it first was
-    with path.open("rb") as f:
-        _decode_header(f.readline(), path)
+    with _open_manifest(path) as f:
+        _decode_header(_line(f, 1, path), path)
         lines = f.read().split(b"\n")  # no offsets: no tell() (a system call) a line
     last = len(lines) - 1  # lines[last]: b"" after a whole last line, else a torn one (ignored)
     for n, line in enumerate(lines):
@@ -186,11 +206,11 @@ def _manifest_lines(f: BinaryIO, path: Path) -> Iterator[tuple[int, Record]]:
     """Each record of the open manifest ``f`` after its header (checked), with the offset its line
     starts at. A torn last line (a crash mid-append) ends it; any other bad line is a
     :class:`FormatError` naming the line."""
-    _decode_header(f.readline(), path)
+    _decode_header(_line(f, 1, path), path)
     lineno = 1
     while True:
         offset = f.tell()
-        line = f.readline()
+        line = _line(f, lineno + 1, path)
         if not line:
             return
         lineno += 1
@@ -305,9 +325,9 @@ class ManifestWriter:
         self.durable = durable
         self.path = manifest_path(root)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and self.path.stat().st_size:
-            with self.path.open("rb") as f:
-                _decode_header(f.readline(), self.path)
+        if self.path.is_symlink() or (self.path.exists() and self.path.stat().st_size):
+            with _open_manifest(self.path) as f:  # not a link out of the tree: it is cut and appended to
+                _decode_header(_line(f, 1, self.path), self.path)
             _cut_torn_line(self.path)
             self._file = self.path.open("ab")
         else:

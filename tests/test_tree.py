@@ -194,3 +194,47 @@ def test_symlinked_folders_are_not_followed(tmp_path: Path) -> None:
     (tmp_path / "again").symlink_to("docs")  # a second path to the same page
     (tmp_path / "docs" / "loop").symlink_to("..")  # a loop
     assert [r.path for r in infer_records(tmp_path)] == ["docs/a.html"]
+
+
+def _linked_manifest(tmp_path: Path) -> tuple[Path, Path, bytes]:
+    """A tree whose manifest is a symbolic link to a manifest outside it with a torn last line."""
+    outside = tmp_path / "outside.jsonl"
+    with ManifestWriter(tmp_path / "elsewhere", HEADER) as w:
+        w.add(_record("a.html"))
+    data = manifest_path(tmp_path / "elsewhere").read_bytes() + b'{"path":"b.ht'
+    outside.write_bytes(data)
+    root = tmp_path / "tree"
+    manifest_path(root).parent.mkdir(parents=True)
+    manifest_path(root).symlink_to(outside)
+    return root, outside, data
+
+
+def test_a_manifest_that_is_a_symbolic_link_is_never_followed(tmp_path: Path) -> None:
+    """A tree is hostile input: its manifest a link to a file elsewhere was read (its records
+    served as the tree's) and, when a capture resumed the tree, cut at its last newline and
+    appended to: a write outside the tree. Now every reader and the writer refuse it."""
+    root, outside, data = _linked_manifest(tmp_path)
+    for read in (read_header, lambda r: list(read_records(r)), lambda r: list(records(r))):
+        with pytest.raises(FormatError, match="symbolic link"):
+            read(root)
+    with pytest.raises(FormatError, match="symbolic link"), ManifestWriter(root, HEADER) as w:
+        w.add(_record("c.html"))
+    assert outside.read_bytes() == data
+
+
+def test_a_manifest_line_longer_than_the_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest of one endless line was read whole into memory; lines are read up to
+    tree.LINE_LIMIT (16 MiB; made small here)."""
+    import archiver.tree
+
+    with ManifestWriter(tmp_path, HEADER) as w:
+        w.add(_record("a.html", title="x" * 5000))
+    monkeypatch.setattr(archiver.tree, "LINE_LIMIT", 4096)
+    with pytest.raises(FormatError, match="line 2 is longer than 4096 bytes"):
+        list(read_records(tmp_path))
+    assert read_header(tmp_path) is not None  # the header's line is short
+    (tmp_path / "_archiver" / "manifest.jsonl").write_bytes(b"{" + b" " * 5000 + b"}\n")
+    with pytest.raises(FormatError, match="line 1 is longer than 4096 bytes"):
+        read_header(tmp_path)
