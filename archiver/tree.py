@@ -120,7 +120,7 @@ def manifest_path(root: Path) -> Path:
 LINE_LIMIT = 16 << 20
 
 
-def _open_manifest(path: Path) -> BinaryIO:
+def open_manifest(path: Path) -> BinaryIO:
     """The manifest ``path`` opened for reading: a regular file, never a symbolic link followed out
     of the tree nor a FIFO waited on (a :class:`FormatError` naming it)."""
     from archiver import safefs  # not at import: a capture's start imports this module
@@ -140,7 +140,7 @@ def read_header(root: Path) -> Header | None:
     path = manifest_path(root)
     if not path.is_file():
         return None
-    with _open_manifest(path) as f:
+    with open_manifest(path) as f:
         first = _line(f, 1, path)
     return _decode_header(first, path)
 
@@ -165,7 +165,7 @@ def read_records(root: Path) -> Iterator[Record]:
     path = manifest_path(root)
     offsets: dict[str, int] = {}
     order: list[str] = []
-    with _open_manifest(path) as f:
+    with open_manifest(path) as f:
         for offset, record in _manifest_lines(f, path):
             if record.path not in offsets:
                 order.append(record.path)
@@ -181,7 +181,7 @@ def read_record_list(root: Path) -> list[Record]:
     caller that holds them all anyway."""
     path = manifest_path(root)
     by_path: dict[str, Record] = {}  # a later record for a path replaces it where it first was
-    with _open_manifest(path) as f:
+    with open_manifest(path) as f:
         _decode_header(_line(f, 1, path), path)
         lines = f.read().split(b"\n")  # no offsets: no tell() (a system call) a line
     last = len(lines) - 1  # lines[last]: b"" after a whole last line, else a torn one (ignored)
@@ -326,7 +326,7 @@ class ManifestWriter:
         self.path = manifest_path(root)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_symlink() or (self.path.exists() and self.path.stat().st_size):
-            with _open_manifest(self.path) as f:  # not a link out of the tree: it is cut and appended to
+            with open_manifest(self.path) as f:  # not a link out of the tree: it is cut and appended to
                 _decode_header(_line(f, 1, self.path), self.path)
             _cut_torn_line(self.path)
             self._file = self.path.open("ab")

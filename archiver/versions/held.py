@@ -15,7 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from archiver.tree import manifest_path
+from archiver.errors import FormatError
+from archiver.tree import LINE_LIMIT, manifest_path, open_manifest
 
 __all__ = ["CHECKED_MAX", "SETTLE_NS", "Held", "Identity", "TreeState", "hash_fd", "identity"]
 
@@ -78,9 +79,13 @@ class TreeState:
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
         if key != self._key:
             table: dict[str, str] = {}
-            with open(manifest, "rb") as f:
-                f.readline()  # the header
-                for line in f:
+            try:  # a regular file only (a FIFO there held the caller: serve's memento answers)
+                f = open_manifest(manifest)
+            except FormatError:
+                return None
+            with f:
+                f.readline(LINE_LIMIT)  # the header
+                while line := f.readline(LINE_LIMIT + 1):
                     if not line.endswith(b"\n") or not line.strip():
                         continue
                     with contextlib.suppress(msgspec.DecodeError, RecursionError):

@@ -415,3 +415,18 @@ def test_a_manifest_as_its_version_holds_it_is_that_version_and_an_edit_is_not(t
     manifest.write_bytes(b"".join([lines[0], json.dumps(doc).encode() + b"\n", *lines[2:]]))
     edited = store.record(root)
     assert edited.new and edited.version.id != first.version.id
+
+
+def test_the_tree_state_never_waits_on_a_manifest_that_is_no_file(tmp_path: Path) -> None:
+    """TreeState (what a memento's tree file is checked against, in serve) read the tree's manifest
+    with a blocking open: a FIFO under its name held the server's request for good. A manifest that
+    is not a regular file (a FIFO, a link) now tells it nothing, at once."""
+    root = tmp_path / "t"
+    (root / "_archiver").mkdir(parents=True)
+    os.mkfifo(root / "_archiver" / "manifest.jsonl")
+    code = (
+        "import sys; from pathlib import Path; from archiver.versions.held import TreeState\n"
+        f"print(TreeState(Path({str(root)!r})).sha256('index.html'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "None\n"), done.stderr[-500:]
