@@ -102,3 +102,15 @@ def settle(root: Path) -> None:
     is hashed at every use, never remembered (formats/history.md §3)."""
     newest = max(p.stat().st_ctime_ns for p in root.rglob("*") if p.is_file())
     time.sleep(max(0.0, (newest + held.SETTLE_NS - time.time_ns()) / 1e9) + 0.05)
+
+
+def two_versions(root: Path, first: dict[str, str | bytes], second: dict[str, str | bytes]) -> Path:
+    """A tree at ``root`` with two recorded versions: ``first`` at 2026-11-30 09:00, ``second`` at
+    2026-12-01 09:00 (their files: as :func:`write_tree` takes them)."""
+    from archiver.versions import store
+
+    write_tree(root, first, "2026-11-30T09:00:00Z")
+    store.record(root)
+    write_tree(root, second, "2026-12-01T09:00:00Z")
+    store.record(root)
+    return root

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from archiver.versions import store
-from tests.versions.helpers import page, write_tree
+from tests.versions.helpers import page, two_versions
 
 V1 = {
     "index.html": page("Home", "<p>Welcome.</p>"),
@@ -36,12 +36,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def two(tmp_path: Path) -> Path:
-    root = tmp_path / "site"
-    write_tree(root, V1, "2026-11-30T09:00:00Z")
-    store.record(root)
-    write_tree(root, V2, "2026-12-01T09:00:00Z")
-    store.record(root)
-    return root
+    return two_versions(tmp_path / "site", V1, V2)
 
 
 def _left_beside(out: Path) -> list[str]:

@@ -20,7 +20,7 @@ import pytest
 from archiver.errors import FormatError
 from archiver.tree import is_private, read_header, read_records
 from archiver.versions import held, keeper, store
-from tests.versions.helpers import page, settle, write_tree
+from tests.versions.helpers import page, settle, two_versions, write_tree
 
 V1 = {
     "index.html": page("Home", "<p>Welcome.</p>"),
@@ -47,12 +47,7 @@ def _no_temporaries(root: Path) -> None:
 
 @pytest.fixture
 def two(tmp_path: Path) -> Path:
-    root = tmp_path / "site"
-    write_tree(root, V1, "2026-11-30T09:00:00Z")
-    store.record(root)
-    write_tree(root, V2, "2026-12-01T09:00:00Z")
-    store.record(root)
-    return root
+    return two_versions(tmp_path / "site", V1, V2)
 
 
 def test_recording_writes_only_its_manifest_and_is_idempotent(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from archiver.errors import FormatError
 from archiver.serve import running
 from archiver.versions import recapture, store, storefiles
-from tests.versions.helpers import write_tree
+from tests.versions.helpers import two_versions
 from tests.versions.test_store import V1, V2, _cli
 
 FIRST = "20261130T090000Z"
@@ -28,12 +28,7 @@ FIRST = "20261130T090000Z"
 
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
-    root = tmp_path / "site"
-    write_tree(root, V1, "2026-11-30T09:00:00Z")
-    store.record(root)
-    write_tree(root, V2, "2026-12-01T09:00:00Z")
-    store.record(root)
-    return root
+    return two_versions(tmp_path / "site", V1, V2)
 
 
 def _sha(path: Path) -> str:
