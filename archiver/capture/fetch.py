@@ -519,9 +519,8 @@ class Fetcher:
             decoder = Decoder(response.headers.get("content-encoding"))
             if decoder.identity:
                 whole = response.arrived(SPOOL_LIMIT if limit is None or limit > SPOOL_LIMIT else limit)
-                if (
-                    whole is not None
-                ):  # arrived with the head, within the cap: what the loop below keeps of it
+                # arrived with the head, within the cap: what the loop below keeps of it
+                if whole is not None:
                     self.bytes += len(whole)
                     result.size = len(whole)
                     result.body = whole
