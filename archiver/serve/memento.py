@@ -11,6 +11,7 @@ This module opens the store's files; it never touches the network."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -156,8 +157,11 @@ def version_mounts(mounts: list[Mount]) -> list[Mount]:
             continue
         try:
             found = [v for v in store.versions(Path(m.path)) if v.recorded]
-        except (FormatError, OSError):
-            continue  # verify says what is wrong with the store; the tree itself is still served
+        except (FormatError, OSError) as e:  # the tree itself is still served; verify says more
+            where = e.subject if isinstance(e, FormatError) and e.subject else m.path
+            why = e.message if isinstance(e, FormatError) else (e.strerror or str(e))
+            print(f"archiver serve: {where}: {why} (its earlier versions are not served)", file=sys.stderr)
+            continue
         out += [VersionMount(m, v) for v in found]
     return out
 

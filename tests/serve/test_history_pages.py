@@ -158,3 +158,25 @@ def test_asking_a_gone_page_again_does_not_read_the_manifest_again(
     for _ in range(5):
         assert gone._failures(root)[0] == "2026-12-02T09:00:00Z"
     assert len(calls) == 1
+
+
+def test_a_damaged_store_is_said_in_the_log_and_the_tree_still_served(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tree whose version store cannot be read (here a pending.json that is no mark) is served
+    without its earlier versions: its TimeMap then answers 404, and before nothing said why."""
+    from archiver.serve.sources import mounts_for
+    from tests.versions.helpers import two_versions
+
+    root = two_versions(
+        tmp_path / "site", {"index.html": page("Home", "one")}, {"index.html": page("Home", "two")}
+    )
+    (root / "_archiver" / ".versions" / "pending.json").write_text("[" * 5000 + "]" * 5000)
+    mounts = mounts_for([root])
+    try:
+        assert [m.kind for m in mounts] == ["tree"]  # served, no version mounts
+    finally:
+        for m in mounts:
+            m.close()
+    err = capsys.readouterr().err
+    assert "pending.json" in err and "(its earlier versions are not served)" in err, err
