@@ -24,6 +24,7 @@ from archiver.urls import PRIVATE_NAMES, REPORT_NAME, RESERVED_DIR, STATE_NAME
 
 __all__ = [
     "FORMAT_VERSION",
+    "LINE_LIMIT",
     "MANIFEST_NAME",
     "PRIVATE_NAMES",
     "STATE_NAME",
@@ -31,12 +32,15 @@ __all__ = [
     "ManifestWriter",
     "Record",
     "WarcRef",
+    "decode_record",
     "hash_file",
     "infer_records",
     "is_private",
     "manifest_path",
+    "open_manifest",
     "page_title",
     "read_header",
+    "read_line",
     "read_records",
     "records",
     "title_from_html",
@@ -128,7 +132,9 @@ def open_manifest(path: Path) -> BinaryIO:
     return os.fdopen(safefs.open_regular(path), "rb")
 
 
-def _line(f: BinaryIO, lineno: int, path: Path) -> bytes:
+def read_line(f: BinaryIO, lineno: int, path: Path) -> bytes:
+    """The next line of the manifest ``f`` (line ``lineno`` of ``path``), read no further than
+    :data:`LINE_LIMIT`: a longer one is a :class:`FormatError` naming it."""
     line = f.readline(LINE_LIMIT + 1)
     if len(line) > LINE_LIMIT:
         raise FormatError(f"line {lineno} is longer than {LINE_LIMIT} bytes", subject=str(path))
@@ -141,7 +147,7 @@ def read_header(root: Path) -> Header | None:
     if not path.is_file():
         return None
     with open_manifest(path) as f:
-        first = _line(f, 1, path)
+        first = read_line(f, 1, path)
     return _decode_header(first, path)
 
 
@@ -182,19 +188,19 @@ def read_record_list(root: Path) -> list[Record]:
     path = manifest_path(root)
     by_path: dict[str, Record] = {}  # a later record for a path replaces it where it first was
     with open_manifest(path) as f:
-        _decode_header(_line(f, 1, path), path)
+        _decode_header(read_line(f, 1, path), path)
         lines = f.read().split(b"\n")  # no offsets: no tell() (a system call) a line
     last = len(lines) - 1  # lines[last]: b"" after a whole last line, else a torn one (ignored)
     for n, line in enumerate(lines):
         if n == last:
             break
         if line.strip():
-            record = _decode_record(line, n + 2, path)
+            record = decode_record(line, n + 2, path)
             by_path[record.path] = record
     return list(by_path.values())
 
 
-def _decode_record(line: bytes, lineno: int, path: Path) -> Record:
+def decode_record(line: bytes, lineno: int, path: Path) -> Record:
     """The record on manifest line ``lineno`` (1 is the header), or a :class:`FormatError` naming it."""
     try:
         return _record_decoder.decode(line)
@@ -206,18 +212,18 @@ def _manifest_lines(f: BinaryIO, path: Path) -> Iterator[tuple[int, Record]]:
     """Each record of the open manifest ``f`` after its header (checked), with the offset its line
     starts at. A torn last line (a crash mid-append) ends it; any other bad line is a
     :class:`FormatError` naming the line."""
-    _decode_header(_line(f, 1, path), path)
+    _decode_header(read_line(f, 1, path), path)
     lineno = 1
     while True:
         offset = f.tell()
-        line = _line(f, lineno + 1, path)
+        line = read_line(f, lineno + 1, path)
         if not line:
             return
         lineno += 1
         if not line.endswith(b"\n"):
             return  # torn last line
         if line.strip():
-            yield offset, _decode_record(line, lineno, path)
+            yield offset, decode_record(line, lineno, path)
 
 
 def records(root: Path) -> Iterator[Record]:
@@ -327,7 +333,7 @@ class ManifestWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_symlink() or (self.path.exists() and self.path.stat().st_size):
             with open_manifest(self.path) as f:  # not a link out of the tree: it is cut and appended to
-                _decode_header(_line(f, 1, self.path), self.path)
+                _decode_header(read_line(f, 1, self.path), self.path)
             _cut_torn_line(self.path)
             self._file = self.path.open("ab")
         else:

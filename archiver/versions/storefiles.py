@@ -15,10 +15,9 @@ import msgspec
 
 from archiver import safefs
 from archiver.errors import FormatError
-from archiver.tree import Header, Record
+from archiver.tree import Header, Record, decode_record, open_manifest, read_line
 
 __all__ = [
-    "MAX_LINE",
     "MAX_MANIFEST_BYTES",
     "MAX_PENDING_BYTES",
     "decode_manifest",
@@ -26,15 +25,12 @@ __all__ = [
     "read_manifest",
 ]
 
-#: A version manifest's line longer than this is damage (a record's paths and URLs are far shorter).
-MAX_LINE = 16 << 20
 #: A version manifest read whole (a comparison, a pack's keeper) larger than this is refused.
 MAX_MANIFEST_BYTES = 1 << 30
 #: ``pending.json`` holds one time: a larger one is not a pending re-capture's mark.
 MAX_PENDING_BYTES = 4096
 
 _header_decoder = msgspec.json.Decoder(Header)
-_record_decoder = msgspec.json.Decoder(Record)
 
 
 def read_manifest(path: Path) -> bytes:
@@ -43,15 +39,14 @@ def read_manifest(path: Path) -> bytes:
 
 
 def decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
-    """A version manifest's header and its records, streamed; a line over :data:`MAX_LINE`, a line
-    that is no record, or a path listed twice (a version is compacted, one record a path: a path
-    listed twice made ``extract`` write through a link to the tree's own file) is a FormatError."""
-    f = open(safefs.open_regular(path), "rb")  # noqa: SIM115 (closed by rows(), or below)
+    """A version manifest's header and its records, streamed; a line over the tree's
+    :data:`~archiver.tree.LINE_LIMIT`, a line that is no record, a line cut short, or a path listed
+    twice (a version is compacted, one record a path: a path listed twice made ``extract`` write
+    through a link to the tree's own file) is a FormatError. Opened, read a line at a time and
+    decoded as the tree's own manifest is (:func:`archiver.tree.open_manifest`)."""
+    f = open_manifest(path)
     try:
-        first = f.readline(MAX_LINE + 1)
-        if len(first) > MAX_LINE:
-            raise FormatError(f"line 1 is longer than {MAX_LINE} bytes", subject=str(path))
-        header = _header_decoder.decode(first)
+        header = _header_decoder.decode(read_line(f, 1, path))
     except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
         f.close()
         raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(path)) from None
@@ -63,18 +58,13 @@ def decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
         seen: dict[str, int] = {}
         with f:
             n = 1
-            while line := f.readline(MAX_LINE + 1):
+            while line := read_line(f, n + 1, path):
                 n += 1
-                if len(line) > MAX_LINE:
-                    raise FormatError(f"line {n} is longer than {MAX_LINE} bytes", subject=str(path))
                 if not line.strip():
                     continue
                 if not line.endswith(b"\n"):
                     raise FormatError(f"line {n} is cut short", subject=str(path))
-                try:
-                    r = _record_decoder.decode(line)
-                except (msgspec.DecodeError, RecursionError) as e:
-                    raise FormatError(f"line {n}: {e}", subject=str(path)) from None
+                r = decode_record(line, n, path)
                 first_at = seen.setdefault(r.path, n)
                 if first_at != n:
                     raise FormatError(
