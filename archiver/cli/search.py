@@ -10,7 +10,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from archiver import safefs
 from archiver.cli.output import _escaped, _print_json, _writing
@@ -33,13 +33,13 @@ def _index_archive(args: argparse.Namespace, path: Path) -> int:
 
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        read, has, found = _packed(path, stack)
-        if has(f"{archive.PREFIX}manifest.js"):
+        packed = _packed(path, stack)
+        if packed.has(f"{archive.PREFIX}manifest.js"):
             print(f"{_escaped(str(path))}: has its search index inside (packed with it); nothing to do")
             return 0
-        pages = archive.page_paths(found)
+        pages = archive.page_paths(packed.pages)
         target = archive.sidecar(path)
-        manifest, folder = _writing(lambda: archive.write_sidecar(path, pages, read), target)
+        manifest, folder = _writing(lambda: archive.write_sidecar(path, pages, packed.head), target)
     seconds = time.monotonic() - started
     doc = {"archive": str(path), "index": str(folder), "pages": len(pages), "shards": len(manifest["shards"]),
            "seconds": round(seconds, 3)}  # fmt: skip
@@ -90,9 +90,17 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _packed(path: Path, stack: contextlib.ExitStack) -> tuple[Any, Any, list[tuple[str, str]]]:
-    """(read, has, pages) of a gwtar (members, each read at its offset) or a ZIM (entries)."""
+class _Packed(NamedTuple):
+    read: Any  # an index file's bytes (archive.bounded: one too large is refused unread)
+    has: Any
+    pages: list[tuple[str, str]]  # (path, media type) of every page
+    head: Any  # (path, n) → a member's or entry's first n bytes
+
+
+def _packed(path: Path, stack: contextlib.ExitStack) -> _Packed:
+    """How to read a gwtar (members, each read at its offset) or a ZIM (entries)."""
     from archiver.detect import kind_of
+    from archiver.search import archive
 
     kind = kind_of(path)
     if kind == "gwtar":
@@ -108,19 +116,15 @@ def _packed(path: Path, stack: contextlib.ExitStack) -> tuple[Any, Any, list[tup
             return True
 
         pages = [(m.path, m.media_type) for m in reader.members if m.kind == "page"]
-        return reader.read, has, pages
+        read, head = archive.member_reads(reader)
+        return _Packed(read, has, pages, head)
     if kind == "zim":
         from archiver.zim.read import open_archive
 
         z = stack.enter_context(open_archive(path, check="structure"))
-
-        def read(name: str) -> bytes:
-            return bytes(z.get(name).read())
-
-        def pages() -> list[tuple[str, str]]:
-            return [(e.path, e.mimetype) for e in z.iter_entries() if not e.is_redirect]
-
-        return read, z.has, pages()
+        pages = [(e.path, e.mimetype) for e in z.iter_entries() if not e.is_redirect]
+        read, head = archive.entry_reads(z)
+        return _Packed(read, z.has, pages, head)
     raise UsageError("is not a tree, a gwtar or a ZIM file", subject=str(path))
 
 
@@ -129,10 +133,10 @@ def _open_packed(path: Path, stack: contextlib.ExitStack) -> Any:
     sidecar ``X.search/`` (formats/search.md §8); UsageError for an archive with neither."""
     from archiver.search import archive
 
-    read, has, _ = _packed(path, stack)
+    packed = _packed(path, stack)
     label = f"{path}/{archive.PREFIX.rstrip('/')}"
-    if has(f"{archive.PREFIX}manifest.js"):
-        return archive.archive_index(read, label)
+    if packed.has(f"{archive.PREFIX}manifest.js"):
+        return archive.archive_index(packed.read, label)
     side = archive.sidecar(path)
     if (side / "manifest.js").is_file():
         return archive.archive_index(archive.sidecar_read(side), str(side))

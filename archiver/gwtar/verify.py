@@ -214,7 +214,7 @@ def _check_search(path: Path, report: Report) -> None:
                 return False
             return True
 
-        for name, problem in archive.check(reader.read, has):
+        for name, problem in archive.check(archive.member_reads(reader)[0], has):
             report.add(name, None, f"search index: {problem}")
 
 

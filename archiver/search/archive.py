@@ -6,12 +6,14 @@ shard a query needs; :func:`check` reports every damaged or missing index file b
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from archiver.errors import FormatError
 from archiver.search import build, page, store
@@ -22,10 +24,13 @@ from archiver.search.text import MAX_HTML
 __all__ = [
     "PREFIX",
     "archive_index",
+    "bounded",
     "build_pages",
     "check",
+    "entry_reads",
     "is_index_path",
     "media_type",
+    "member_reads",
     "pack_files",
     "pack_sizes",
     "page_paths",
@@ -38,6 +43,40 @@ __all__ = [
 PREFIX = f"{store.INDEX_DIR}/"
 
 Read = Callable[[str], bytes]  # a tree path → the member's or entry's bytes (KeyError when absent)
+Head = Callable[[str, int], bytes]  # (a tree path, n) → at most the first n bytes of it (KeyError: absent)
+
+
+def bounded(size_of: Callable[[str], int], head: Head) -> Read:
+    """The :data:`Read` of an archive's index files from its members' or entries' sizes and first
+    bytes: one of more than :data:`store.MAX_FILE` bytes is refused unread (OSError), as in a tree
+    (a forged archive's 1 TiB member is not read whole)."""
+
+    def read(path: str) -> bytes:
+        size = size_of(path)
+        if size > store.MAX_FILE:
+            raise OSError(errno.EFBIG, f"is larger than {store.MAX_FILE} bytes")
+        return head(path, size)
+
+    return read
+
+
+def member_reads(reader: Any) -> tuple[Read, Head]:
+    """(:data:`Read` of index files, :data:`Head`) of a gwtar's members (a ``GwtarReader``)."""
+
+    def head(path: str, n: int) -> bytes:
+        with reader.open_member(path) as f:
+            return bytes(f.read(n))
+
+    return bounded(lambda p: reader.member(p).size, head), head
+
+
+def entry_reads(zim: Any) -> tuple[Read, Head]:
+    """(:data:`Read` of index files, :data:`Head`) of a ZIM's entries (a ``ZimReader``)."""
+
+    def head(path: str, n: int) -> bytes:
+        return zim.get(path).read(0, n)
+
+    return bounded(lambda p: zim.get(p).size, head), head
 
 
 def is_index_path(path: str) -> bool:
@@ -183,19 +222,20 @@ def page_paths(paths: Iterable[tuple[str, str]]) -> list[str]:
     )
 
 
-def build_pages(pages: Sequence[str], read: Read, emit: build.Emit) -> dict:
-    """Build the index of ``pages`` (read through ``read``) through ``emit``, as
-    :func:`archiver.search.store.build_index` does for a tree (the same bytes for the same pages)."""
-    sample = (extract(read(p)[:MAX_HTML]) for p in pages[: build.BOILERPLATE_SAMPLE])
+def build_pages(pages: Sequence[str], head: Head, emit: build.Emit) -> dict:
+    """Build the index of ``pages`` (their first :data:`MAX_HTML` bytes read through ``head``) through
+    ``emit``, as :func:`archiver.search.store.build_index` does for a tree (the same bytes for the
+    same pages)."""
+    sample = (extract(head(p, MAX_HTML)) for p in pages[: build.BOILERPLATE_SAMPLE])
     builder = build.Builder(emit, skip=build.boilerplate(sample))
     for p in pages:
-        builder.add(p, extract(read(p)[:MAX_HTML]))
+        builder.add(p, extract(head(p, MAX_HTML)))
     manifest = builder.finish()
     emit("manifest", build.manifest_bytes(manifest))
     return manifest
 
 
-def write_sidecar(archive_path: Path, pages: Sequence[str], read: Read) -> tuple[dict, Path]:
+def write_sidecar(archive_path: Path, pages: Sequence[str], head: Head) -> tuple[dict, Path]:
     """Build ``X.search/`` beside the archive: into a temporary folder beside it, then renamed over
     the previous one (the archive itself is never touched: its hashes, FEC data and any signature
     stay valid)."""
@@ -209,7 +249,7 @@ def write_sidecar(archive_path: Path, pages: Sequence[str], read: Read) -> tuple
             with open(path, "xb") as f:
                 f.write(data)
 
-        manifest = build_pages(pages, read, emit)
+        manifest = build_pages(pages, head, emit)
         for name, data in page.files().items():
             (work / name).write_bytes(data)
         os.chmod(work, 0o755)
@@ -238,10 +278,8 @@ def sidecar_read(folder: Path) -> Read:
         if any(p in ("", ".", "..") for p in parts):
             raise KeyError(path)
         try:
-            fd = os.open(folder.joinpath(*parts), os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
+            return store.read_file(folder.joinpath(*parts))
+        except (FileNotFoundError, NotADirectoryError):
             raise KeyError(path) from None
-        with os.fdopen(fd, "rb") as f:
-            return f.read()
 
     return read

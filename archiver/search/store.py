@@ -4,6 +4,7 @@ built from the tree's pages and written atomically (:func:`write_index`), opened
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import shutil
@@ -17,7 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from archiver import forks, markup_guard
+from archiver import forks, markup_guard, safefs
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, page
 from archiver.search.guarded import extract
@@ -68,12 +69,18 @@ def _pages(root: Path) -> list[str]:
 
 
 def _read_page(root: Path, rel: str) -> bytes:
+    """A page's first :data:`MAX_HTML` bytes: a regular file only (no link followed, no FIFO
+    waited on: FormatError naming it)."""
+    fd = safefs.open_regular(root / rel)
     try:
-        fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_HTML)
     except OSError as e:
-        raise FormatError(f"cannot be read: {e.strerror}", subject=str(root / rel)) from None
-    with os.fdopen(fd, "rb") as f:
-        return f.read(MAX_HTML)
+        raise FormatError(
+            f"cannot be read: {(e.strerror or str(e)).lower()}", subject=str(root / rel)
+        ) from None
+    finally:
+        os.close(fd)
 
 
 #: A tree of at least this many pages and :data:`_PARALLEL_BYTES` of HTML is read, extracted and
@@ -455,14 +462,49 @@ def has_index(root: Path) -> bool:
     return (Path(root) / INDEX_DIR / "manifest.js").is_file()
 
 
+#: An index file (the manifest included) of more than this many bytes is damaged: none is read
+#: further (formats/search.md §4.1). The largest real one is a manifest: ~23 KB for Python's docs.
+MAX_FILE = 128 << 20
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_READ = 1 << 16  # bytes a read call asks for (an index file is a few KiB: one call and the EOF)
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of an index file in a folder (a tree's, or an archive's sidecar). OSError when it
+    cannot be had: FileNotFoundError or NotADirectoryError when there is none, else one naming what
+    is wrong: a symbolic link, not a regular file (a FIFO is never waited on), more than
+    :data:`MAX_FILE` bytes (not read past them)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK):
+            raise OSError(e.errno, "is a symbolic link, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "is not a regular file")
+        if st.st_size > MAX_FILE:
+            raise OSError(errno.EFBIG, f"is larger than {MAX_FILE} bytes")
+        # os.read, not a buffered file object: an answer of serve reads ten or more small files
+        chunks = []
+        size = 0
+        while got := os.read(fd, _READ):
+            chunks.append(got)
+            size += len(got)
+            if size > MAX_FILE:
+                raise OSError(errno.EFBIG, f"is larger than {MAX_FILE} bytes")
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one chunk: no copy
+    finally:
+        os.close(fd)
+
+
 def _loader(folder: Path) -> Callable[[str], bytes]:
     def load(name: str) -> bytes:
         parts = name.split("/")
         if any(p in ("", ".", "..") for p in parts):
             raise OSError(f"bad name {name!r}")
-        fd = os.open(folder.joinpath(*parts[:-1], parts[-1] + ".js"), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            return f.read()
+        return read_file(folder.joinpath(*parts[:-1], parts[-1] + ".js"))
 
     return load
 

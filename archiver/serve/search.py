@@ -53,7 +53,6 @@ ANSWER_BYTES = 8 << 20
 Read = Callable[[str], bytes]
 #: An answer kept (:func:`_kept`): its total, and each result's fields as a tuple.
 Kept = tuple[int, tuple[tuple[Any, ...], ...]]
-_READ = 1 << 16  # bytes a read call asks for (an index file is a few KiB: one call and the EOF)
 
 
 def _tree_read(root: str) -> Read:
@@ -62,16 +61,9 @@ def _tree_read(root: str) -> Read:
         if any(p in ("", ".", "..") for p in parts):
             raise KeyError(path)
         try:
-            fd = os.open(os.path.join(root, *parts), os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
+            return store.read_file(os.path.join(root, *parts))
+        except (FileNotFoundError, NotADirectoryError):
             raise KeyError(path) from None
-        try:  # os.read, not a buffered file object: an answer reads ten or more small files
-            parts = []
-            while got := os.read(fd, _READ):
-                parts.append(got)
-            return parts[0] if len(parts) == 1 else b"".join(parts)
-        finally:
-            os.close(fd)
 
     return read
 
@@ -386,9 +378,9 @@ def reader_for(
                     return False
                 return True
 
-            found = (g.read, has)
+            found = (archive.member_reads(g)[0], has)
         elif zim is not None:
-            found = (lambda p, z=zim: bytes(z.get(p).read()), zim.has)
+            found = (archive.entry_reads(zim)[0], zim.has)
     except (FormatError, OSError):
         found = None
     if found is not None and not found[1](f"{archive.PREFIX}manifest.js"):
@@ -451,6 +443,8 @@ def _has(read: Read, path: str) -> bool:
         read(path)
     except KeyError:
         return False
+    except OSError:  # there, but not to be read (a FIFO, too large): opening the index says so
+        return True
     return True
 
 

@@ -113,7 +113,7 @@ def _check_search(reader: ZimReader, report: Report) -> None:
     """The search index entries (formats/zim.md §11), each checked against the search manifest."""
     from archiver.search import archive
 
-    for name, problem in archive.check(lambda p: reader.get(p).read(), reader.has):
+    for name, problem in archive.check(archive.entry_reads(reader)[0], reader.has):
         report.problems.append(Problem(name, f"search index: {problem}"))
 
 

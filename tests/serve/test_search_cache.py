@@ -260,14 +260,16 @@ def test_the_kept_answers_keep_to_their_budget(tmp_path: Path, monkeypatch: pyte
 @pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 200_000])
 def test_a_trees_index_file_is_read_whole_whatever_its_size(tmp_path: Path, size: int) -> None:
     """The tree reader reads with os.read calls until the end of the file: every byte, in order, at
-    every size around its read size; a name with an empty, '.' or '..' part, a missing file and a
-    symbolic link are no file (KeyError)."""
+    every size around its read size; a name with an empty, '.' or '..' part and a missing file are
+    no file (KeyError); a symbolic link is named as one (tests/search/test_special_files.py)."""
     data = bytes((i * 7 + i // 251) % 256 for i in range(size))
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f.js").write_bytes(data)
     (tmp_path / "link.js").symlink_to(tmp_path / "d" / "f.js")
     read = serve_search._tree_read(str(tmp_path))
     assert read("d/f.js") == data
-    for bad in ["d/../d/f.js", "d//f.js", "./d/f.js", "d/none.js", "link.js", ""]:
+    for bad in ["d/../d/f.js", "d//f.js", "./d/f.js", "d/none.js", ""]:
         with pytest.raises(KeyError):
             read(bad)
+    with pytest.raises(OSError, match="is a symbolic link"):
+        read("link.js")
