@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -269,13 +270,13 @@ def _whole(path: str, size: int, sha256: str) -> os.stat_result | None:
     """The status of the file at ``path`` when it has ``size`` bytes hashing to ``sha256`` (a
     conditional request stands on it), else None: one descriptor for the size and the bytes
     (through pathlib's stat and open, twice the CPU)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
+    try:  # never waits on a FIFO put under the file's name (a tree from elsewhere)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if st.st_size != size:
+        if st.st_size != size or not stat.S_ISREG(st.st_mode):
             return None
         if size < _WHOLE_AT_ONCE:  # one read past the size: a file that grew meanwhile says so
             data = os.read(fd, size + 1)

@@ -58,7 +58,7 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
 
 def _open(path: Path | str) -> int:
     try:
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in: no wait
     except OSError as e:
         raise FormatError(f"cannot read: {e.strerror}", subject=str(path)) from None
 

@@ -243,7 +243,7 @@ def open_in_tree(root: Path, rel: str) -> int:
         st = os.stat(leaf, dir_fd=pfd, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode):
             raise FormatError("is not a regular file", subject=rel)
-        return os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=pfd)
+        return os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=pfd)
     except OSError as e:
         raise FormatError(f"cannot be read: {e.strerror or e}", subject=rel) from None
     finally:
@@ -251,7 +251,7 @@ def open_in_tree(root: Path, rel: str) -> int:
 
 
 def hash_path(path: str | Path) -> tuple[int, str]:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         return hash_fd(fd)
     finally:

@@ -163,6 +163,33 @@ def test_failure_mid_copy_removes_the_temporary_file(
     _no_output(tmp_path)
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("size", [10, 2 << 20])
+def test_a_file_swapped_for_a_fifo_after_the_walk_stops_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """The attack: a file of the tree replaced by a FIFO between the walk and its copy held the pack
+    for good (the open of a FIFO waits for a writer). Now it is an error naming the file, and
+    nothing is left."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "index.html").write_text("<p>hi</p>")
+    (tree / "big.bin").write_bytes(b"x" * size)
+    original = body_module._Body.member
+
+    def swapping(self: body_module._Body, i: int, path: Path, size: int, head: bytes, **kw: bool) -> None:
+        if str(path).endswith("big.bin"):
+            os.unlink(path)
+            os.mkfifo(path)
+        original(self, i, path, size, head, **kw)
+
+    monkeypatch.setattr(body_module._Body, "member", swapping)
+    with pytest.raises(FormatError) as e:
+        pack(tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER)
+    assert str(e.value.subject).endswith("big.bin")
+    _no_output(tmp_path)
+
+
 def test_long_names_use_pax_after_the_listed_members(tmp_path: Path) -> None:
     root = tmp_path / "long"
     deep = "/".join(["folder-with-a-long-name"] * 12)

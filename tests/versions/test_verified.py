@@ -146,3 +146,19 @@ def test_a_page_changed_behind_the_states_back_is_fetched_again(tmp_path: Path) 
     assert (out / "p0.html").read_bytes() == first
     records = {r.path: r for r in read_records(out)}
     assert not records["p0.html"].revalidated and records["p1.html"].revalidated
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_under_a_tree_files_name_is_not_waited_on(tmp_path: Path) -> None:
+    """The attack: a tree from elsewhere with a FIFO where a page should be held a re-capture for
+    good in the check of that file (the open of a FIFO waits for a writer). It is no file of the
+    size and hash noted: None (fetched again), at once. The same for the version store's readers."""
+    from archiver.versions import store
+
+    fifo = tmp_path / "page.html"
+    os.mkfifo(fifo)
+    assert stage_mod._whole(str(fifo), 0, hashlib.sha256(b"").hexdigest()) is None
+    with pytest.raises(Exception, match="is not a regular file"):
+        store.open_in_tree(tmp_path, "page.html")
+    empty = (0, hashlib.sha256(b"").hexdigest())
+    assert store.hash_path(fifo) == empty  # non-blocking: no writer reads as the end, at once
