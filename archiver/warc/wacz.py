@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -49,13 +50,20 @@ class PackResult:
 
 def input_warcs(paths: Iterable[Path]) -> list[Path]:
     """The WARC files ``pack`` reads: each file given, and for a folder its ``_archiver/warc/*.warc.gz``
-    (where ``capture --warc`` writes), in name order."""
+    (where ``capture --warc`` writes), in name order. A folder's must be its own regular files: a
+    symbolic link there (to a WARC of someone else's, or any file) is refused, not packed, and so is
+    a FIFO (never waited on). Every WARC is opened as a regular file only (:func:`_open`)."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
             found = sorted((p / "_archiver" / "warc").glob("*.warc.gz"))
             if not found:
                 raise UsageError("no _archiver/warc/*.warc.gz in this folder", subject=str(p))
+            for f in found:
+                if not stat.S_ISREG(os.lstat(f).st_mode):
+                    raise UsageError(
+                        "is not a regular file (a link or a special file is not packed)", subject=str(f)
+                    )
             out += found
         elif p.is_file():
             out.append(p)
@@ -71,6 +79,12 @@ def input_warcs(paths: Iterable[Path]) -> list[Path]:
         if names.count(p.name) > 1:
             raise UsageError("two WARC files have this name (archive/ needs distinct names)", subject=str(p))
     return out
+
+
+def _open(path: Path) -> IO[bytes]:
+    """A WARC opened for reading: a regular file (a FIFO never waited on); the last component a link
+    only where the user named the file (a folder's WARCs are checked by :func:`input_warcs`)."""
+    return open(safefs.open_regular(path, follow=True), "rb")
 
 
 class _Hashing:
@@ -134,7 +148,7 @@ def _read_warc(path: Path) -> _Warc:
     w = _Warc(path)
     findings: list[Any] = []
     try:
-        with path.open("rb") as raw:
+        with _open(path) as raw:
             f = _Hashing(raw)
             for rec in iter_records(f, findings):  # type: ignore[arg-type]
                 w.records += 1
@@ -298,7 +312,7 @@ def _copy_warc(zf: zipfile.ZipFile, name: str, w: _Warc) -> None:
     info = _info(name, zipfile.ZIP_STORED)
     info.file_size = w.size
     sha = hashlib.sha256()
-    with w.path.open("rb") as src, zf.open(info, "w", force_zip64=w.size >= 1 << 31) as dst:
+    with _open(w.path) as src, zf.open(info, "w", force_zip64=w.size >= 1 << 31) as dst:
         while chunk := src.read(1 << 20):
             safefs.checkpoint()
             sha.update(chunk)

@@ -388,6 +388,33 @@ def test_pack_takes_a_capture_folder_warcs(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.timeout(60)
+def test_a_folders_warcs_are_its_own_regular_files(tmp_path: Path) -> None:
+    """The attacks on ``pack FOLDER --format wacz``, a tree from elsewhere: a link in its
+    _archiver/warc to a WARC outside it (someone's private capture) was packed into the WACZ, and a
+    FIFO there held the pack for good. Both are refused, one line, exit 2, nothing written; a WARC the
+    user names through a link is still packed."""
+    private = tmp_path / "private.warc.gz"
+    corpus.warcio_warc(private)
+    tree = tmp_path / "tree"
+    (tree / "_archiver" / "warc").mkdir(parents=True)
+    found = tree / "_archiver" / "warc" / "c-0001.warc.gz"
+    found.symlink_to(private)
+    out = tmp_path / "out"
+    out.mkdir()
+    for _ in ("link", "fifo"):
+        r = run("pack", tree, "--format", "wacz", "-o", out / "t.wacz")
+        assert r.returncode == 2 and r.stderr.strip() == (
+            f"archiver: {found}: is not a regular file (a link or a special file is not packed)"
+        )
+        assert list(out.iterdir()) == []
+        found.unlink()
+        os.mkfifo(found)
+    named = tmp_path / "named.warc.gz"
+    named.symlink_to(private)
+    assert run("pack", named, "--format", "wacz", "-o", out / "n.wacz").returncode == 0
+
+
 def test_ls_escapes_control_characters_in_urls(tmp_path: Path) -> None:
     path = corpus.write(
         tmp_path / "esc.warc", [corpus.record("http://example.test/a\x1b[31mred", b"x")], gz=False
