@@ -107,7 +107,10 @@
   var MAX_POSITIONS = 32;  // positions kept per term per document
   var DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
   function unpack(text) {
-    if (typeof text !== "string") { return text; }
+    if (typeof text !== "string") {  // format 1: a list of counts (a negative one walked decode back for good)
+      if (!Array.isArray(text) || !text.every(function (n) { return Number.isInteger(n) && n >= 0; })) { throw new Error("postings are not a list of counts"); }
+      return text;
+    }
     var out = [], value = 0, scale = 1;
     for (var i = 0; i < text.length; i++) {
       var d = DIGITS.indexOf(text[i]);
@@ -135,8 +138,8 @@
     }
     while (i + 7 <= flat.length) {
       doc += flat[i];
-      var n = flat[i + 6], positions = [], p = 0;
-      for (var k = 0; k < n; k++) { p += flat[i + 7 + k]; positions.push(p); }
+      var n = flat[i + 6], positions = [], p = 0, end = Math.min(flat.length, i + 7 + n);
+      for (var k = i + 7; k < end; k++) { p += flat[k]; positions.push(p); }
       out.set(doc, { title: flat[i + 1], headings: flat[i + 2], body: flat[i + 3], length: flat[i + 4], titleLength: flat[i + 5], positions: positions,
         complete: positions.length >= flat[i + 1] + flat[i + 2] + flat[i + 3] });
       i += 7 + n;

@@ -104,3 +104,40 @@ def test_js_ranks_like_python() -> None:
     needle = expected[QUERIES.index("needle")][0]
     assert needle[0] == "f.html" and "needle" in needle[2] and needle[4]  # the last chunk, not the first
     assert "part4" in expected[QUERIES.index("padding part4 ")][0][2]
+
+
+_FORGED_JS = """
+const s = require(process.argv[1]);
+const out = JSON.parse(require("fs").readFileSync(0, "utf8")).map((flat) => {
+  try {
+    const found = s.pick([new Map([["w", flat]])], "w", false, null);
+    return ["ok", [...found.get("w").values()].map((p) => p.positions.length)];
+  } catch (e) {
+    return ["error", e.message];
+  }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_js_refuses_forged_format_1_postings_as_python_does() -> None:
+    """The attack: a format 1 shard whose positions count is negative walked the search page's
+    decoder back for good (the tab hung; Python's core was fixed for the same, query.valid_counts),
+    and a count of 10**9 pushed a billion positions. Now the page says the index is damaged (the
+    reader wraps the error) where Python refuses, and a count past the postings' end is cut there."""
+    forged = [[0, 1, 0, 0, 5, 2, -7], [0, 1, 0, 0, 5, 2, -10, 0, 0, 0, 0, 0, 0, 0], [0, 1.5, 0, 0, 5, 2, 0],
+              ["0", 1, 0, 0, 5, 2, 0], {"a": 1}]  # fmt: skip
+    long = [0, 1, 0, 0, 5, 2, 10**9, 3, 4]
+    done = subprocess.run(
+        [NODE, "-e", _FORGED_JS, str(ROOT / "js" / "search.js")],
+        input=json.dumps([*forged, long]),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out[:-1] == [["error", "postings are not a list of counts"]] * len(forged)
+    assert out[-1] == ["ok", [2]]
+    for flat in forged:
+        assert not query.valid_counts(flat)
