@@ -58,10 +58,11 @@ from pathlib import Path
 
 import msgspec
 
-from archiver.capture import aliases, depths, hosts
+from archiver.capture import aliases, depths, hosts, state_check
 from archiver.capture.known import Known, absent
 from archiver.capture.rows import ROW_COLUMNS, NewURL, Row, row_from
 from archiver.capture.units import GROUP, Batch, Transaction
+from archiver.errors import FormatError
 from archiver.tree import Record
 
 __all__ = [
@@ -136,26 +137,29 @@ class State:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._batch = Batch(self.db)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=10000")
-        self.db.execute("PRAGMA temp_store=MEMORY")  # a unit's savepoint journal (.units) in memory
-        # Checkpoint (copy the WAL into the database, with an fsync) every 8192 pages rather than
-        # SQLite's 1000: a crawl commits tens of pages per URL, and each checkpoint stalls the loop.
-        self.db.execute("PRAGMA wal_autocheckpoint=8192")
-        self.db.executescript(_SCHEMA)
-        version = self.get("schema")
-        if version is not None and int(version) > SCHEMA_VERSION:
-            raise ValueError(f"{path}: crawl state schema {version} is newer than this archiver reads")
-        if version != str(SCHEMA_VERSION):  # new, or version 1 given the found table above
-            self.set("schema", str(SCHEMA_VERSION))
-        (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
-        # key → (depth, referrer, stylesheet) that the row is known to be at least as good as, for
-        # rows that a later reference cannot bring back to the frontier (not skipped for a limit):
-        # a reference improving none of the three would change nothing, so it costs no statement
-        # (every page names the same menu, stylesheet and images again). Cleared on a rollback.
+        found = state_check.refuse_special(path)  # a state of an earlier run, perhaps from elsewhere
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._batch = Batch(self.db)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=10000")
+            self.db.execute("PRAGMA temp_store=MEMORY")  # a unit's savepoint journal (.units) in memory
+            # Checkpoint (WAL into the database, an fsync: it stalls the loop) every 8192 pages, not 1000
+            self.db.execute("PRAGMA wal_autocheckpoint=8192")
+            self.db.executescript(_SCHEMA)
+            version = self.get("schema")
+            state_check.check_schema(version, SCHEMA_VERSION, path)
+            if version != str(SCHEMA_VERSION):  # new, or version 1 given the found table above
+                self.set("schema", str(SCHEMA_VERSION))
+            if found:
+                state_check.check(self.db, path)
+            (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
+        except sqlite3.Error as e:  # a damaged or foreign file under the state's name
+            raise FormatError(f"unreadable crawl state: {e}", subject=str(path)) from None
+        # key → (depth, referrer, stylesheet) the row is known to be at least as good as, for rows a
+        # later reference cannot bring back to the frontier (not skipped for a limit): a reference
+        # improving none of them changes nothing and costs no statement. Cleared on a rollback.
         self._settled: dict[str, tuple[int, str, bool]] = {}
         #: every host a row names (a superset after a rollback), read on the first claim (hosts.pick)
         self._hosts: set[str] | None = None
