@@ -40,8 +40,8 @@ def _one_line(done: object) -> None:
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
-def _repeat_first_record(root: Path) -> Path:
-    manifest = store.store_dir(root) / f"{FIRST}.jsonl"
+def _repeat_first_record(root: Path, version: str = FIRST) -> Path:
+    manifest = store.store_dir(root) / f"{version}.jsonl"
     os.chmod(manifest, 0o644)
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(b"".join([*lines, lines[1]]))  # `sed -n 2p F >> F`
@@ -68,6 +68,23 @@ def test_a_path_listed_twice_never_empties_the_trees_own_file(site: Path, tmp_pa
     checked = _cli("verify", str(site))  # old code: OK
     assert checked.returncode == 1
     assert "listed twice" in checked.stdout + checked.stderr and path in checked.stdout + checked.stderr
+
+
+def test_ls_of_a_version_listing_a_path_twice_prints_no_listing(site: Path) -> None:
+    _repeat_first_record(site)
+    for args in ([], ["--json"]):
+        done = _cli("ls", str(site), "--version", FIRST, *args)
+        assert done.returncode == 1 and done.stdout == ""  # old code: its first three files, then exit 1
+        _one_line(done)
+        assert "listed twice" in done.stderr
+
+
+def test_ls_versions_with_a_damaged_later_version_prints_no_listing(site: Path) -> None:
+    _repeat_first_record(site, "20261201T090000Z")
+    done = _cli("ls", str(site), "--versions")
+    assert done.returncode == 1 and done.stdout == ""  # old code: the first version's line, then exit 1
+    _one_line(done)
+    assert "20261201T090000Z.jsonl" in done.stderr and "listed twice" in done.stderr
 
 
 def test_every_reader_refuses_a_path_listed_twice(site: Path) -> None:
