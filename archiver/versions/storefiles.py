@@ -6,6 +6,7 @@ anything else is one :class:`FormatError` naming the file."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -40,7 +41,7 @@ def read_manifest(path: Path) -> bytes:
 
 
 def decode_manifest(
-    path: Path, tee: Callable[[bytes], object] | None = None
+    path: Path, tee: Callable[[bytes], object] | None = None, *, data: bytes | None = None
 ) -> tuple[Header, Iterator[Record]]:
     """A version manifest's header and its records, streamed; a line over the tree's
     :data:`~archiver.tree.LINE_LIMIT`, a line that is no record, a line cut short, or a path listed
@@ -49,8 +50,9 @@ def decode_manifest(
     decoded as the tree's own manifest is (:func:`archiver.tree.open_manifest`). ``tee``, when
     given, gets every line as it is read (the header first): once the records are all read, what it
     got is the file's bytes, the very ones checked (``pack --all-versions`` packs them, not the file
-    read again by its name)."""
-    f = open_manifest(path)
+    read again by its name). ``data``: the manifest's bytes already read (:func:`read_manifest`),
+    decoded instead of the file (``path`` names it in errors)."""
+    f = open_manifest(path) if data is None else io.BytesIO(data)
     line = read_line if tee is None else _teed(tee)
     try:
         header = _header_decoder.decode(line(f, 1, path))

@@ -252,3 +252,38 @@ def test_a_version_record_nested_too_deep_is_named_by_verify(site: Path) -> None
     checked = _cli("verify", str(site))  # msgspec raises RecursionError, not DecodeError
     assert checked.returncode == 1 and "Traceback" not in checked.stderr  # old code: exit 70
     assert f"{FIRST}.jsonl" in checked.stdout + checked.stderr
+
+
+# ------------------------------------------------------------- a manifest swapped after its check
+
+
+@pytest.mark.parametrize("swapped_in", [b"../../ntro.html", b"docs/intrX.html"])
+def test_what_is_extracted_is_the_manifest_checked_not_one_swapped_in_after(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: bytes
+) -> None:
+    """``extract --version`` and ``pack --version`` (both :func:`store.extract`) read the version
+    manifest once: the attack renames a manifest of the same size over the checked one as the check
+    ends. Old code read it again by its name (twice: the records, then the bytes written as the
+    output's manifest): a ``../`` path failed the extraction after the check had passed it, another
+    path was extracted unchecked, and the output's manifest was the swapped one."""
+    manifest = store.store_dir(site) / f"{FIRST}.jsonl"
+    checked = manifest.read_bytes()
+    hostile = checked.replace(b'"path":"docs/intro.html"', b'"path":"' + swapped_in + b'"')
+    assert len(hostile) == len(checked) and hostile != checked
+    real = store.problems_of_version
+
+    def then_swap(*args: object, **kwargs: object) -> Iterator[tuple[str, str]]:
+        yield from real(*args, **kwargs)  # type: ignore[arg-type]
+        os.chmod(manifest, 0o644)
+        swap = manifest.with_name("swap.tmp")
+        swap.write_bytes(hostile)
+        os.replace(swap, manifest)
+
+    monkeypatch.setattr(store, "problems_of_version", then_swap)
+    out = tmp_path / "a" / "b" / "out"
+    out.parent.mkdir(parents=True)
+    assert store.extract(site, store.recorded(site)[0], out) == len(V1)
+    assert not (out / "docs" / "intrX.html").exists() and not (tmp_path / "a" / "ntro.html").exists()
+    assert (out / "docs" / "intro.html").read_text() == V1["docs/intro.html"]
+    written = (out / "_archiver" / "manifest.jsonl").read_bytes()
+    assert swapped_in not in written and b'"path":"docs/intro.html"' in written
