@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import json
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -287,3 +289,31 @@ def test_what_is_extracted_is_the_manifest_checked_not_one_swapped_in_after(
     assert (out / "docs" / "intro.html").read_text() == V1["docs/intro.html"]
     written = (out / "_archiver" / "manifest.jsonl").read_bytes()
     assert swapped_in not in written and b'"path":"docs/intro.html"' in written
+
+
+# -------------------------------------------------------------- a run's report that is a link
+
+
+def test_a_report_that_is_a_symbolic_link_is_read_by_no_one(site: Path, tmp_path: Path) -> None:
+    """The run's report is read as the store copies it (``store._report_bytes``): a regular file,
+    never a symbolic link's target (old code: ``diff``'s and serve's failures, and a re-capture's
+    "complete", were read from a file outside the tree)."""
+    from archiver.urls import REPORT_NAME, RESERVED_DIR
+    from archiver.versions import reports
+
+    outside = tmp_path / "elsewhere.json"
+    failed = {"url": "http://site.localhost/docs/intro.html", "outcome": "failed", "status": 404}
+    outside.write_text(json.dumps({"complete": True, "items": [failed]}))
+    assert reports.report_items(site, SimpleNamespace(recorded=False, id="x")) == []
+    own = site / RESERVED_DIR / REPORT_NAME
+    own.unlink(missing_ok=True)
+    own.symlink_to(outside)
+    first = store.recorded(site)[0]
+    kept = store.store_dir(site) / f"{first.id}.report.json"
+    kept.unlink(missing_ok=True)
+    kept.symlink_to(outside)
+    assert reports.report_items(site, SimpleNamespace(recorded=False, id="x")) == []  # old code: [failed]
+    assert reports.report_items(site, first) == []  # old code: [failed]
+    assert not reports.failures(site, first)
+    assert recapture._complete(site) is False  # old code: True
+    assert store._report_bytes(own) is None  # as the store already did
