@@ -7,7 +7,7 @@ import contextlib
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -88,8 +88,9 @@ def _print_checked(lines: Iterable[str]) -> None:
     damage part way (a malformed site index entry, a version manifest's bad line) raises before
     anything is printed, so the command gives its one error line and nothing on stdout, as ``verify``
     and ``extract`` do. The bytes are those ``print`` writes; up to :data:`HOLD_IN_MEMORY` of them
-    are held in memory, the rest in an unnamed temporary file (memory stays bounded for any size)."""
-    import shutil
+    are held in memory, the rest in an unnamed temporary file (memory stays bounded for any size; a
+    temporary file that cannot be written is one error line)."""
+    import codecs
     import sys
     import tempfile
 
@@ -104,20 +105,29 @@ def _print_checked(lines: Iterable[str]) -> None:
             chunks.append(data)
             held += len(data)
             if held > HOLD_IN_MEMORY:
-                if spill is None:
-                    spill = stack.enter_context(tempfile.TemporaryFile())
-                spill.write(b"".join(chunks))
+                try:
+                    if spill is None:
+                        spill = stack.enter_context(tempfile.TemporaryFile())
+                    spill.write(b"".join(chunks))
+                except OSError as e:
+                    from archiver import safefs
+
+                    raise safefs.io_error(e, tempfile.gettempdir(), "while holding the listing") from None
                 chunks, held = [], 0
-        buffer: BinaryIO | None = getattr(out, "buffer", None)
-        if buffer is None:  # a text-only stdout (a test's StringIO)
+
+        def blocks(spill: BinaryIO | None = spill) -> Iterator[bytes]:
             if spill is not None:
                 spill.seek(0)
-                out.write(spill.read().decode(encoding, errors))
-            out.write(b"".join(chunks).decode(encoding, errors))
-            return
+                yield from iter(functools.partial(spill.read, 1 << 20), b"")
+            yield b"".join(chunks)
+
+        buffer: BinaryIO | None = getattr(out, "buffer", None)
         out.flush()
-        if spill is not None:
-            spill.seek(0)
-            shutil.copyfileobj(spill, buffer, 1 << 20)
-        buffer.write(b"".join(chunks))
-        buffer.flush()
+        if buffer is not None:
+            for block in blocks():
+                buffer.write(block)
+            buffer.flush()
+        else:  # a text-only stdout (a test's StringIO)
+            decode = codecs.getincrementaldecoder(encoding)(errors).decode
+            for block in blocks():
+                out.write(decode(block))

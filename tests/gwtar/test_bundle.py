@@ -4,7 +4,9 @@ and ``extract`` check the table, and a forged one is refused with one line."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -236,3 +238,7 @@ def test_a_held_listing_past_its_memory_bound_prints_the_same_bytes(
     with pytest.raises(FormatError):
         output._print_checked(broken())
     assert capsysbinary.readouterr().out == b""
+    text = io.StringIO()  # a text-only stdout: the same characters
+    monkeypatch.setattr(sys, "stdout", text)
+    output._print_checked(iter(lines))
+    assert text.getvalue() == "".join(f"{line}\n" for line in lines)
