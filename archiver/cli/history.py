@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from archiver.cli.output import _escaped, _print_json, _writing
+from archiver.cli.output import _escaped, _print_checked, _print_json, _writing
 from archiver.errors import FormatError, UsageError
 
 
@@ -50,24 +51,28 @@ def ls_versions(path: Path, as_json: bool) -> int:
     from archiver.versions import store
 
     root = _tree_with_versions(str(path))
-    seen: set[str] = set()
-    for v in store.versions(root):
-        pages = files = size = added = 0
-        for r in store.version_records(v):
-            files += 1
-            size += r.size
-            pages += r.kind == "page" and not (r.status is not None and 300 <= r.status < 400)
-            if r.sha256 not in seen:
-                seen.add(r.sha256)
-                added += r.size
-        doc = {"version": v.id, "date": v.date, "recorded": v.recorded, "pages": pages, "files": files,
-               "bytes": size, "new_bytes": added}  # fmt: skip
-        if as_json:
-            print(json.dumps(doc))
-        else:
-            state = "" if v.recorded else "  (the tree now, not recorded yet)"
-            print(f"{v.id}  {v.date}  {pages:>7} pages  {files:>7} files  {size:>12} bytes  "
-                  f"{added:>12} new{state}")  # fmt: skip
+
+    def lines() -> Iterator[str]:
+        seen: set[str] = set()
+        for v in store.versions(root):
+            pages = files = size = added = 0
+            for r in store.version_records(v):
+                files += 1
+                size += r.size
+                pages += r.kind == "page" and not (r.status is not None and 300 <= r.status < 400)
+                if r.sha256 not in seen:
+                    seen.add(r.sha256)
+                    added += r.size
+            doc = {"version": v.id, "date": v.date, "recorded": v.recorded, "pages": pages, "files": files,
+                   "bytes": size, "new_bytes": added}  # fmt: skip
+            if as_json:
+                yield json.dumps(doc)
+            else:
+                state = "" if v.recorded else "  (the tree now, not recorded yet)"
+                yield (f"{v.id}  {v.date}  {pages:>7} pages  {files:>7} files  {size:>12} bytes  "
+                       f"{added:>12} new{state}")  # fmt: skip
+
+    _print_checked(lines())  # every version's manifest read before a line is printed
     return 0
 
 

@@ -3,12 +3,13 @@ line (control characters, backslashes, bytes that are not UTF-8), and a failed w
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 def _print_json(doc: Any) -> None:
@@ -75,3 +76,58 @@ def _warn(subject: str, text: str) -> None:
     flag = next((f for start, f in _WARNING_FLAGS if start in text), None)
     line = f"archiver: warning: {_escaped(subject)}: {_escaped(text)}" + (f" ({flag})" if flag else "")
     print(line, file=sys.stderr)
+
+
+#: How many bytes of a listing :func:`_print_checked` holds in memory before it moves them to an
+#: unnamed temporary file (a site index of a million entries lists ~80 MB).
+HOLD_IN_MEMORY = 4 << 20
+
+
+def _print_checked(lines: Iterable[str]) -> None:
+    """Print ``lines`` (each without its newline) only once the last one was made: a reader that finds
+    damage part way (a malformed site index entry, a version manifest's bad line) raises before
+    anything is printed, so the command gives its one error line and nothing on stdout, as ``verify``
+    and ``extract`` do. The bytes are those ``print`` writes; up to :data:`HOLD_IN_MEMORY` of them
+    are held in memory, the rest in an unnamed temporary file (memory stays bounded for any size; a
+    temporary file that cannot be written is one error line)."""
+    import codecs
+    import sys
+    import tempfile
+
+    out = sys.stdout
+    encoding, errors = out.encoding or "utf-8", out.errors or "strict"
+    chunks: list[bytes] = []
+    held = 0
+    with contextlib.ExitStack() as stack:
+        spill: BinaryIO | None = None
+        for line in lines:
+            data = f"{line}\n".encode(encoding, errors)
+            chunks.append(data)
+            held += len(data)
+            if held > HOLD_IN_MEMORY:
+                try:
+                    if spill is None:
+                        spill = stack.enter_context(tempfile.TemporaryFile())
+                    spill.write(b"".join(chunks))
+                except OSError as e:
+                    from archiver import safefs
+
+                    raise safefs.io_error(e, tempfile.gettempdir(), "while holding the listing") from None
+                chunks, held = [], 0
+
+        def blocks(spill: BinaryIO | None = spill) -> Iterator[bytes]:
+            if spill is not None:
+                spill.seek(0)
+                yield from iter(functools.partial(spill.read, 1 << 20), b"")
+            yield b"".join(chunks)
+
+        buffer: BinaryIO | None = getattr(out, "buffer", None)
+        out.flush()
+        if buffer is not None:
+            for block in blocks():
+                buffer.write(block)
+            buffer.flush()
+        else:  # a text-only stdout (a test's StringIO)
+            decode = codecs.getincrementaldecoder(encoding)(errors).decode
+            for block in blocks():
+                out.write(decode(block))

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from archiver.cli.output import _encodable, _escaped, _writing
+from archiver.cli.output import _encodable, _escaped, _print_checked, _writing
 from archiver.errors import UsageError
 
 # ------------------------------------------------------------------------------------------- verify
@@ -80,12 +80,20 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         rows = ((m.path, m.size, m.media_type, m.title) for m in iter_ls(path))  # streamed: any size
     else:
         raise UsageError(f"a {kind} is not an archive: nothing to list", subject=str(path))
-    for name, size, media_type, title in rows:
-        if args.json:  # exact names; bytes that are not UTF-8 as \udcXX escapes
-            doc = {"path": name, "size": size, "media_type": media_type, "title": title}
-            print(json.dumps(doc, ensure_ascii=not _encodable(name, title)))
-        else:
-            print(f"{size:>12}  {_escaped(media_type):<28}  {_escaped(name)}")
+
+    def lines() -> Iterator[str]:
+        for name, size, media_type, title in rows:
+            if args.json:  # exact names; bytes that are not UTF-8 as \udcXX escapes
+                doc = {"path": name, "size": size, "media_type": media_type, "title": title}
+                yield json.dumps(doc, ensure_ascii=not _encodable(name, title))
+            else:
+                yield f"{size:>12}  {_escaped(media_type):<28}  {_escaped(name)}"
+
+    if kind == "gwtar":  # its site index is checked whole before a line is printed
+        _print_checked(lines())
+    else:
+        for line in lines():
+            print(line)
     return 0
 
 
@@ -107,13 +115,17 @@ def _ls_version(path: Path, args: argparse.Namespace) -> int:
     else:
         why = "--version applies to a versioned tree or an --all-versions gwtar"
         raise UsageError(why, subject=str(path))
-    for r in records:
-        if args.json:
-            doc = {"path": r.path, "size": r.size, "media_type": r.media_type, "title": r.title,
-                   "sha256": r.sha256, "status": r.status}  # fmt: skip
-            print(json.dumps(doc, ensure_ascii=not _encodable(r.path, r.title)))
-        else:
-            print(f"{r.size:>12}  {_escaped(r.media_type):<28}  {_escaped(r.path)}")
+
+    def lines() -> Iterator[str]:
+        for r in records:
+            if args.json:
+                doc = {"path": r.path, "size": r.size, "media_type": r.media_type, "title": r.title,
+                       "sha256": r.sha256, "status": r.status}  # fmt: skip
+                yield json.dumps(doc, ensure_ascii=not _encodable(r.path, r.title))
+            else:
+                yield f"{r.size:>12}  {_escaped(r.media_type):<28}  {_escaped(r.path)}"
+
+    _print_checked(lines())  # the version's manifest is read whole before a line is printed
     return 0
 
 

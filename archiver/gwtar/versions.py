@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 import msgspec
 
@@ -31,7 +32,10 @@ from archiver.gwtar.diffpage import PATH as DIFF_PATH
 from archiver.gwtar.layout import MemberSpec
 from archiver.gwtar.read import GwtarReader, Member
 from archiver.urls import RESERVED_DIR
-from archiver.versions import dates, store
+from archiver.versions import dates, store, storefiles
+
+if TYPE_CHECKING:
+    from archiver.gwtar.sources import Source
 
 __all__ = [
     "BLOBS",
@@ -86,33 +90,22 @@ def add_versions(source: object, root: Path, work: Path) -> None:
     found = store.versions(root)
     current = store.TreeState(root)
     rows: list[dict[str, object]] = []
+    copies = work / "versions"
+    copies.mkdir()
     for v in found:
-        if v.recorded:
+        if v.recorded:  # read once: its bytes are copied as they are checked, and the copy is packed
             member = f"{PREFIX}{v.id}.jsonl"
-            source.specs[member] = MemberSpec(member, v.manifest.stat().st_size, "application/jsonl")
-            source.files[member] = v.manifest
-            source.expected[member] = None
+            copy = copies / f"{v.id}.jsonl"
+            with open(copy, "xb") as out:
+                tee = _Tee(out)
+                records = storefiles.decode_manifest(v.manifest, tee)[1]
+                files, pages = _check_version(source, root, v, records, held, current)
+            source.specs[member] = MemberSpec(member, tee.size, "application/jsonl")
+            source.files[member] = copy
+            source.expected[member] = tee.sha256.hexdigest()
         else:
             member = tree.manifest_path(root).relative_to(root).as_posix()
-        files = pages = 0
-        for r in store.version_records(v):
-            files += 1
-            pages += r.kind == "page"
-            why = _path_problem(r.path) or (None if _HEX64.match(r.sha256) else "its sha256 is no SHA-256")
-            if why:  # a hostile store (formats/history.md §4): refused before a byte is written
-                raise FormatError(why, subject=f"{v.manifest}: {r.path}")
-            if r.sha256 in held:
-                continue
-            held.add(r.sha256)
-            try:  # its blob, or the tree's file while the tree holds it (formats/history.md §3)
-                fd, full = store.open_source(root, r, current)
-            except FormatError as e:
-                raise FormatError(e.message, subject=f"{v.manifest}: {r.path}") from None
-            os.close(fd)
-            blob = f"{BLOBS}{r.sha256}"
-            source.specs[blob] = MemberSpec(blob, r.size, "application/octet-stream")
-            source.files[blob] = full
-            source.expected[blob] = r.sha256
+            files, pages = _check_version(source, root, v, store.version_records(v), held, current)
         rows.append({"id": v.id, "date": v.date, "manifest": member, "files": files, "pages": pages})
     doc = {"format": "archiver-gwtar-versions", "version": 1, "versions": rows}
     data = json.dumps(doc, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
@@ -126,6 +119,53 @@ def add_versions(source: object, root: Path, work: Path) -> None:
     source.specs[TABLE] = MemberSpec(TABLE, len(data), "application/json")
     source.files[TABLE] = held_table
     source.expected[TABLE] = hashlib.sha256(data).hexdigest()
+
+
+class _Tee:
+    """Takes a version manifest's lines as they are read and checked: into ``out``, hashed, counted."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def __call__(self, line: bytes) -> None:
+        self.out.write(line)
+        self.sha256.update(line)
+        self.size += len(line)
+
+
+def _check_version(
+    source: Source,
+    root: Path,
+    v: store.Version,
+    records: Iterator[tree.Record],
+    held: set[str],
+    current: store.TreeState,
+) -> tuple[int, int]:
+    """Check the version ``v``'s ``records`` (a hostile store, formats/history.md §4, is refused
+    before a byte is written) and add a blob member for each content no member holds yet (``held``);
+    its (files, pages)."""
+    files = pages = 0
+    for r in records:
+        files += 1
+        pages += r.kind == "page"
+        why = _path_problem(r.path) or (None if _HEX64.match(r.sha256) else "its sha256 is no SHA-256")
+        if why:
+            raise FormatError(why, subject=f"{v.manifest}: {r.path}")
+        if r.sha256 in held:
+            continue
+        held.add(r.sha256)
+        try:  # its blob, or the tree's file while the tree holds it (formats/history.md §3)
+            fd, full = store.open_source(root, r, current)
+        except FormatError as e:
+            raise FormatError(e.message, subject=f"{v.manifest}: {r.path}") from None
+        os.close(fd)
+        blob = f"{BLOBS}{r.sha256}"
+        source.specs[blob] = MemberSpec(blob, r.size, "application/octet-stream")
+        source.files[blob] = full
+        source.expected[blob] = r.sha256
+    return files, pages
 
 
 # ---------------------------------------------------------------------------------------- reading

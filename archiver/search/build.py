@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from itertools import accumulate, repeat
 from typing import Any, NamedTuple
 
+from archiver.errors import FormatError
 from archiver.search.text import Page
 from archiver.search.tokens import TOKENIZER, term_list
 
@@ -51,6 +52,18 @@ VERSIONS = (1, 2, 3)
 HASH_HEX = 32
 #: Format 3: a compressed payload expands to at most this many bytes (a hostile file is refused).
 MAX_EXPANDED = 64 << 20
+#: Bounds of the manifest (formats/search.md §4.2, every version): its bytes, and the rows of its
+#: ``shards`` and ``docs`` tables and its text files (``text`` rows, or format 3's ``text_files``).
+#: No real index reaches them: 32 MiB is a million pages in format 3 (about 33 bytes a page: the
+#: Python docs' is 18 KB for 541 pages) and 150,000 in format 2 (224 bytes a page); the generated
+#: corpus has 0.36 shards, 0.09 groups and 1.19 text files a page, the docutils docs 0.57, 0.18 and
+#: 4.4 (so 460,000, 1.4 million and 240,000 pages at the least, a search index of gigabytes). A
+#: manifest past them is refused as it is opened (its bytes before they are parsed, its rows before
+#: its tables are read): verify of a forged one of 1,000,000 shard rows took 13 s of CPU and 848 MB.
+MAX_MANIFEST_BYTES = 32 << 20
+MAX_SHARDS = 1 << 18
+MAX_GROUPS = 1 << 18
+MAX_TEXT_FILES = 1 << 20
 #: Version 2's postings: each number in little-endian groups of 5 bits, one character a group, from
 #: this alphabet of 64 (JSON needs no escape for any of them): the first 32 end a number, the last
 #: 32 say more groups follow.
@@ -510,6 +523,31 @@ class Builder:
         return manifest
 
 
+def bounds_problem(manifest: Any) -> str:
+    """Why ``manifest`` (its JSON value) holds more rows or text files than the format allows (""
+    when it does not, or when its tables are not lists: the reader says they are malformed)."""
+    if not isinstance(manifest, dict):
+        return ""
+    for key, most in (("shards", MAX_SHARDS), ("docs", MAX_GROUPS), ("text", MAX_TEXT_FILES)):
+        rows = manifest.get(key)
+        if isinstance(rows, list) and len(rows) > most:
+            return f"its {key} table has {len(rows)} rows, more than the format allows ({most})"
+    try:
+        files = int(manifest.get("text_files", 0))
+    except (TypeError, ValueError, OverflowError):
+        return ""
+    if files > MAX_TEXT_FILES:
+        return f"says {files} text files, more than the format allows ({MAX_TEXT_FILES})"
+    return ""
+
+
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
-    """The manifest file (``manifest.js``)."""
-    return wrap("manifest", _dumps(manifest))
+    """The manifest file (``manifest.js``); a FormatError for an index past the format's bounds
+    (:func:`bounds_problem`), which every reader would refuse."""
+    data = wrap("manifest", _dumps(manifest))
+    why = bounds_problem(manifest) or (
+        f"is {len(data)} bytes, more than {MAX_MANIFEST_BYTES}" if len(data) > MAX_MANIFEST_BYTES else ""
+    )
+    if why:
+        raise FormatError(f"the site is too large for one search index: its manifest {why}")
+    return data

@@ -23,8 +23,10 @@ from archiver.errors import FormatError
 from archiver.search.build import (
     FORMAT,
     HASH_HEX,
+    MAX_MANIFEST_BYTES,
     MAX_POSITIONS,
     VERSION,
+    bounds_problem,
     inflate,
     order_key,
     payload_of,
@@ -180,6 +182,8 @@ class Index:
         m = self.manifest
         if not isinstance(m, dict) or m.get("format") != FORMAT:
             raise FormatError("is not a search index manifest", subject=self._where("manifest"))
+        if bounds_problem(m):  # before its tables are read (§4.2, Bounds)
+            raise FormatError(bounds_problem(m), subject=self._where("manifest"))
         if not isinstance(m.get("version"), int) or m["version"] > VERSION:
             raise FormatError(
                 f"search index format {m.get('version')} is newer than this archiver reads ({VERSION})",
@@ -228,6 +232,9 @@ class Index:
         except OSError as e:
             raise FormatError(f"cannot be read: {e.strerror or e}", subject=self._where(name)) from None
         self.loaded.append(name)
+        if expected is None and len(data) > MAX_MANIFEST_BYTES:  # the manifest (§4.2, Bounds)
+            why = f"is {len(data)} bytes, more than the format allows ({MAX_MANIFEST_BYTES})"
+            raise FormatError(why, subject=self._where(name))
         try:
             payload = payload_of(name, data)
         except ValueError as e:

@@ -547,10 +547,26 @@ def check_index(root: Path) -> Iterator[tuple[str, str]]:
             yield (f"{INDEX_DIR}/{name}", "is missing")
 
 
+#: Problems of an index's files reported one by one (formats/search.md §4.6); past them, one line
+#: counts the rest (a forged manifest listing a million missing shards gave a million lines).
+MAX_FILE_PROBLEMS = 100
+
+
 def file_problems(index: Index, where: str) -> Iterator[tuple[str, str]]:
     """(path, problem) for every shard, fragment group and text chunk of an opened ``index`` that
-    does not load or match the manifest (``where``: the path named when an error names none); the
-    tree's check and a packed archive's share it."""
+    does not load or match the manifest (``where``: the path named when an error names none), the
+    first :data:`MAX_FILE_PROBLEMS` of them, then one counting the others; the tree's check and a
+    packed archive's share it."""
+    found = 0
+    for problem in _file_problems(index, where):
+        found += 1
+        if found <= MAX_FILE_PROBLEMS:
+            yield problem
+    if found > MAX_FILE_PROBLEMS:
+        yield (where, f"and {found - MAX_FILE_PROBLEMS} more damaged or missing files")
+
+
+def _file_problems(index: Index, where: str) -> Iterator[tuple[str, str]]:
     for i in range(len(index.shards)):
         try:
             index.shard(i)

@@ -68,7 +68,7 @@ def _usable() -> bool:
 
 
 def build(index: Index, identity: str) -> bytes | None:
-    """The table of ``index`` (``identity``: the SHA-256 of its manifest's bytes), or None when the
+    """The table of ``index`` (``identity``: its name, serve.search.table_identity), or None when the
     index is not one a table can answer exactly as the engine's reading of its shards does (not format
     3, shards out of order or overlapping, a term out of its shard's range, rows not [term, string],
     malformed postings): the engine then reads the shards itself, and says what is wrong. A damaged

@@ -1,6 +1,6 @@
 """Postings tables on disk (formats/search.md §6.5, Tables): one file per index under the user's cache
-folder (``$XDG_CACHE_HOME/archiver/search-tables/``, else ``~/.cache/…``), named by the index's
-identity (the SHA-256 of its manifest's bytes: a tree indexed again is another index), written
+folder (``$XDG_CACHE_HOME/archiver/search-tables/``, else ``~/.cache/…``), named by its identity
+(the mount's and its index's: :func:`archiver.serve.search.table_identity`), written
 atomically, checked against its own SHA-256 and the identity when opened (memory-mapped, read in
 place), at most :data:`DISK_BYTES` in all (the least recently used files go first). A file that does
 not check is removed and built again. The IO side of :mod:`archiver.search.table`."""

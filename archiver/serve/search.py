@@ -80,7 +80,8 @@ class Searcher:
         self.engine = Engine(ENGINE_BYTES)
         self._manifests: dict[str, str] = {}  # a tree mount's manifest path (a stat a query)
         self._serial = 0
-        #: Postings tables (formats/search.md §6.5) by index identity, and each mount's identity.
+        #: Postings tables (formats/search.md §6.5) by identity (:func:`table_identity`: the mount's
+        #: and its index's), and each mount's identity.
         self._tables: dict[str, table.Table] = {}
         self._use_tables = False
         self.identity: dict[str, str] = {}
@@ -129,12 +130,12 @@ class Searcher:
         if known is not None:
             self.engine.forget(known[3])  # a tree indexed again: what was decoded from it goes
         self._serial += 1
-        self.identity[m.name] = identity[0]
-        got = self._tables.get(identity[0])
+        ident = self.identity[m.name] = table_identity(m, identity[0])
+        got = self._tables.get(ident)
         if got is None and self._use_tables:
-            got = tables.open_table(identity[0], index.documents)  # built by another server
+            got = tables.open_table(ident, index.documents)  # built by another server
             if got is not None:
-                self._tables[identity[0]] = got
+                self._tables[ident] = got
         if got is not None:
             self.engine.tables[self._serial] = got
         self._indexes[m.name] = (index, sizes, stamp, self._serial)
@@ -352,6 +353,16 @@ class Searcher:
         self._indexes.clear()
         self.engine.clear()
         self._use_tables = False
+
+
+def table_identity(m: Mount, manifest_sha256: str) -> str:
+    """What a mount's postings table is named and checked by (formats/search.md §6.5, Tables): its
+    index's manifest (which pins every shard's hash) and the mount itself (its kind and the real path
+    of its tree or file). Two mounts of the same index each get their own table, built from their own
+    shards: one whose shards are damaged gets none and is said to be damaged (before 2026-12 it was
+    answered from the other's table, keyed by the manifest alone)."""
+    where = os.fsencode(os.path.realpath(m.path))
+    return hashlib.sha256(b"\0".join([manifest_sha256.encode(), m.kind.encode(), where])).hexdigest()
 
 
 def reader_for(

@@ -87,8 +87,8 @@ def _complete(root: Path) -> bool:
     from archiver import safefs
     from archiver.versions.reports import MAX_REPORT_BYTES
 
-    try:  # bounded, a regular file; RecursionError: nested too deep (msgspec)
-        data = safefs.read_regular(root / RESERVED_DIR / REPORT_NAME, MAX_REPORT_BYTES, follow=True)
+    try:  # bounded, a regular file, no symbolic link followed; RecursionError: nested too deep (msgspec)
+        data = safefs.read_regular(root / RESERVED_DIR / REPORT_NAME, MAX_REPORT_BYTES)
         doc = _complete_decoder.decode(data)
     except (FormatError, msgspec.DecodeError, RecursionError):
         return False

@@ -1,7 +1,8 @@
 """What each run of a versioned tree reported (tree.md §9.3; formats/history.md §5): the URLs a
 version's capture reported as failed, unconfirmed or refused, keyed as the URL mapping core keys
 them, and since when they failed. Read by ``archiver diff`` and by ``serve``'s gone pages. A report
-that is missing, unreadable or over :data:`MAX_REPORT_BYTES` counts as one that reported nothing."""
+that is missing, unreadable, no regular file (a symbolic link included) or over
+:data:`MAX_REPORT_BYTES` counts as one that reported nothing."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ def report_items(root: Path, v: Any) -> list[dict[str, Any]]:
 
     try:
         # not blocking, a regular file only: a FIFO under a report's name held diff (and serve's gone
-        # page) forever on open, before 2026-12
-        data = safefs.read_regular(path, MAX_REPORT_BYTES, follow=True)
+        # page) forever on open, before 2026-12; a symbolic link is not followed (its target, outside
+        # the tree, was read as the run's report; the store never copies one: store._report_bytes)
+        data = safefs.read_regular(path, MAX_REPORT_BYTES)
         doc = json.loads(data)
     except (FormatError, ValueError, RecursionError):
         return []

@@ -526,7 +526,8 @@ def extract(root: Path, v: Version, out: Path) -> int:
             f"version {v.id} is the tree itself: copy the tree, or record it first", subject=str(root)
         )
     tree = TreeState(root)  # the check's: a tree file it hashed is not hashed again below
-    for where, what in problems_of_version(root, v, tree):
+    data = storefiles.read_manifest(v.manifest)  # read once: what is checked is what is written
+    for where, what in problems_of_version(root, v, tree, data):
         raise FormatError(what, subject=where)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError("exists and is not an empty folder", subject=str(out))
@@ -536,7 +537,7 @@ def extract(root: Path, v: Version, out: Path) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
-        _, rows = _decode_manifest(v.manifest)
+        _, rows = _decode_manifest(v.manifest, data=data)
         n = 0
         for r in rows:
             dest = work / r.path
@@ -560,7 +561,7 @@ def extract(root: Path, v: Version, out: Path) -> int:
             finally:
                 os.close(fd)
             n += 1
-        body = _version_body(storefiles.read_manifest(v.manifest), "", v.manifest)
+        body = _version_body(data, "", v.manifest)
         (work / RESERVED_DIR).mkdir(exist_ok=True)
         (work / RESERVED_DIR / MANIFEST_NAME).write_bytes(body)
         if out.exists():
@@ -572,9 +573,13 @@ def extract(root: Path, v: Version, out: Path) -> int:
         raise
 
 
-def problems_of_version(root: Path, v: Version, tree: TreeState | None = None) -> Iterator[tuple[str, str]]:
+def problems_of_version(
+    root: Path, v: Version, tree: TreeState | None = None, data: bytes | None = None
+) -> Iterator[tuple[str, str]]:
+    """(where, what) for every problem of the recorded version ``v`` (its manifest's bytes ``data``
+    when they were read already)."""
     where = f"{RESERVED_DIR}/{VERSIONS_NAME}/{v.manifest.name}"
-    _, rows = _decode_manifest(v.manifest)
+    _, rows = _decode_manifest(v.manifest, data=data)
     checked: set[str] = set()
     tree = tree or TreeState(root)
     for r in rows:

@@ -6,10 +6,12 @@ anything else is one :class:`FormatError` naming the file."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -38,15 +40,22 @@ def read_manifest(path: Path) -> bytes:
     return safefs.read_regular(path, MAX_MANIFEST_BYTES)
 
 
-def decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
+def decode_manifest(
+    path: Path, tee: Callable[[bytes], object] | None = None, *, data: bytes | None = None
+) -> tuple[Header, Iterator[Record]]:
     """A version manifest's header and its records, streamed; a line over the tree's
     :data:`~archiver.tree.LINE_LIMIT`, a line that is no record, a line cut short, or a path listed
     twice (a version is compacted, one record a path: a path listed twice made ``extract`` write
     through a link to the tree's own file) is a FormatError. Opened, read a line at a time and
-    decoded as the tree's own manifest is (:func:`archiver.tree.open_manifest`)."""
-    f = open_manifest(path)
+    decoded as the tree's own manifest is (:func:`archiver.tree.open_manifest`). ``tee``, when
+    given, gets every line as it is read (the header first): once the records are all read, what it
+    got is the file's bytes, the very ones checked (``pack --all-versions`` packs them, not the file
+    read again by its name). ``data``: the manifest's bytes already read (:func:`read_manifest`),
+    decoded instead of the file (``path`` names it in errors)."""
+    f = open_manifest(path) if data is None else io.BytesIO(data)
+    line = read_line if tee is None else _teed(tee)
     try:
-        header = _header_decoder.decode(read_line(f, 1, path))
+        header = _header_decoder.decode(line(f, 1, path))
     except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
         f.close()
         raise FormatError(f"line 1 is not a manifest header: {e}", subject=str(path)) from None
@@ -58,13 +67,13 @@ def decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
         seen: dict[str, int] = {}
         with f:
             n = 1
-            while line := read_line(f, n + 1, path):
+            while text := line(f, n + 1, path):
                 n += 1
-                if not line.strip():
+                if not text.strip():
                     continue
-                if not line.endswith(b"\n"):
+                if not text.endswith(b"\n"):
                     raise FormatError(f"line {n} is cut short", subject=str(path))
-                r = decode_record(line, n, path)
+                r = decode_record(text, n, path)
                 first_at = seen.setdefault(r.path, n)
                 if first_at != n:
                     raise FormatError(
@@ -73,6 +82,15 @@ def decode_manifest(path: Path) -> tuple[Header, Iterator[Record]]:
                 yield r
 
     return header, rows()
+
+
+def _teed(tee: Callable[[bytes], object]) -> Callable[[BinaryIO, int, Path], bytes]:
+    def line(f: BinaryIO, lineno: int, path: Path) -> bytes:
+        text = read_line(f, lineno, path)
+        tee(text)
+        return text
+
+    return line
 
 
 def pending_started(mark: Path) -> str | None:

@@ -4,11 +4,15 @@ and ``extract`` check the table, and a forged one is refused with one line."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from archiver.cli import main
 from archiver.errors import FormatError
 from archiver.gwtar import layout, parse, read, rules
 from archiver.gwtar.extract import extract
@@ -130,6 +134,32 @@ def test_an_escaping_name_in_the_table_is_refused(
     assert not (tmp_path / "x").exists() and not (tmp_path.parent / "evil.js").exists()
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ls_of_a_malformed_table_prints_its_one_line_and_no_listing(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    as_json: bool,
+) -> None:  # fmt: skip
+    out = _forged(
+        tmp_path, mini_tree, monkeypatch, lambda p, o, s: ("../../evil.js", o, s) if p == X0 else (p, o, s)
+    )
+    capsys.readouterr()
+    code = main(["ls", str(out), *(["--json"] if as_json else [])])
+    done = capsys.readouterr()
+    assert code == 1 and done.out == ""  # old code: the 20 entries before the bad one, then exit 1
+    assert len(done.err.splitlines()) == 1 and "site index entry 20 is malformed" in done.err
+
+
+def test_ls_of_a_good_file_lists_what_the_reader_reads(
+    tmp_path: Path, mini_tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = pack(mini_tree, tmp_path / "a.gwtar.html", loader=STUB_LOADER, search_index=True).path
+    capsys.readouterr()
+    assert main(["ls", str(out), "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    with read.open(out) as g:
+        assert [(d["path"], d["size"]) for d in listed] == [(m.path, m.size) for m in g.members]
+
+
 def test_a_damaged_bundled_file_is_refused(tmp_path: Path, mini_tree: Path) -> None:
     out = pack(mini_tree, tmp_path / "a.gwtar.html", loader=STUB_LOADER, search_index=True).path
     with read.open(out) as g:
@@ -188,3 +218,27 @@ def test_version_1_files_read_as_before(tmp_path: Path, mini_tree: Path) -> None
     assert verify(out, links=False).ok
     extract(out, tmp_path / "x")
     assert (tmp_path / "x" / f"{PREFIX}manifest.js").is_file()
+
+
+def test_a_held_listing_past_its_memory_bound_prints_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """What ``ls`` holds past :data:`HOLD_IN_MEMORY` goes through a temporary file, in order."""
+    from archiver.cli import output
+
+    lines = [f"{i:>12}  text/html  p/é-{i}.html" for i in range(5000)]
+    monkeypatch.setattr(output, "HOLD_IN_MEMORY", 1000)
+    output._print_checked(iter(lines))
+    assert capsysbinary.readouterr().out == "".join(f"{line}\n" for line in lines).encode()
+
+    def broken() -> Iterator[str]:
+        yield from lines
+        raise FormatError("entry 5000 is malformed")
+
+    with pytest.raises(FormatError):
+        output._print_checked(broken())
+    assert capsysbinary.readouterr().out == b""
+    text = io.StringIO()  # a text-only stdout: the same characters
+    monkeypatch.setattr(sys, "stdout", text)
+    output._print_checked(iter(lines))
+    assert text.getvalue() == "".join(f"{line}\n" for line in lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -148,6 +149,7 @@ def _hostile(three: Path, tmp_path: Path, edit: str) -> Path:
         bad.write_bytes(b"".join(lines))
         source.files[manifest] = bad
         source.specs[manifest] = gv.MemberSpec(manifest, bad.stat().st_size, "application/jsonl")
+        source.expected[manifest] = None  # past the check of what add_versions read
     elif edit.startswith("table"):
         doc = json.loads(Path(source.files[gv.TABLE]).read_bytes())
         first = doc["versions"][0]
@@ -290,3 +292,29 @@ def test_pack_refuses_a_hostile_store(three: Path, tmp_path: Path, edit: str) ->
     assert r.returncode == 1, r.stderr
     assert r.stderr.startswith("archiver: ") and len(r.stderr.splitlines()) == 1, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_a_manifest_swapped_after_its_check_is_not_packed(
+    three: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version manifest is read once: what is packed is what was checked. The attack renames a
+    hostile manifest of the same size over the checked one between the check (``add_versions``) and
+    the write (old code: the hostile bytes packed, a ``../`` path in the archive)."""
+    first = store.versions(three)[0].manifest
+    checked = first.read_bytes()
+    hostile = checked.replace(b'"path":"docs/', b'"path":"../x/')
+    assert len(hostile) == len(checked) and hostile != checked
+    real = gv.add_versions
+
+    def then_swap(source: object, root: Path, work: Path) -> None:
+        real(source, root, work)
+        swap = first.with_name("swap.tmp")
+        swap.write_bytes(hostile)
+        os.replace(swap, first)
+
+    monkeypatch.setattr(gv, "add_versions", then_swap)
+    out = tmp_path / "all.gwtar.html"
+    gwtar.pack(three, out, all_versions=True)
+    with GwtarReader(out) as reader:
+        assert reader.read(f"{gv.PREFIX}{IDS[0]}.jsonl") == checked
+    assert gwtar.verify(out, links=False).ok

@@ -140,6 +140,40 @@ def test_a_damaged_index_gets_no_table_and_is_said(tmp_path: Path, cache: Path) 
         searcher.close()
 
 
+@pytest.mark.parametrize("cached_first", [False, True])
+def test_a_damaged_copy_of_a_healthy_index_is_said_not_answered_from_its_table(
+    tmp_path: Path, cache: Path, cached_first: bool
+) -> None:
+    """Two mounts of the same pages have the same manifest; the shards of one are damaged. Each mount
+    gets its own table, built from its own shards (old code: one table by the manifest's hash, so the
+    damaged mount answered from the healthy one's, its damage never seen), whether the healthy one's
+    table was in the cache folder already or is built in the same start."""
+    good = _tree(tmp_path / "g", 20)
+    if cached_first:
+        searcher = serve_search.Searcher(mounts_for([good]))
+        assert searcher.prepare()["built"] == 1
+        searcher.close()
+    bad = _tree(tmp_path / "b", 20)
+    assert (bad / "_archiver/search/manifest.js").read_bytes() == (
+        good / "_archiver/search/manifest.js"
+    ).read_bytes()
+    for shard in (bad / "_archiver" / "search" / "t").iterdir():
+        data = bytearray(shard.read_bytes())
+        data[len(data) // 2] ^= 1
+        shard.write_bytes(bytes(data))
+    searcher = serve_search.Searcher(mounts_for([good, bad]))
+    try:
+        assert searcher.prepare()["tables"] == 1
+        damaged = next(m.name for m in searcher.mounts if Path(m.path).name == "b")
+        for _ in range(2):
+            doc = searcher.search("river", 10, 0, _origin)
+            assert "error" not in doc and doc["total"] == 20
+            assert [s["mount"] for s in doc["skipped"]] == [damaged]  # old code: none skipped, 40 found
+            assert "damaged index" in doc["skipped"][0]["reason"]
+    finally:
+        searcher.close()
+
+
 def test_the_cache_folder_keeps_to_its_budget(
     tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

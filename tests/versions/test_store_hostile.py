@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import json
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -40,8 +42,8 @@ def _one_line(done: object) -> None:
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
-def _repeat_first_record(root: Path) -> Path:
-    manifest = store.store_dir(root) / f"{FIRST}.jsonl"
+def _repeat_first_record(root: Path, version: str = FIRST) -> Path:
+    manifest = store.store_dir(root) / f"{version}.jsonl"
     os.chmod(manifest, 0o644)
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(b"".join([*lines, lines[1]]))  # `sed -n 2p F >> F`
@@ -68,6 +70,23 @@ def test_a_path_listed_twice_never_empties_the_trees_own_file(site: Path, tmp_pa
     checked = _cli("verify", str(site))  # old code: OK
     assert checked.returncode == 1
     assert "listed twice" in checked.stdout + checked.stderr and path in checked.stdout + checked.stderr
+
+
+def test_ls_of_a_version_listing_a_path_twice_prints_no_listing(site: Path) -> None:
+    _repeat_first_record(site)
+    for args in ([], ["--json"]):
+        done = _cli("ls", str(site), "--version", FIRST, *args)
+        assert done.returncode == 1 and done.stdout == ""  # old code: its first three files, then exit 1
+        _one_line(done)
+        assert "listed twice" in done.stderr
+
+
+def test_ls_versions_with_a_damaged_later_version_prints_no_listing(site: Path) -> None:
+    _repeat_first_record(site, "20261201T090000Z")
+    done = _cli("ls", str(site), "--versions")
+    assert done.returncode == 1 and done.stdout == ""  # old code: the first version's line, then exit 1
+    _one_line(done)
+    assert "20261201T090000Z.jsonl" in done.stderr and "listed twice" in done.stderr
 
 
 def test_every_reader_refuses_a_path_listed_twice(site: Path) -> None:
@@ -235,3 +254,66 @@ def test_a_version_record_nested_too_deep_is_named_by_verify(site: Path) -> None
     checked = _cli("verify", str(site))  # msgspec raises RecursionError, not DecodeError
     assert checked.returncode == 1 and "Traceback" not in checked.stderr  # old code: exit 70
     assert f"{FIRST}.jsonl" in checked.stdout + checked.stderr
+
+
+# ------------------------------------------------------------- a manifest swapped after its check
+
+
+@pytest.mark.parametrize("swapped_in", [b"../../ntro.html", b"docs/intrX.html"])
+def test_what_is_extracted_is_the_manifest_checked_not_one_swapped_in_after(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: bytes
+) -> None:
+    """``extract --version`` and ``pack --version`` (both :func:`store.extract`) read the version
+    manifest once: the attack renames a manifest of the same size over the checked one as the check
+    ends. Old code read it again by its name (twice: the records, then the bytes written as the
+    output's manifest): a ``../`` path failed the extraction after the check had passed it, another
+    path was extracted unchecked, and the output's manifest was the swapped one."""
+    manifest = store.store_dir(site) / f"{FIRST}.jsonl"
+    checked = manifest.read_bytes()
+    hostile = checked.replace(b'"path":"docs/intro.html"', b'"path":"' + swapped_in + b'"')
+    assert len(hostile) == len(checked) and hostile != checked
+    real = store.problems_of_version
+
+    def then_swap(*args: object, **kwargs: object) -> Iterator[tuple[str, str]]:
+        yield from real(*args, **kwargs)  # type: ignore[arg-type]
+        os.chmod(manifest, 0o644)
+        swap = manifest.with_name("swap.tmp")
+        swap.write_bytes(hostile)
+        os.replace(swap, manifest)
+
+    monkeypatch.setattr(store, "problems_of_version", then_swap)
+    out = tmp_path / "a" / "b" / "out"
+    out.parent.mkdir(parents=True)
+    assert store.extract(site, store.recorded(site)[0], out) == len(V1)
+    assert not (out / "docs" / "intrX.html").exists() and not (tmp_path / "a" / "ntro.html").exists()
+    assert (out / "docs" / "intro.html").read_text() == V1["docs/intro.html"]
+    written = (out / "_archiver" / "manifest.jsonl").read_bytes()
+    assert swapped_in not in written and b'"path":"docs/intro.html"' in written
+
+
+# -------------------------------------------------------------- a run's report that is a link
+
+
+def test_a_report_that_is_a_symbolic_link_is_read_by_no_one(site: Path, tmp_path: Path) -> None:
+    """The run's report is read as the store copies it (``store._report_bytes``): a regular file,
+    never a symbolic link's target (old code: ``diff``'s and serve's failures, and a re-capture's
+    "complete", were read from a file outside the tree)."""
+    from archiver.urls import REPORT_NAME, RESERVED_DIR
+    from archiver.versions import reports
+
+    outside = tmp_path / "elsewhere.json"
+    failed = {"url": "http://site.localhost/docs/intro.html", "outcome": "failed", "status": 404}
+    outside.write_text(json.dumps({"complete": True, "items": [failed]}))
+    assert reports.report_items(site, SimpleNamespace(recorded=False, id="x")) == []
+    own = site / RESERVED_DIR / REPORT_NAME
+    own.unlink(missing_ok=True)
+    own.symlink_to(outside)
+    first = store.recorded(site)[0]
+    kept = store.store_dir(site) / f"{first.id}.report.json"
+    kept.unlink(missing_ok=True)
+    kept.symlink_to(outside)
+    assert reports.report_items(site, SimpleNamespace(recorded=False, id="x")) == []  # old code: [failed]
+    assert reports.report_items(site, first) == []  # old code: [failed]
+    assert not reports.failures(site, first)
+    assert recapture._complete(site) is False  # old code: True
+    assert store._report_bytes(own) is None  # as the store already did
