@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -110,13 +109,28 @@ _XML_AS_COMMENT = re.compile(r"^<!--\?xml[^>]*\?-->")
 _XML_ENCODING = re.compile(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", re.I)
 
 
-@dataclass
 class HTMLResult:
-    """The serialised document and its ``<title>`` text (whitespace collapsed, or None)."""
+    """The serialised document and its ``<title>`` text (whitespace collapsed, or None), and the
+    references written changed. (A plain class, compared and shown as the dataclass it was: a
+    dataclass's generated methods were compiled from source at every start of a capture, and its
+    module imported for it.)"""
 
-    html: str
-    title: str | None = None
-    changed: list[str] = field(default_factory=list)
+    __slots__ = ("changed", "html", "title")
+
+    def __init__(self, html: str, title: str | None = None, changed: list[str] | None = None) -> None:
+        self.html = html
+        self.title = title
+        self.changed: list[str] = [] if changed is None else changed
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HTMLResult) and other.__class__ is self.__class__:
+            return (self.html, self.title, self.changed) == (other.html, other.title, other.changed)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"HTMLResult(html={self.html!r}, title={self.title!r}, changed={self.changed!r})"
 
 
 def parse(text: str) -> LexborHTMLParser:

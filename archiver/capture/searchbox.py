@@ -38,12 +38,12 @@ the rewrite is idempotent.
 
 from __future__ import annotations
 
-import html
 import re
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from archiver.frozen import Frozen
 
 __all__ = ["BOX_TAGS", "QUERY_NAMES", "Target", "rewrite"]
 
@@ -67,13 +67,19 @@ _SEARCH_SEGMENT = re.compile(r"^search(?:\.[a-z0-9]+)?$", re.I)
 _BUTTON_DROP = ("formaction", "formmethod", "formenctype", "formtarget", "disabled")
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Frozen):
     """Where boxes submit: ``href`` (the page's relative href to the archive's search page) and the
-    page's own URL (``page_url``: which form actions are on the page's site; empty = relative only)."""
+    page's own URL (``page_url``: which form actions are on the page's site; empty = relative only).
+    (Immutable: a :class:`~archiver.frozen.Frozen` class, as the frozen dataclass it was: made at
+    every start of a capture, where a dataclass's generated methods were compiled from source.)"""
 
+    _fields = ("href", "page_url")
+    __slots__ = _fields
     href: str
-    page_url: str = ""
+    page_url: str
+
+    def __init__(self, href: str, page_url: str = "") -> None:
+        self._init(href, page_url)
 
 
 def _attr(node: LexborNode, name: str) -> str:
@@ -216,6 +222,8 @@ def _fix_box(box: LexborNode, keep_form: bool) -> None:
 
 
 def _new_form(href: str, form_id: str) -> LexborNode:
+    import html  # with its entity table (~1 ms to import): only a page with a search box needs it
+
     markup = (
         f'<form id="{form_id}" class="archiver-search" role="search" method="get" '
         f'action="{html.escape(href)}"></form>'
