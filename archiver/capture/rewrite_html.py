@@ -105,8 +105,9 @@ _DOCTYPE = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*(<\?xml[^>]*\?>)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)?", re.I | re.S
 )
 #: What Lexbor makes of an XML declaration: a bogus comment, first in its output.
-_XML_AS_COMMENT = re.compile(r"^<!--\?xml[^>]*\?-->")
-_XML_ENCODING = re.compile(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", re.I)
+#: (It and the next are compiled at their use, re keeping them: only a page with an XML declaration.)
+_XML_AS_COMMENT = r"^<!--\?xml[^>]*\?-->"
+_XML_ENCODING = r"""(\sencoding\s*=\s*)(["'])[^"']*\2"""
 
 
 class HTMLResult:
@@ -513,8 +514,8 @@ def rewrite(
     prolog = ""
     if m and m.group(1):
         xml = m.group(1).decode("utf-8", "replace")
-        prolog = _XML_ENCODING.sub(r"\1\2utf-8\2", xml) + "\n"
-        out = _XML_AS_COMMENT.sub("", out, count=1).lstrip()
+        prolog = re.sub(_XML_ENCODING, r"\1\2utf-8\2", xml, flags=re.I) + "\n"
+        out = re.sub(_XML_AS_COMMENT, "", out, count=1).lstrip()
     if m and m.group(2) and out[:9].upper() == "<!DOCTYPE":
         end = out.find(">")
         out = m.group(2).decode("utf-8", "replace") + out[end + 1 :]

@@ -63,7 +63,8 @@ _INPUT_IDS = frozenset(
 _INPUT_CLASSES = frozenset({"search-input", "md-search__input", "td-search-input"})
 _FORM_IDS = frozenset({"rtd-search-form", "searchbar-outer", "mdbook-searchbar-outer", "searchbox"})
 _FORM_CLASSES = frozenset({"search-form", "md-search__form", "search", "searchbar-outer"})
-_SEARCH_SEGMENT = re.compile(r"^search(?:\.[a-z0-9]+)?$", re.I)
+#: compiled at its use (re keeps it), with re.I: only a page with a search box needs it
+_SEARCH_SEGMENT = r"^search(?:\.[a-z0-9]+)?$"
 _BUTTON_DROP = ("formaction", "formmethod", "formenctype", "formtarget", "disabled")
 
 
@@ -129,7 +130,7 @@ def _same_site_search(action: str, page_url: str) -> bool:
     if parts.netloc and (page is None or parts.hostname != page.hostname):
         return False
     segments = [s for s in parts.path.split("/") if s]
-    return bool(segments) and _SEARCH_SEGMENT.match(segments[-1]) is not None
+    return bool(segments) and re.match(_SEARCH_SEGMENT, segments[-1], re.I) is not None
 
 
 def _is_box(node: LexborNode, target: Target) -> bool:

@@ -59,3 +59,27 @@ def test_the_capture_command_imports_only_what_every_capture_uses() -> None:
     loaded = set(json.loads(done.stdout))
     assert "archiver.capture.crawl" in loaded and "asyncio" in loaded
     assert [m for m in NOT_AT_START if m in loaded] == []
+
+
+def test_the_page_stage_imports_no_dataclasses_nor_entity_table_and_compiles_no_unused_walk() -> None:
+    """The page stage (imported by a run's first page: its parsers and rewriters) builds its result
+    classes without dataclasses (their methods compiled from source at every start), leaves html's
+    entity table to a page with a search box or a redirect stub, and an ordinary page compiles none
+    of html_depth's walk patterns (~1 ms): its cheap check says no first."""
+    code = (
+        "import sys\n"
+        "import archiver.capture, archiver.capture.crawl, archiver.capture.page\n"
+        "from archiver import html_depth\n"
+        "from archiver.capture import rewrite_html\n"
+        "text = '<!DOCTYPE html><title>t</title><p>' + '<a href=x>y</a>' * 100\n"
+        "rewrite_html.rewrite(rewrite_html.parse(text), lambda ref, hint: None)\n"
+        "names = sorted(sys.modules)\n"
+        "import json\n"  # after the list is made
+        "print(json.dumps([names, len(html_depth._COMPILED)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-800:]
+    names, compiled = json.loads(done.stdout)
+    assert "selectolax.lexbor" in names and "tinycss2" in names
+    assert [m for m in ("dataclasses", "copy", "html", "html.entities") if m in names] == []
+    assert compiled == 0
