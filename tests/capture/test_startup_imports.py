@@ -6,9 +6,17 @@ renders or parses.)"""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archiver.capture import CaptureOptions
 
 #: imported where they are used, never by the capture command's modules themselves
 NOT_AT_START = (
@@ -83,3 +91,34 @@ def test_the_page_stage_imports_no_dataclasses_nor_entity_table_and_compiles_no_
     assert "selectolax.lexbor" in names and "tinycss2" in names
     assert [m for m in ("dataclasses", "copy", "html", "html.entities") if m in names] == []
     assert compiled == 0
+
+
+def test_a_capture_raises_the_collectors_threshold_while_it_runs_and_puts_it_back(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A capture through the library runs with the collector's first threshold the ``archiver``
+    command sets (crawl.GC_THRESHOLD: at 700 allocations the collector walked the page stage's
+    modules and every URL's objects again and again), and the process has its own back after; a
+    higher threshold, or 0 (automatic collection off), is left as it is."""
+    from archiver.capture import crawl
+
+    seen: list[int] = []
+
+    def run(main: Coroutine[Any, Any, Any], terminate: bool) -> str:
+        main.close()
+        seen.append(gc.get_threshold()[0])
+        return "the report"
+
+    monkeypatch.setattr(crawl.interrupt, "run", run)
+    before = gc.get_threshold()
+    try:
+        for first in (700, 100_000, 0):
+            gc.set_threshold(first, 10, 10)
+            out = tmp_path / f"out-{first}"
+            assert (
+                crawl.run_capture(["http://127.0.0.1:1/"], out, CaptureOptions(render=False)) == "the report"
+            )
+            assert seen[-1] == (crawl.GC_THRESHOLD if first == 700 else first)
+            assert gc.get_threshold() == (first, 10, 10)
+    finally:
+        gc.set_threshold(*before)
