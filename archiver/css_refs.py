@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import tinycss2
@@ -55,8 +54,8 @@ _URL_FUNCTIONS = frozenset({"url", "src"})
 _SKIPPED = ("whitespace", "comment")
 #: An escape as CSS Syntax 3 §4.3.7 reads it: up to six hex digits and one optional whitespace
 #: (``\r\n`` counts as one: preprocessing makes it a newline), or any other character but a newline.
+#: (Compiled at its use, as :data:`_LETTER_ESCAPE`: only a stylesheet with a backslash needs it.)
 _ESCAPE = r"\\(?:[0-9a-fA-F]{1,6}(?:\r\n|[ \t\n\r\f])?|[^\n\r\f0-9a-fA-F])"
-_ONE_ESCAPE = re.compile(_ESCAPE)
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -77,7 +76,7 @@ def may_reference(css: str) -> bool:
     # spelled with escapes then appears as it is, and an escape elsewhere (in a string, a comment)
     # only adds text, so nothing the tokenizer would read as one of the names can be missed.
     if "\\" in css:
-        css = _ONE_ESCAPE.sub(_unescape, css)
+        css = re.sub(_ESCAPE, _unescape, css)
     low = css.lower()
     return "url(" in low or "src(" in low or "image-set(" in low or "@import" in low
 
@@ -86,9 +85,11 @@ def may_reference(css: str) -> bool:
 #: ``-webkit-image-set``, ``import``), either case, and ``-``: only an escape of one of them can help
 #: spell such a name. A hex escape of one (``\75``, ``\000055 ``) is exactly two significant digits
 #: with up to four leading zeros and no further hex digit; a non-hex letter may also be escaped as
-#: itself (``\u``; ``a``, ``b``, ``c``, ``e`` are hex digits, so ``\a`` is U+000A).
+#: itself (``\u``; ``a``, ``b``, ``c``, ``e`` are hex digits, so ``\a`` is U+000A). Compiled at its
+#: use (re keeps it): only a stylesheet with a backslash needs it, and compiling it took a tenth of
+#: a millisecond of every capture's start.
 _NAME_LETTERS = "urlscimagetwbkpo-"
-_LETTER_ESCAPE = re.compile(
+_LETTER_ESCAPE = (
     rb"\\(?:0{0,4}("
     + b"|".join(
         sorted({f"{ord(c):x}".encode() for c in _NAME_LETTERS + _NAME_LETTERS.upper()}, key=len, reverse=True)
@@ -111,17 +112,31 @@ def may_reference_bytes(data: bytes) -> bool:
     if data.startswith(_ASCII_INCOMPATIBLE_BOM) or data.lstrip(b"\xef\xbb\xbf").startswith(b"@charset"):
         return may_reference(decode(data))
     if b"\\" in data:
-        data = _LETTER_ESCAPE.sub(_letter, data)
+        data = re.sub(_LETTER_ESCAPE, _letter, data)
     low = data.lower()
     return b"url(" in low or b"src(" in low or b"image-set(" in low or b"@import" in low
 
 
-@dataclass
 class CSSResult:
-    """The rewritten CSS and every reference found in it, in order (as written, with its role)."""
+    """The rewritten CSS and every reference found in it, in order (as written, with its role). (A
+    plain class, compared and shown as the dataclass it was: a dataclass's generated methods were
+    compiled from source at every start of a capture, and its module imported for it.)"""
 
-    text: str
-    refs: list[tuple[str, Role]] = field(default_factory=list)
+    __slots__ = ("refs", "text")
+
+    def __init__(self, text: str, refs: list[tuple[str, Role]] | None = None) -> None:
+        self.text = text
+        self.refs: list[tuple[str, Role]] = [] if refs is None else refs
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CSSResult) and other.__class__ is self.__class__:
+            return (self.text, self.refs) == (other.text, other.refs)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"CSSResult(text={self.text!r}, refs={self.refs!r})"
 
 
 class Reference(NamedTuple):

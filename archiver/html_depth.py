@@ -32,7 +32,7 @@ MAX_DEPTH = 512
 #: its time grows with the square of their number (20,000 attributes: 7 s; 1,000,000 never finish).
 MAX_ATTRIBUTES = 1024
 _LONG_TAG = 8 * MAX_ATTRIBUTES  # a shorter tag cannot have more attributes
-_ATTRIBUTE = re.compile(r"""[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?""")
+_ATTRIBUTE = r"""[^\s"'<>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'<>=`]+))?"""
 
 # Each alternative is linear: no part can scan past the next '<' (a quoted attribute value holding
 # one ends the tag there: the count stays an estimate) except a comment or a raw-text element, and
@@ -44,11 +44,12 @@ _NAME_END = r"(?=[\t\n\f\r />]|\Z)"
 # A comment as the tokenizer ends it: "<!-->" and "<!--->" are empty comments, "--!>" ends one too.
 _COMMENT = r"!--(?:-?>|.*?--!?>|.*\Z)"
 # re.A: the tokenizer folds ASCII letters only ("<ſtyle>" is no style element, and "ſ" no letter).
-_TOKEN = re.compile(
+# The walks' patterns are compiled at their first use (:func:`_compiled`): ~1 ms of every start,
+# and an ordinary page never needs them (:func:`_may_need` says no first).
+_TOKEN = (
     "<" + _COMMENT + r"|<(" + "|".join(_RAW_TEXT) + ")" + _NAME_END + r"[^<>]*>"
     r"(?:.*?</\1" + _NAME_END + r"[^<>]*>?|.*\Z)"
-    r"|<(/?)([A-Za-z][^\s/<>]*)((?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+)(?:>|\Z)",
-    re.S | re.I | re.A,
+    r"|<(/?)([A-Za-z][^\s/<>]*)((?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+)(?:>|\Z)"
 )
 # The tokens of _TOKEN (the same alternatives in the same order, so the same matches), as findall's
 # strings: a tag's "/"-prefixed or bare name; a comment or raw-text element gives "". The raw-text
@@ -56,17 +57,16 @@ _TOKEN = re.compile(
 # group. The "<" is written once before the alternatives (the regex engine then skips to each "<"
 # at C speed) and the raw-text names behind a look-ahead of their first letters (the other tags try
 # none of them): a fifth less CPU, the same matches.
-_PAIRS = re.compile(
+_PAIRS = (
     "<(?:"
     + _COMMENT
     + f"|(?=[{''.join(sorted({name[0] for name in _RAW_TEXT}))}])(?:"
     + "|".join(rf"{name}{_NAME_END}[^<>]*>(?:.*?</{name}{_NAME_END}[^<>]*>?|.*\Z)" for name in _RAW_TEXT)
-    + r")|(/?[A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+(?:>|\Z))",
-    re.S | re.I | re.A,
+    + r")|(/?[A-Za-z][^\s/<>]*)(?:[^<>\"']++|\"[^\"<]*+\"|'[^'<]*+')*+(?:>|\Z))"
 )
 # Start and end tags of one name with no tag between (" name /name" in _fits' joined keys): a pair
 # leaves the walk's stack as it found it, one level deeper in between.
-_EMPTY_PAIR = re.compile(r" ([^/ ][^ ]*) /\1(?= |\Z)")
+_EMPTY_PAIR = r" ([^/ ][^ ]*) /\1(?= |\Z)"
 #: Rounds of :data:`_EMPTY_PAIR` taken out before :func:`_fits`' walk (each round an inner level).
 _PAIR_ROUNDS = 2
 #: The tokenizer lowers ASCII letters only ("<aİ>" and "</ai̇>" are two names).
@@ -84,12 +84,27 @@ _NOT_COUNTED = frozenset(
 )  # fmt: skip
 
 
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """One of the patterns above (:data:`_TOKEN`, :data:`_PAIRS`, :data:`_EMPTY_PAIR`,
+    :data:`_ATTRIBUTE`), compiled once, at its first use; the tokenizer's two with re.S, re.I and
+    re.A."""
+    found = _COMPILED.get(pattern)
+    if found is None:
+        found = _COMPILED[pattern] = re.compile(
+            pattern, re.S | re.I | re.A if pattern in (_TOKEN, _PAIRS) else 0
+        )
+    return found
+
+
 def _attributes_cut(tag: str, limit: int) -> str | None:
     """``tag`` (a start tag) cut after its first ``limit`` attributes, or None when it has no more."""
     end = len(tag) - tag.endswith(">")  # a tag the document's end cut has no '>'
     start = tag.find(" ")
     kept = kept_end = 0
-    for m in _ATTRIBUTE.finditer(tag, start if start >= 0 else end, end):
+    for m in _compiled(_ATTRIBUTE).finditer(tag, start if start >= 0 else end, end):
         if kept == limit:
             return tag[:kept_end] + tag[end:]  # its '>', if it had one
         kept, kept_end = kept + 1, m.end()
@@ -103,7 +118,7 @@ def _over(text: str, limit: int) -> list[tuple[int, int, str]]:
     stack: list[str] = []
     counts: dict[str, int] = {}
     edits: list[tuple[int, int, str]] = []
-    for m in _TOKEN.finditer(text):  # the loop runs once per tag of a large page: kept lean
+    for m in _compiled(_TOKEN).finditer(text):  # the loop runs once per tag of a large page: kept lean
         _, slash, name, rest = m.groups()
         if name is None:
             continue
@@ -154,7 +169,7 @@ def _fits(text: str, limit: int) -> bool:
     C speed in :data:`_PAIR_ROUNDS` rounds (the tags of a documentation page: about a third fewer
     steps; the walk then stops that many levels early, as a pair nested so deep would reach past
     the levels it sees)."""
-    keys = [key for key in _PAIRS.findall(text) if key]
+    keys = [key for key in _compiled(_PAIRS).findall(text) if key]
     if not keys:
         return True
     # names hold no space (the tag's name ends at one): joined by spaces, lowered, split back
@@ -163,8 +178,9 @@ def _fits(text: str, limit: int) -> bool:
     # that stack passed the walk's check (at least r levels under ``limit``) when it was built, so
     # only a pair at the top level needs ``limit`` >= the rounds.
     rounds = _PAIR_ROUNDS if limit >= _PAIR_ROUNDS else 0
+    empty_pair = _compiled(_EMPTY_PAIR)
     for _ in range(rounds):
-        joined = _EMPTY_PAIR.sub("", joined)
+        joined = empty_pair.sub("", joined)
     limit -= rounds
     stack: list[str] = []
     counts: dict[str, int] = {}

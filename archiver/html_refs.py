@@ -123,7 +123,8 @@ for (_tag, _attr), _use in URL_ATTRIBUTES.items():
 for (_tag, _attr), _use in SRCSET_ATTRIBUTES.items():
     _BY_TAG.setdefault(_tag, []).append((_attr, _use, True))
 
-_REFRESH = re.compile(r"^\s*(\d*(?:\.\d*)?)\s*(?:[;,]\s*(?:url\s*=\s*)?(['\"]?)(.*?)\2\s*)?$", re.I | re.S)
+#: compiled at its use (re keeps it), with re.I and re.S: only a meta refresh needs it
+_REFRESH = r"^\s*(\d*(?:\.\d*)?)\s*(?:[;,]\s*(?:url\s*=\s*)?(['\"]?)(.*?)\2\s*)?$"
 
 
 class Found(NamedTuple):
@@ -169,7 +170,7 @@ def attribute_refs(tag: str, attrs: Mapping[str, str | None]) -> list[Found]:
 def parse_refresh(content: str) -> tuple[str, str] | None:
     """``<meta http-equiv=refresh content>`` as (delay, URL as written; empty when none), or None when
     it is not one (``5``, ``0; url=next.html``, ``0, 'x.html'``, ``1;URL=x``)."""
-    m = _REFRESH.match(content)
+    m = re.match(_REFRESH, content, re.I | re.S)
     if m is None:
         return None
     return m.group(1), m.group(3) or ""

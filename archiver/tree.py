@@ -245,8 +245,10 @@ def hash_file(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.IGNORECASE)
+# compiled at their use (re keeps them), case-insensitive (the title's also re.DOTALL): a capture,
+# which imports this module at its start, never reads a title from bytes
+_TITLE = rb"<title[^>]*>(.*?)</title\s*>"
+_CHARSET = rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)"""
 
 
 def page_title(path: Path, *, limit: int = 1 << 20) -> str | None:
@@ -259,10 +261,10 @@ def page_title(path: Path, *, limit: int = 1 << 20) -> str | None:
 
 def title_from_html(data: bytes) -> str | None:
     """The ``<title>`` of an HTML document's bytes (see :func:`page_title`)."""
-    m = _TITLE.search(data)
+    m = re.search(_TITLE, data, re.IGNORECASE | re.DOTALL)
     if not m:
         return None
-    cs = _CHARSET.search(data)
+    cs = re.search(_CHARSET, data, re.IGNORECASE)
     encoding = cs.group(1).decode("ascii") if cs else "utf-8"
     try:
         text = m.group(1).decode(encoding, "replace")

@@ -115,8 +115,8 @@ def test_the_quick_walk_reads_the_same_tokens_and_decides_as_the_walk_that_edits
         slash, name = m.group(2), m.group(3)  # type: ignore[attr-defined]
         return m.span(), (slash or "") + (name or "")  # type: ignore[attr-defined]
 
-    quick = [(m.span(), m.group(1) or "") for m in html_depth._PAIRS.finditer(text)]
-    assert quick == [spelled(m) for m in html_depth._TOKEN.finditer(text)]
+    quick = [(m.span(), m.group(1) or "") for m in html_depth._compiled(html_depth._PAIRS).finditer(text)]
+    assert quick == [spelled(m) for m in html_depth._compiled(html_depth._TOKEN).finditer(text)]
 
     def deeper(limit: int) -> bool:
         return any(edit[0] == edit[1] for edit in html_depth._over(text, limit))

@@ -87,7 +87,9 @@ PURE: dict[str, set[str]] = {
     "zim/metadata.py": ZIM, "zim/links.py": ZIM, "zim/page.py": ZIM, "zim/icon.py": ZIM,
     "zim/zimsafe.py": ZIM, "zim/offline.py": ZIM,
     "capture/rewrite_html.py": CAPTURE | {"archiver.capture.searchbox"}, "capture/policy.py": CAPTURE,
-    "capture/searchbox.py": {"__future__", "html", "re", "dataclasses", "urllib.parse", "selectolax.lexbor"},
+    "capture/searchbox.py": {
+        "__future__", "html", "re", "urllib.parse", "selectolax.lexbor", "archiver.frozen",
+    },
     "capture/robots.py": CAPTURE, "capture/textcodec.py": CAPTURE,
     "codings.py": {"__future__", "collections.abc", "functools", "typing", "zlib", "brotli"},
     "capture/depths.py": {"__future__", "collections.abc", "heapq"},

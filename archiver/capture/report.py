@@ -259,17 +259,18 @@ _NETWORK_ERRNO = {
     "-3": "host name does not resolve (temporary failure)",
     "-5": "host name has no address",
 }
-_ROBOTS_DOWN = re.compile(r"^robots\.txt unreachable \((network error: .*)\)(: not fetched.*)?$")
-_ERRNO = re.compile(r"\[Errno (-?\d+)\]")
+# compiled at their use (re keeps them): only a report shown with its failures needs them
+_ROBOTS_DOWN = r"^robots\.txt unreachable \((network error: .*)\)(: not fetched.*)?$"
+_ERRNO = r"\[Errno (-?\d+)\]"
 
 
 def _plain_reason(reason: str) -> str:
     """A failure reason said plainly: when robots.txt was unreachable because the host itself did
     not answer, the network error is the reason; a known errno becomes its words."""
-    down = _ROBOTS_DOWN.match(reason)
+    down = re.match(_ROBOTS_DOWN, reason)
     if down:
         reason = down.group(1)
-    errno = _ERRNO.search(reason)
+    errno = re.search(_ERRNO, reason)
     if reason.startswith("network error:") and errno and errno.group(1) in _NETWORK_ERRNO:
         return f"{_NETWORK_ERRNO[errno.group(1)]} ({reason.removeprefix('network error: ')})"
     return reason

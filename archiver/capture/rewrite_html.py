@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -106,17 +105,33 @@ _DOCTYPE = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*(<\?xml[^>]*\?>)?\s*(?:<!--.*?-->\s*)*(<!doctype[^>]*>)?", re.I | re.S
 )
 #: What Lexbor makes of an XML declaration: a bogus comment, first in its output.
-_XML_AS_COMMENT = re.compile(r"^<!--\?xml[^>]*\?-->")
-_XML_ENCODING = re.compile(r"""(\sencoding\s*=\s*)(["'])[^"']*\2""", re.I)
+#: (It and the next are compiled at their use, re keeping them: only a page with an XML declaration.)
+_XML_AS_COMMENT = r"^<!--\?xml[^>]*\?-->"
+_XML_ENCODING = r"""(\sencoding\s*=\s*)(["'])[^"']*\2"""
 
 
-@dataclass
 class HTMLResult:
-    """The serialised document and its ``<title>`` text (whitespace collapsed, or None)."""
+    """The serialised document and its ``<title>`` text (whitespace collapsed, or None), and the
+    references written changed. (A plain class, compared and shown as the dataclass it was: a
+    dataclass's generated methods were compiled from source at every start of a capture, and its
+    module imported for it.)"""
 
-    html: str
-    title: str | None = None
-    changed: list[str] = field(default_factory=list)
+    __slots__ = ("changed", "html", "title")
+
+    def __init__(self, html: str, title: str | None = None, changed: list[str] | None = None) -> None:
+        self.html = html
+        self.title = title
+        self.changed: list[str] = [] if changed is None else changed
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HTMLResult) and other.__class__ is self.__class__:
+            return (self.html, self.title, self.changed) == (other.html, other.title, other.changed)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"HTMLResult(html={self.html!r}, title={self.title!r}, changed={self.changed!r})"
 
 
 def parse(text: str) -> LexborHTMLParser:
@@ -499,8 +514,8 @@ def rewrite(
     prolog = ""
     if m and m.group(1):
         xml = m.group(1).decode("utf-8", "replace")
-        prolog = _XML_ENCODING.sub(r"\1\2utf-8\2", xml) + "\n"
-        out = _XML_AS_COMMENT.sub("", out, count=1).lstrip()
+        prolog = re.sub(_XML_ENCODING, r"\1\2utf-8\2", xml, flags=re.I) + "\n"
+        out = re.sub(_XML_AS_COMMENT, "", out, count=1).lstrip()
     if m and m.group(2) and out[:9].upper() == "<!DOCTYPE":
         end = out.find(">")
         out = m.group(2).decode("utf-8", "replace") + out[end + 1 :]

@@ -38,12 +38,12 @@ the rewrite is idempotent.
 
 from __future__ import annotations
 
-import html
 import re
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from archiver.frozen import Frozen
 
 __all__ = ["BOX_TAGS", "QUERY_NAMES", "Target", "rewrite"]
 
@@ -63,17 +63,24 @@ _INPUT_IDS = frozenset(
 _INPUT_CLASSES = frozenset({"search-input", "md-search__input", "td-search-input"})
 _FORM_IDS = frozenset({"rtd-search-form", "searchbar-outer", "mdbook-searchbar-outer", "searchbox"})
 _FORM_CLASSES = frozenset({"search-form", "md-search__form", "search", "searchbar-outer"})
-_SEARCH_SEGMENT = re.compile(r"^search(?:\.[a-z0-9]+)?$", re.I)
+#: compiled at its use (re keeps it), with re.I: only a page with a search box needs it
+_SEARCH_SEGMENT = r"^search(?:\.[a-z0-9]+)?$"
 _BUTTON_DROP = ("formaction", "formmethod", "formenctype", "formtarget", "disabled")
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Frozen):
     """Where boxes submit: ``href`` (the page's relative href to the archive's search page) and the
-    page's own URL (``page_url``: which form actions are on the page's site; empty = relative only)."""
+    page's own URL (``page_url``: which form actions are on the page's site; empty = relative only).
+    (Immutable: a :class:`~archiver.frozen.Frozen` class, as the frozen dataclass it was: made at
+    every start of a capture, where a dataclass's generated methods were compiled from source.)"""
 
+    _fields = ("href", "page_url")
+    __slots__ = _fields
     href: str
-    page_url: str = ""
+    page_url: str
+
+    def __init__(self, href: str, page_url: str = "") -> None:
+        self._init(href, page_url)
 
 
 def _attr(node: LexborNode, name: str) -> str:
@@ -123,7 +130,7 @@ def _same_site_search(action: str, page_url: str) -> bool:
     if parts.netloc and (page is None or parts.hostname != page.hostname):
         return False
     segments = [s for s in parts.path.split("/") if s]
-    return bool(segments) and _SEARCH_SEGMENT.match(segments[-1]) is not None
+    return bool(segments) and re.match(_SEARCH_SEGMENT, segments[-1], re.I) is not None
 
 
 def _is_box(node: LexborNode, target: Target) -> bool:
@@ -216,6 +223,8 @@ def _fix_box(box: LexborNode, keep_form: bool) -> None:
 
 
 def _new_form(href: str, form_id: str) -> LexborNode:
+    import html  # with its entity table (~1 ms to import): only a page with a search box needs it
+
     markup = (
         f'<form id="{form_id}" class="archiver-search" role="search" method="get" '
         f'action="{html.escape(href)}"></form>'

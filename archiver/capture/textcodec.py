@@ -16,8 +16,10 @@ import re
 
 __all__ = ["decode_css", "decode_html"]
 
-_META = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
-_CSS_CHARSET = re.compile(rb'^@charset "([A-Za-z0-9_\-:.]+)";')
+# compiled at their use (re keeps them; the first with re.I): only a document whose answer names no
+# charset needs one
+_META = rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)"""
+_CSS_CHARSET = rb'^@charset "([A-Za-z0-9_\-:.]+)";'
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
@@ -49,7 +51,7 @@ def decode_html(data: bytes, charset: str | None = None) -> str:
         return found[1].decode(found[0], "replace")
     name = _codec(charset)
     if name is None:
-        m = _META.search(data[:4096])
+        m = re.search(_META, data[:4096], re.I)
         name = _codec(m.group(1).decode("ascii", "replace")) if m else None
     if name is not None:
         return data.decode(name, "replace")
@@ -68,7 +70,7 @@ def decode_css(data: bytes, charset: str | None = None) -> str:
         text = found[1].decode(found[0], "replace")
     else:
         name = _codec(charset)
-        m = _CSS_CHARSET.match(data)
+        m = re.match(_CSS_CHARSET, data)
         if name is None and m:
             name = _codec(m.group(1).decode("ascii"))
         text = data.decode(name or "utf-8", "replace")
