@@ -190,6 +190,7 @@ class _Extractor:
         self._root = root
         self._workers = workers
         self._pool: Any = None
+        self._closed = False
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
         # process, as a fork copies no other thread (and no lock one of them holds). multiprocessing
@@ -205,10 +206,17 @@ class _Extractor:
     def __enter__(self) -> _Extractor:
         return self
 
+    def close(self) -> None:
+        """No more jobs: the workers, idle, each end their guard child and exit (waited for on
+        leaving the ``with`` block)."""
+        if self._pool is not None and not self._closed:
+            self._pool.close()
+            self._closed = True
+
     def __exit__(self, kind: object, *exc: object) -> None:
         if self._pool is not None:
-            if kind is None:  # the workers are idle: each ends its guard child and exits
-                self._pool.close()
+            if kind is None:
+                self.close()
             else:
                 self._pool.terminate()
             self._pool.join()
@@ -300,13 +308,19 @@ def build_index(
         sampled = sample()
         skip = build.boilerplate(sampled)
         sampled.close()
-        builder = build.Builder(emit, skip=skip)
-        jobs = (kept.pop(rel, None) or rel for rel in paths)
-        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):
-            builder.add_prepared(rel, prepared)
-            if progress is not None:
-                progress(i + 1)
-    manifest = builder.finish()
+        # the files compressed, hashed and emitted by a thread of the builder's (after the fork)
+        builder = build.Builder(emit, skip=skip, threaded=True)
+        try:
+            jobs = (kept.pop(rel, None) or rel for rel in paths)
+            for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):
+                builder.add_prepared(rel, prepared)
+                if progress is not None:
+                    progress(i + 1)
+            extractor.close()  # the workers end while the builder finishes
+            manifest = builder.finish()
+        except BaseException:
+            builder.abort()
+            raise
     emit("manifest", build.manifest_bytes(manifest))
     return manifest, len(paths)
 
