@@ -14,7 +14,6 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -84,11 +83,11 @@ def _read_page(root: Path, rel: str) -> bytes:
 
 
 #: A tree of at least this many pages and :data:`_PARALLEL_BYTES` of HTML is read, extracted and
-#: tokenised by worker processes, one a CPU (at most :data:`_MAX_WORKERS`), when this process has
-#: no other thread; the builder merges their pages in path order, so the bytes are those of one
-#: process. A smaller tree does not repay the pool: its forks (and their copy-on-write faults), each
-#: worker's own markup-guard child (forked from it since h-idxbuild: ~1 ms; an interpreter before,
-#: 25-35 ms of CPU) and the pages' round trips.
+#: tokenised by processes, one a CPU (at most :data:`_MAX_WORKERS`): this one and a pool of workers
+#: forked from it, when it has no other thread; the builder merges their pages in path order, so the
+#: bytes are those of one process. A smaller tree does not repay the pool: its forks (and their
+#: copy-on-write faults), each worker's own markup-guard child (forked from it since h-idxbuild:
+#: ~1 ms; an interpreter before, 25-35 ms of CPU) and the pages' round trips.
 #: docutils-doc (65 pages, 2.7 MB) is above it: two workers cost more CPU (1.55 s with their guard
 #: children against 1.30 s in one process, at load 4-5) but take less time on a quiet machine (wall
 #: median of 7: 0.68 s against 0.87 s; Pagefind, which uses both CPUs, 0.50 s), and the time is what
@@ -96,9 +95,13 @@ def _read_page(root: Path, rel: str) -> bytes:
 _PARALLEL_PAGES = 64
 _PARALLEL_BYTES = 2 << 20
 _MAX_WORKERS = 8
-#: Jobs handed to a worker pool ahead of the one the builder waits for, a worker (memory stays
-#: bounded when the builder is the slower).
+#: Jobs (batches of pages) done or under way ahead of the one the builder waits for, a process (the
+#: pool's workers and this one, which does the next job itself while that one is not back): memory
+#: stays bounded when the builder is the slower.
 _AHEAD = 4
+#: Jobs a pool worker has not handed back at most: the one it works on and the next (it never waits
+#: for one, and the last ones are not queued behind it while this process has nothing to do).
+_POOL_AHEAD = 2
 #: A worker's job holds consecutive pages up to these bounds (:meth:`_Extractor._batches`).
 _BATCH_PAGES = 32
 _BATCH_BYTES = 256 << 10
@@ -153,7 +156,8 @@ def _run_batch(work: Callable[[str, Any], Any], root: str, batch: list[Any]) -> 
 def workers_for(pages: int, html_bytes: int, cpus: int) -> int:
     """The processes that extract and tokenise a tree of ``pages`` pages holding ``html_bytes`` of
     HTML on ``cpus`` CPUs: 1 (this process alone) below :data:`_PARALLEL_PAGES` pages or
-    :data:`_PARALLEL_BYTES`, else a worker a CPU, at most :data:`_MAX_WORKERS`. Pure."""
+    :data:`_PARALLEL_BYTES`, else one a CPU (this one and a pool of the others), at most
+    :data:`_MAX_WORKERS`. Pure."""
     if pages < _PARALLEL_PAGES or html_bytes < _PARALLEL_BYTES or cpus < 2:
         return 1
     return min(cpus, _MAX_WORKERS)
@@ -189,36 +193,50 @@ def _start_worker() -> None:
 
 class _Extractor:
     """Pages extracted (:meth:`pages`) or extracted and prepared (:meth:`prepared`) in path order,
-    by this process or by a pool of workers (one pool for both: a worker keeps its markup-guard
-    child); at most :data:`_AHEAD` jobs (batches of pages) a worker are ahead of the builder.
-    ``workers``: the pool's size (1: no pool; :func:`build_index` asks :func:`workers_for`)."""
+    by this process alone or by it and a pool of workers (one pool for both: a worker keeps its
+    markup-guard child); at most :data:`_AHEAD` jobs (batches of pages) a process are ahead of the
+    builder. ``workers``: the processes, this one included (1: no pool; :func:`build_index` asks
+    :func:`workers_for`)."""
 
     def __init__(self, root: Path, workers: int) -> None:
         self._root = root
         self._workers = workers
         self._pool: Any = None
+        self._closed = False
         # fork: no start-up imports and no re-run of the caller's main module (forkserver and spawn
         # would run a script without a ``__main__`` guard again); only from a single-threaded
         # process, as a fork copies no other thread (and no lock one of them holds). multiprocessing
         # is imported here: a tree indexed by this process alone does without it (~10 ms).
+        # This process is one of the ``workers``: its markup-guard child is forked first, while it has
+        # no other thread (the pool's threads come next), and it takes a batch itself whenever the
+        # next one in order is not back yet (one process fewer to fork, and its pages are not pickled).
         if self._workers > 1 and threading.active_count() == 1:
             import multiprocessing
 
             if "fork" in multiprocessing.get_all_start_methods():
+                markup_guard.start_forked_child()
                 with forks.held():
                     context = multiprocessing.get_context("fork")
-                    self._pool = context.Pool(self._workers, initializer=_start_worker)
+                    self._pool = context.Pool(self._workers - 1, initializer=_start_worker)
 
     def __enter__(self) -> _Extractor:
         return self
 
+    def close(self) -> None:
+        """No more jobs: the workers, idle, each end their guard child and exit (waited for on
+        leaving the ``with`` block)."""
+        if self._pool is not None and not self._closed:
+            self._pool.close()
+            self._closed = True
+
     def __exit__(self, kind: object, *exc: object) -> None:
         if self._pool is not None:
-            if kind is None:  # the workers are idle: each ends its guard child and exits
-                self._pool.close()
+            if kind is None:
+                self.close()
             else:
                 self._pool.terminate()
             self._pool.join()
+            markup_guard.close_child()  # this process's, forked for the build
 
     def _batches(self, jobs: Iterable[Any]) -> Iterator[list[Any]]:
         """Consecutive jobs in batches of at most :data:`_BATCH_PAGES` pages and, past the first,
@@ -243,17 +261,33 @@ class _Extractor:
             yield batch
 
     def _ordered(self, work: Callable[[str, Any], Any], jobs: Iterable[Any]) -> Iterator[Any]:
+        """The results of ``work`` on each of ``jobs``, in order: batches sent to the pool (each
+        worker has :data:`_POOL_AHEAD` of them not back at most, so that it never waits for one and
+        the last ones are not queued behind it) or done by this process (a list of results in
+        ``pending``) while the next one in order is not back; :data:`_AHEAD` batches a process ahead
+        of the builder at most."""
         todo = self._batches(jobs)
         root = str(self._root)
-        pending: deque[Any] = deque(
-            self._pool.apply_async(_run_batch, (work, root, batch))
-            for batch in islice(todo, _AHEAD * self._workers)
-        )
-        while pending:
-            done = pending.popleft().get()
-            batch = next(todo, None)
-            if batch is not None:
+        pending: deque[Any] = deque()
+        window = _AHEAD * self._workers
+        sent = _POOL_AHEAD * (self._workers - 1)
+        while True:
+            out = sum(1 for p in pending if not isinstance(p, list) and not p.ready())
+            while out < sent and len(pending) < window and (batch := next(todo, None)) is not None:
                 pending.append(self._pool.apply_async(_run_batch, (work, root, batch)))
+                out += 1
+            if not pending or (
+                not isinstance(pending[0], list) and not pending[0].ready() and len(pending) < window
+            ):
+                batch = next(todo, None)
+                if batch is not None:
+                    pending.append(_run_batch(work, root, batch))
+                    continue
+                if not pending:
+                    return
+            done = pending.popleft()
+            if not isinstance(done, list):
+                done = done.get()
             for result in done:
                 if isinstance(result, _Failed):
                     raise FormatError(result.message, subject=result.subject)
@@ -307,13 +341,19 @@ def build_index(
         sampled = sample()
         skip = build.boilerplate(sampled)
         sampled.close()
-        builder = build.Builder(emit, skip=skip)
-        jobs = (kept.pop(rel, None) or rel for rel in paths)
-        for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):
-            builder.add_prepared(rel, prepared)
-            if progress is not None:
-                progress(i + 1)
-    manifest = builder.finish()
+        # the files compressed, hashed and emitted by a thread of the builder's (after the fork)
+        builder = build.Builder(emit, skip=skip, threaded=True)
+        try:
+            jobs = (kept.pop(rel, None) or rel for rel in paths)
+            for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):
+                builder.add_prepared(rel, prepared)
+                if progress is not None:
+                    progress(i + 1)
+            extractor.close()  # the workers end while the builder finishes
+            manifest = builder.finish()
+        except BaseException:
+            builder.abort()
+            raise
     emit("manifest", build.manifest_bytes(manifest))
     return manifest, len(paths)
 
