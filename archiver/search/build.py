@@ -14,8 +14,6 @@ import base64
 import hashlib
 import json
 import operator
-import queue
-import threading
 import zlib
 from array import array
 from collections import Counter, defaultdict, deque
@@ -85,13 +83,11 @@ _GAP = 1  # positions skipped between blocks, so no phrase spans two blocks
 _FIELDS = ("title", "headings", "body")
 
 Emit = Callable[[str, bytes], None]
-#: A file for :class:`_Files` to make: its name, its JSON payload (or what gives it, called once the
+#: A file for :class:`Files` to make: its name, its JSON payload (or what gives it, called once the
 #: files before it are made: a fragment group's text table holds their sizes and hashes), and the
 #: table row that gets its size and hash, at this index and the next.
-_Job = tuple[str, "bytes | Callable[[], bytes]", list[Any], int]
-#: Batches of files (a fragment group and its text files; 8 shards) queued for :class:`_Files`'
-#: thread at most: the builder waits beyond (memory stays bounded, to about 2 MiB).
-_FILES_AHEAD = 8
+Job = tuple[str, "bytes | Callable[[], bytes]", list[Any], int]
+#: Shards handed to :class:`Files` together (a fragment group goes with its text files).
 _SHARDS_A_BATCH = 8
 
 
@@ -333,37 +329,20 @@ def prepare(page: Page, skip: frozenset[str] = frozenset(), version: int = VERSI
     )  # fmt: skip
 
 
-class _Files:
+class Files:
     """The index's files made in the order given: each JSON payload compressed (format 3) and
-    wrapped (§4.1), emitted, its size and hash written into its table row. ``threaded``: by a thread
-    of its own, started by the first batch, while the builder merges the next pages (zlib and
-    SHA-256 let go of the GIL: ~35 ms of docutils-doc's build); the rows are complete once
-    :meth:`close` has returned, which raises the first error (``abort``: drops the batches not made,
-    raises nothing). Else each batch is made in the call."""
+    wrapped (§4.1), emitted, its size and hash written into its table row, each batch in the call.
+    :class:`archiver.search.filethread.ThreadedFiles` makes them on a thread of its own instead; the
+    rows are complete once :meth:`close` has returned (``abort``: the build is given up)."""
 
-    def __init__(self, emit: Emit, version: int, threaded: bool) -> None:
+    def __init__(self, emit: Emit, version: int) -> None:
         self._emit = emit
         self._version = version
-        self._threaded = threaded
-        self._queue: queue.Queue[list[_Job] | None] = queue.Queue(maxsize=_FILES_AHEAD)
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        self._abort = False
 
-    def make(self, jobs: list[_Job]) -> None:
-        if self._error is not None:  # the thread's: it is ended first
-            error = self._error
-            self.close(abort=True)
-            raise error
-        if not self._threaded:
-            self._make(jobs)
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="search-index-files", daemon=True)
-            self._thread.start()
-        self._queue.put(jobs)
+    def make(self, jobs: list[Job]) -> None:
+        self._make(jobs)
 
-    def _make(self, jobs: list[_Job]) -> None:
+    def _make(self, jobs: list[Job]) -> None:
         for name, payload, row, k in jobs:
             if callable(payload):
                 payload = payload()
@@ -374,29 +353,16 @@ class _Files:
             sha = hashlib.sha256(payload).hexdigest()
             row[k : k + 2] = len(data), sha[:HASH_HEX] if self._version >= 3 else sha
 
-    def _run(self) -> None:
-        while (jobs := self._queue.get()) is not None:
-            if self._error is None and not self._abort:
-                try:
-                    self._make(jobs)
-                except BaseException as e:  # handed to the builder's thread
-                    self._error = e
-
     def close(self, abort: bool = False) -> None:
-        if self._thread is not None:
-            self._abort = abort
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        if self._error is not None and not abort:
-            raise self._error
+        """Every row is complete (nothing to wait for here)."""
 
 
 class Builder:
     """Build one index; ``emit(name, data)`` receives every file but the manifest, which
-    :meth:`finish` returns (to be written last, under the name ``manifest``). ``threaded`` (format
-    3): the files are compressed, hashed and emitted by a thread of their own, in the same order
-    (:class:`_Files`); :meth:`abort` ends it when the build is given up."""
+    :meth:`finish` returns (to be written last, under the name ``manifest``). ``files`` (format 3):
+    what makes the files, in the same order (a :class:`Files` of ``emit`` by default; the tree's
+    build gives a :class:`~archiver.search.filethread.ThreadedFiles`); :meth:`abort` ends it when
+    the build is given up."""
 
     def __init__(
         self,
@@ -407,13 +373,13 @@ class Builder:
         group_bytes: int = GROUP_BYTES,
         text_bytes: int = TEXT_BYTES,
         version: int = VERSION,
-        threaded: bool = False,
+        files: Files | None = None,
     ) -> None:
         if version not in VERSIONS:
             raise ValueError(f"no search index format {version}")
         self._version = version  # 1: what the last release wrote (the compatibility tests build it)
-        self._files = _Files(emit, version, threaded and version >= 3)
-        self._jobs: list[_Job] = []  # format 3: the files of the open group, handed over with it
+        self._files = files if files is not None and version >= 3 else Files(emit, version)
+        self._jobs: list[Job] = []  # format 3: the files of the open group, handed over with it
         self._skip = skip
         self._shard_bytes = shard_bytes
         self._group_bytes = group_bytes

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from archiver import forks, markup_guard, safefs
 from archiver.errors import FormatError, UsageError
-from archiver.search import build, page
+from archiver.search import build, filethread, page
 from archiver.search.guarded import extract
 from archiver.search.text import MAX_HTML, Page
 from archiver.tree import RESERVED_DIR, manifest_path, records
@@ -342,7 +342,7 @@ def build_index(
         skip = build.boilerplate(sampled)
         sampled.close()
         # the files compressed, hashed and emitted by a thread of the builder's (after the fork)
-        builder = build.Builder(emit, skip=skip, threaded=True)
+        builder = build.Builder(emit, skip=skip, files=filethread.ThreadedFiles(emit, build.VERSION))
         try:
             jobs = (kept.pop(rel, None) or rel for rel in paths)
             for i, (rel, prepared) in enumerate(zip(paths, extractor.prepared(jobs, skip), strict=True)):

@@ -1,6 +1,7 @@
-"""The builder's files compressed, hashed and emitted by a thread of their own (``Builder(threaded=
-True)``, what ``build_index`` uses): the same files in the same order as the builder's own thread
-makes them, an error in that thread is the build's, and a build given up leaves no such thread."""
+"""The builder's files compressed, hashed and emitted by a thread of their own
+(``Builder(files=filethread.ThreadedFiles(...))``, what ``build_index`` uses): the same files in the
+same order as the builder's own thread makes them, an error in that thread is the build's, and a
+build given up leaves no such thread."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.search import build, store
+from archiver.search import build, filethread, store
 from archiver.search.text import extract
 from tests.search.helpers import html
 
@@ -38,7 +39,8 @@ def _made(threaded: bool, emit_error: str | None = None) -> tuple[list[tuple[str
             raise OSError(f"cannot write {name}")
         made.append((name, data))
 
-    builder = build.Builder(emit, threaded=threaded, **_SMALL)
+    files = filethread.ThreadedFiles(emit, build.VERSION) if threaded else None
+    builder = build.Builder(emit, files=files, **_SMALL)
     for path, page in _pages(40):
         builder.add(path, extract(page.encode()))
     return made, build.manifest_bytes(builder.finish())
