@@ -107,17 +107,9 @@ def _packed(path: Path, stack: contextlib.ExitStack) -> _Packed:
         from archiver.gwtar.read import GwtarReader
 
         reader: Any = stack.enter_context(GwtarReader(path))
-
-        def has(name: str) -> bool:
-            try:
-                reader.member(name)
-            except KeyError:
-                return False
-            return True
-
         pages = [(m.path, m.media_type) for m in reader.members if m.kind == "page"]
         read, head = archive.member_reads(reader)
-        return _Packed(read, has, pages, head)
+        return _Packed(read, reader.has, pages, head)
     if kind == "zim":
         from archiver.zim.read import open_archive
 

@@ -534,6 +534,10 @@ class GwtarReader:
             raise KeyError(path)
         return found
 
+    def has(self, path: str) -> bool:
+        """Whether a member is named ``path`` (or has v1 key ``path``)."""
+        return path in self._by_path or path in self._by_key
+
     def open_member(self, member: str | Member) -> MemberReader:
         """A bounded streaming reader over one member's bytes."""
         m = self.member(member) if isinstance(member, str) else member

@@ -206,15 +206,7 @@ def _check_search(path: Path, report: Report) -> None:
     except FormatError:
         return  # the damage is reported above
     with reader:
-
-        def has(name: str) -> bool:
-            try:
-                reader.member(name)
-            except KeyError:
-                return False
-            return True
-
-        for name, problem in archive.check(archive.member_reads(reader)[0], has):
+        for name, problem in archive.check(archive.member_reads(reader)[0], reader.has):
             report.add(name, None, f"search index: {problem}")
 
 

@@ -172,11 +172,7 @@ def _check_version(
 
 
 def has_versions(reader: GwtarReader) -> bool:
-    try:
-        reader.member(TABLE)
-    except KeyError:
-        return False
-    return True
+    return reader.has(TABLE)
 
 
 def table(reader: GwtarReader) -> list[Entry]:

@@ -381,15 +381,7 @@ def reader_for(
 
             g = GwtarReader(Path(path))
             opened.append(g)
-
-            def has(p: str, g: Any = g) -> bool:
-                try:
-                    g.member(p)
-                except KeyError:
-                    return False
-                return True
-
-            found = (archive.member_reads(g)[0], has)
+            found = (archive.member_reads(g)[0], g.has)
         elif zim is not None:
             found = (archive.entry_reads(zim)[0], zim.has)
     except (FormatError, OSError):

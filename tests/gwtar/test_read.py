@@ -34,6 +34,8 @@ def test_reader_attributes(mini_gwtar: PackResult) -> None:
         assert len(g) == len(list(g)) == 15
         with pytest.raises(KeyError):
             g.member("nope")
+        assert g.has("index.html") and g.has("0") and g.has(m.path)  # a path, a v1 key
+        assert not g.has("nope") and not g.has("") and not g.has("1000")
 
 
 def test_open_member_is_bounded_and_seekable(mini_gwtar: PackResult) -> None:
