@@ -105,6 +105,19 @@
   // Format 2's postings string -> its numbers (5-bit little-endian groups; the last 32 digits say
   // more groups follow); format 1's list of numbers is returned as it is.
   var MAX_POSITIONS = 32;  // positions kept per term per document
+  // The manifest's bounds (formats/search.md §4.2, build.py's MAX_SHARDS, MAX_GROUPS, MAX_TEXT_FILES).
+  var MAX_ROWS = { shards: 1 << 18, docs: 1 << 18, text: 1 << 20 }, MAX_TEXT_FILES = 1 << 20;
+
+  // Why a manifest holds more rows or text files than the format allows ("" when it does not).
+  function boundsProblem(m) {
+    if (!m || typeof m !== "object") { return ""; }
+    for (var key in MAX_ROWS) {
+      if (Array.isArray(m[key]) && m[key].length > MAX_ROWS[key]) { return "its " + key + " table has " + m[key].length + " rows, more than the format allows (" + MAX_ROWS[key] + ")"; }
+    }
+    var files = Number(m.text_files || 0);
+    if (files > MAX_TEXT_FILES) { return "says " + files + " text files, more than the format allows (" + MAX_TEXT_FILES + ")"; }
+    return "";
+  }
   var DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
   function unpack(text) {
     if (typeof text !== "string") {  // format 1: a list of counts (a negative one walked decode back for good)
@@ -479,7 +492,7 @@
     return out;
   }
 
-  var pure = { sha256: sha256, inflate: inflate, inflateSync: inflateSync, unzlib: unzlib, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
+  var pure = { boundsProblem: boundsProblem, sha256: sha256, inflate: inflate, inflateSync: inflateSync, unzlib: unzlib, TOKENIZER: TOKENIZER, VERSION: VERSION, fold: fold, tokens: tokens, terms: terms, parse: parse, shardsFor: shardsFor, unpack: unpack, decode: decode, pick: pick, rank: rank, snippet: snippet };
   if (typeof window === "undefined") { module.exports = pure; return; }
 
   // ---------------------------------------------------------------- part 2: the browser
@@ -589,6 +602,8 @@
     return load("manifest", null).then(function (m) {
       if (!m || m.format !== "archiver-search") { throw new Damaged("manifest", "is not a search index manifest"); }
       if (m.version > VERSION || m.tokenizer !== TOKENIZER) { throw new Damaged("manifest", "was written by another archiver: build it again with archiver index"); }
+      var why = boundsProblem(m);
+      if (why) { throw new Damaged("manifest", why); }
       index = { version: m.version, documents: m.documents, avgdl: m.avgdl || 1, shards: m.shards, groups: m.docs, maps: {} };
       // Before format 3 the manifest lists the text files; format 3 lists them in each fragment group.
       try { index.lengths = m.version < 3 ? null : unpack(m.lengths); } catch (e) { index.lengths = []; }

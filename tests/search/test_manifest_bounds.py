@@ -99,3 +99,36 @@ def test_every_reader_refuses_the_manifest_and_the_builder_never_writes_one(
         query.Index(files.__getitem__, "mem")
     with pytest.raises(FormatError, match="the site is too large for one search index"):
         build_files(PAGES, version=2, text_bytes=200)
+
+
+_JS_BOUNDS = """
+const s = require(process.argv[1]);
+const shapes = JSON.parse(require("fs").readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(shapes.map(([key, n, extra]) => {
+  const m = Object.assign({}, extra);
+  if (key) { m[key] = new Array(n).fill(0); }
+  return s.boundsProblem(m);
+})));
+"""
+
+
+def test_the_search_page_refuses_what_python_refuses() -> None:
+    """The page in a browser checks the manifest's bounds as Python does, with the same words (it did
+    not: a forged manifest of a million shard rows was taken as it was)."""
+    import shutil
+
+    shapes = [("shards", build.MAX_SHARDS + 1, {}), ("shards", build.MAX_SHARDS, {}),
+              ("docs", build.MAX_GROUPS + 1, {}), ("text", build.MAX_TEXT_FILES + 1, {}),
+              ("text", build.MAX_TEXT_FILES, {}), (None, 0, {"text_files": 10**12}),
+              (None, 0, {"text_files": build.MAX_TEXT_FILES}), (None, 0, {"text_files": "x"})]  # fmt: skip
+    done = subprocess.run(
+        [shutil.which("node") or "node", "-e", _JS_BOUNDS, str(ROOT / "js" / "search.js")],
+        input=json.dumps(shapes),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    python = [build.bounds_problem({**extra, **({key: [0] * n} if key else {})}) for key, n, extra in shapes]
+    assert json.loads(done.stdout) == python
+    assert [bool(p) for p in python] == [True, False, True, True, False, True, False, False]
