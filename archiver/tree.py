@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -38,6 +39,7 @@ __all__ = [
     "is_private",
     "manifest_path",
     "open_manifest",
+    "own_folders",
     "page_title",
     "read_header",
     "read_line",
@@ -436,3 +438,22 @@ def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
         os.fsync(out.fileno())
     os.replace(tmp, path)
     return data
+
+
+def own_folders(root: Path, *folders: Path) -> None:
+    """Each of ``folders`` (below ``root``) is, as far as it exists, a real folder down from
+    ``root``: no part of its path below ``root`` a symbolic link or anything but a folder. A
+    ``FormatError`` names the first that is not. A tree's reserved folders followed out of it had
+    archiver's files written and deleted there: a re-capture emptied the folder a tree's
+    ``_archiver/tmp`` linked to (formats/tree.md §8)."""
+    for folder in folders:
+        here = root
+        for part in folder.relative_to(root).parts:
+            here = here / part
+            try:
+                st = os.lstat(here)
+            except FileNotFoundError:
+                break
+            if not stat.S_ISDIR(st.st_mode):
+                what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
+                raise FormatError(f"is {what}, not a folder of the tree: refused", subject=str(here))

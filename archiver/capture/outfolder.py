@@ -11,7 +11,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archiver import tree
 from archiver.errors import UsageError
+from archiver.urls import VERSIONS_NAME
 
 if TYPE_CHECKING:
     from archiver.capture.crawlstate import StateFactory
@@ -45,9 +47,13 @@ def check_out(
     writer: TreeWriter,
 ) -> None:
     """``out`` may take this run: not a file, empty or holding a capture (``reserved/state_name``);
-    without ``resume`` that capture is deleted first (refused while it runs). Makes ``tmp``."""
+    without ``resume`` that capture is deleted first (refused while it runs). Makes ``tmp``. The
+    reserved folder and those archiver writes and empties in it must be the tree's own folders
+    (:func:`archiver.tree.own_folders`: a link to elsewhere is refused before anything is done)."""
     if out.exists() and not out.is_dir():
         raise UsageError("not a folder", subject=str(out))
+    # warc: warc.record.WARC_DIR (tree_path's private names; that module is not imported for this)
+    tree.own_folders(out, reserved, tmp, reserved / "warc", reserved / VERSIONS_NAME)
     has_state = (reserved / state_name).exists()
     if out.exists() and any(out.iterdir()) and not has_state:
         raise UsageError(

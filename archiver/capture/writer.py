@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archiver import tree
 from archiver.urls import RESERVED_DIR, VERSIONS_NAME
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ class TreeWriter:
         since); a hard link is not noted (it holds another file's bytes as they are now)."""
         target = os.path.join(self._out_str, path)
         folder = os.path.dirname(target)
-        if folder not in self._folders:
+        if folder not in self._folders:  # its folders the tree's own (no link out of it), then made
+            tree.own_folders(self.out, Path(folder))
             os.makedirs(folder, exist_ok=True)
             self._folders.add(folder)
         self._count += 1
@@ -112,7 +114,9 @@ class TreeWriter:
                 self.verified[path] = verified_as(sha256, os.stat(target))
 
     def empty_tmp(self, remove: bool = False) -> None:
-        """Delete what a previous (killed) run or this one left in ``tmp`` (and ``tmp`` itself)."""
+        """Delete what a previous (killed) run or this one left in ``tmp`` (and ``tmp`` itself): only
+        the tree's own ``tmp`` (a link to a folder elsewhere is refused: its files were deleted)."""
+        tree.own_folders(self.out, self.tmp)
         for leftover in self.tmp.glob("*"):
             if leftover.is_dir() and not leftover.is_symlink():  # a search index build killed midway
                 import shutil  # here only: with bz2 and lzma, ~8 M instructions of a capture's start-up

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from archiver import forks, markup_guard, safefs
+from archiver import forks, markup_guard, safefs, tree
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, filethread, page
 from archiver.search.guarded import extract
@@ -475,6 +475,7 @@ def write_index(root: Path) -> tuple[dict, int, int]:
         raise UsageError("is not a folder", subject=str(root))
     _refuse_foreign(root)
     tmp_parent = root / RESERVED_DIR / "tmp"
+    tree.own_folders(root, tmp_parent)  # the index is made there: not in a folder a link points to
     tmp_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="search-", dir=tmp_parent))
     writer = _Writer(work)

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from archiver.errors import FormatError
+from archiver.tree import own_folders
 from archiver.versions import store, storefiles
 
 __all__ = ["KEPT_FDS", "Keeper", "TreeFolders", "for_tree", "store_blob"]
@@ -72,6 +73,7 @@ def store_blob(root: Path, rel: str, sha256: str, size: int, tree: TreeFolders) 
     regular file reached without a symbolic link, or no longer holds those bytes (edited in place:
     the version lost them already; ``verify`` names it)."""
     target = store.blob_path(root, sha256)
+    own_folders(root, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = os.path.join(target.parent, f"{store.TMP}{sha256}-{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):

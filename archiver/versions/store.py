@@ -23,6 +23,7 @@ from archiver.tree import (
     Record,
     is_private,
     manifest_path,
+    own_folders,
     read_header,
     read_record_list,
     read_records,
@@ -295,6 +296,7 @@ def record(
     if header is None:
         raise UsageError("has no manifest: only a capture's tree has versions", subject=str(root))
     folder = store_dir(root)
+    own_folders(root, folder)  # the store is the tree's own folder, not one a link points to
     folder.mkdir(parents=True, exist_ok=True)
     _clean_temporaries(folder)
     existing = versions(root)
