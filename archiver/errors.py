@@ -8,6 +8,7 @@ Pure: no network, no filesystem, no clock.
     ├── URLError                  exit 2  bad input to the URL mapping core (also a ValueError)
     ├── UsageError                exit 2  a command line that cannot be carried out
     ├── FormatError               exit 1  a tree, manifest or archive that breaks its spec
+    ├── StoreError                exit 1  the output cannot be written (disk full, read-only, linked out)
     ├── CaptureError              exit 4  fetching or rendering failed
     └── EnvironmentProblem        exit 5  a required outside program or library is missing
 
@@ -18,6 +19,8 @@ caught: they get exit 70 and a traceback, because a user cannot act on them.
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "EXIT_BUG",
     "EXIT_PARTIAL",
@@ -25,8 +28,10 @@ __all__ = [
     "CaptureError",
     "EnvironmentProblem",
     "FormatError",
+    "StoreError",
     "URLError",
     "UsageError",
+    "store_error",
 ]
 
 EXIT_BUG = 70  # sysexits EX_SOFTWARE
@@ -70,6 +75,52 @@ class FormatError(ArchiverError):
     or hostile input: the same exit code as ``verify`` finding an archive invalid)."""
 
     exit_code = 1
+
+
+class StoreError(ArchiverError):
+    """What a command writes cannot be written, whatever the input: the disk is full, read-only or
+    failing, a quota or file-size limit is reached, permission is refused, or a folder of the output
+    links out of it. Not one URL's or one member's failure: the command stops (a capture keeps what
+    it stored and resumes when run again; README, exit codes)."""
+
+    exit_code = 1
+
+
+#: errno values that say the output cannot be written at all (not this one file's name or content)
+_NO_STORE = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM}
+)
+#: SQLite's primary result codes for the same (sqlite3.Error.sqlite_errorcode & 0xFF): READONLY,
+#: IOERR, FULL
+_NO_STORE_SQLITE = frozenset({8, 10, 13})
+
+
+def store_error(e: BaseException, subject: str) -> StoreError | None:
+    """The :class:`StoreError` that ``e`` amounts to, or None when ``e`` is not the output's failure:
+    an ``OSError`` whose errno says the disk cannot take a write (named by its file when it has one,
+    else ``subject``), an SQLite error that says the same of a database (``subject``), a
+    :class:`StoreError` as it is; else None. Walks ``e``'s context (an error raised while another
+    was handled): the first failure is the one named."""
+    found: StoreError | None = None
+    seen = 0
+    while e is not None and seen < 16:  # the innermost cause wins: it came first
+        here = _one_store_error(e, subject)
+        found = here or found
+        e = e.__context__  # type: ignore[assignment]
+        seen += 1
+    return found
+
+
+def _one_store_error(e: BaseException, subject: str) -> StoreError | None:
+    if isinstance(e, StoreError):
+        return e
+    if isinstance(e, OSError) and e.errno in _NO_STORE:
+        what = "no space left on device" if e.errno == errno.ENOSPC else (e.strerror or str(e)).lower()
+        return StoreError(what, subject=str(e.filename) if e.filename else subject)
+    code = getattr(e, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _NO_STORE_SQLITE:
+        return StoreError(str(e), subject=subject)
+    return None
 
 
 class CaptureError(ArchiverError):

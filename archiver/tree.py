@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Literal
 import msgspec
 
 from archiver import __version__
+from archiver.atomicfile import create_new, write_atomic
 from archiver.errors import FormatError
 from archiver.media import media_type_for
 from archiver.urls import PRIVATE_NAMES, REPORT_NAME, RESERVED_DIR, STATE_NAME
@@ -40,6 +41,7 @@ __all__ = [
     "manifest_path",
     "open_manifest",
     "own_folders",
+    "own_parent",
     "page_title",
     "read_header",
     "read_line",
@@ -339,9 +341,9 @@ class ManifestWriter:
             with open_manifest(self.path) as f:  # not a link out of the tree: it is cut and appended to
                 _decode_header(read_line(f, 1, self.path), self.path)
             _cut_torn_line(self.path)
-            self._file = self.path.open("ab")
-        else:
-            self._file = self.path.open("wb")
+            self._file = _open_append(self.path)
+        else:  # made new: nothing under the name (an empty file, a link put there since) written through
+            self._file = os.fdopen(create_new(self.path), "wb")
             self._file.write(_encoder.encode(header) + b"\n")
             self._flush()
         self.header = header
@@ -375,20 +377,24 @@ class ManifestWriter:
         self._file.flush()
         header = read_header(self.root)
         assert header is not None
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with tmp.open("wb") as out:
-            out.write(_encoder.encode(header) + b"\n")
-            for record in read_records(self.root):
-                out.write(_encoder.encode(record) + b"\n")
-            out.flush()
-            os.fsync(out.fileno())
+        lines = [_encoder.encode(header) + b"\n"]
+        lines.extend(_encoder.encode(record) + b"\n" for record in read_records(self.root))
         self._file.close()
-        os.replace(tmp, self.path)
-        self._file = self.path.open("ab")
+        write_atomic(self.path, lines)  # its temporary name never a link followed (atomicfile)
+        self._file = _open_append(self.path)
+
+
+def _open_append(path: Path) -> BinaryIO:
+    """The manifest opened to append to: a regular file, no symbolic link followed (FormatError)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FormatError("is not a regular file", subject=str(path))
+    return os.fdopen(fd, "ab")
 
 
 def _cut_torn_line(path: Path) -> None:
-    with path.open("rb+") as f:
+    with os.fdopen(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb+") as f:
         f.seek(0, os.SEEK_END)
         end = f.tell()
         if end == 0:
@@ -414,14 +420,13 @@ def write_records(root: Path, header: Header, items: Iterable[Record]) -> None:
     """Write a whole manifest at once (temp file + rename), for tools that build a tree in one go."""
     path = manifest_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as out:
-        out.write(_encoder.encode(header) + b"\n")
-        for record in items:
-            out.write(_encoder.encode(record) + b"\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, _lines(header, items))  # its temporary name never a link followed (atomicfile)
+
+
+def _lines(header: Header, items: Iterable[Record]) -> Iterator[bytes]:
+    yield _encoder.encode(header) + b"\n"
+    for record in items:
+        yield _encoder.encode(record) + b"\n"
 
 
 def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
@@ -431,13 +436,24 @@ def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
     data = _encoder.encode(header) + b"\n" + _encoder.encode_lines(items)  # one C call for the records
     path = manifest_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, data)
     return data
+
+
+def own_parent(root: Path, rel: str, known: set[str]) -> bool:
+    """Whether the folder holding the tree path ``rel`` is the tree's own (:func:`own_folders`), the
+    folders found so remembered in ``known``. For a caller about to remove or move a tree file by its
+    recorded path: behind a folder linked out of the tree is someone else's file (``--no-resume`` and
+    a re-capture deleted it there)."""
+    parent = rel.rpartition("/")[0]
+    if not parent or parent in known:
+        return True
+    try:
+        own_folders(root, root / parent)
+    except FormatError:
+        return False
+    known.add(parent)
+    return True
 
 
 def own_folders(root: Path, *folders: Path) -> None:

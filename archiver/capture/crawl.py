@@ -57,7 +57,7 @@ from archiver.capture.state import NewURL, Row, State
 from archiver.capture.transport import Transport
 from archiver.capture.treepaths import TreePaths
 from archiver.capture.writer import TreeWriter, now
-from archiver.errors import CaptureError, UsageError
+from archiver.errors import CaptureError, StoreError, UsageError, store_error
 from archiver.tree import Header, ManifestWriter, Record, write_records
 from archiver.urls import RESERVED_DIR
 
@@ -237,9 +237,17 @@ class Crawler:
                 await page(self.stage, row)
             else:
                 await self.stage.asset(row)
+        except StoreError:
+            raise  # the tree cannot be written: the run stops, the row is done by the next run
         except (OSError, CaptureError) as e:
+            stop = store_error(e, str(self.out))
+            if stop is not None:
+                raise stop from None
             await self.stage.finish(row.key, state="failed", outcome="failed", reason=f"cannot store: {e}")
         except Exception as e:  # a bug must not stop a long crawl; it is recorded with its trace
+            stop = store_error(e, str(self.reserved / STATE_NAME))  # the state's disk full or failing
+            if stop is not None:
+                raise stop from None
             trace = traceback.format_exception_only(type(e), e)[-1].strip()
             await self.stage.finish(
                 row.key, state="failed", outcome="failed", reason=f"internal error: {trace}"
@@ -254,6 +262,16 @@ class Crawler:
         fd = lock_folder(self.reserved, self.out)
         try:
             return await self._run()
+        except Exception as e:
+            stop = store_error(e, str(self.out))
+            if stop is None:
+                raise
+            where = "" if stop.subject in (None, str(self.out)) else f"{stop.subject}: "
+            raise StoreError(
+                f"{where}{stop.message}; the capture stopped, keeping what it stored"
+                " (run the same command again to resume)",
+                subject=str(self.out),
+            ) from None
         finally:
             os.close(fd)
 
@@ -272,6 +290,7 @@ class Crawler:
         else:
             show, every, tty = self.options.progress, 0.5, True
         recorder = None
+        failure: BaseException | None = None
         try:
             if self.options.warc:  # every exchange kept as WARC (formats/warc.md §7)
                 from archiver.warc.record import for_capture
@@ -321,13 +340,18 @@ class Crawler:
                     for task in self.inflight.values():
                         task.cancel()
                     await asyncio.gather(*self.inflight.values(), return_exceptions=True)
-                    self.state.release()  # what is unfinished goes back to the frontier at once
+                    try:
+                        self.state.release()  # what is unfinished goes back to the frontier at once
+                    except Exception as e:  # a full disk: the state keeps the rows leased to us,
+                        if store_error(e, "") is None:  # which the next run takes back (§2)
+                            raise
                     if self.context.renderer is not None:
                         await self.context.renderer.close()
+        except BaseException as e:
+            failure = e
+            raise
         finally:
-            if recorder is not None:
-                recorder.close()
-            self.finalize()
+            self._end(recorder, failure)
         if self.options.wants_search_index():  # the run ended (not interrupted): the boxes lead somewhere
             from archiver.search.store import write_index
 
@@ -412,6 +436,25 @@ class Crawler:
         return Header(
             home=redact(self.home), created=self.state.get("created") or now(), seeds=seeds, options=options
         )
+
+    def _end(self, recorder: Any, failure: BaseException | None) -> None:
+        """Close the WARC and finalize the tree. After a failure to write (a full disk, a folder
+        linked out of the tree: :func:`store_error`) each step is tried and a further refusal to
+        write passed over: the state, as last committed, is what the next run resumes from."""
+        if failure is None or store_error(failure, "") is None:
+            if recorder is not None:
+                recorder.close()
+            self.finalize()
+            return
+        for step in (recorder.close if recorder is not None else None, self.finalize):
+            try:
+                if step is not None:
+                    step()
+            except Exception as e:
+                if store_error(e, "") is None:
+                    raise
+        with contextlib.suppress(Exception):  # nothing of this run left in tmp (fetch spools, writes)
+            self.writer.empty_tmp(remove=True)
 
     def finalize(self) -> None:
         """Rewrite the manifest from the state: one record per path, sorted by path, with every

@@ -97,7 +97,7 @@ from archiver.capture.guard import (
 )
 from archiver.capture.turns import Host, Turn
 from archiver.codings import CodingError, Decoder, accept_encoding
-from archiver.errors import URLError
+from archiver.errors import StoreError, URLError, store_error
 from archiver.media import parse_content_type
 
 if TYPE_CHECKING:  # the WARC recorder is imported only by a recording capture
@@ -546,15 +546,18 @@ class Fetcher:
                     buffer += chunk
                     if len(buffer) > SPOOL_LIMIT:
                         spool = self._spool_file()
-                        spool.write(buffer)
+                        _spooled(spool.write, buffer, spool.name)
                         buffer = bytearray()
                 else:
-                    spool.write(chunk)
+                    _spooled(spool.write, chunk, spool.name)
                 if over:
                     break
+            if spool is not None:
+                _spooled(spool.flush, None, spool.name)
         except BaseException:
             if spool is not None:
-                spool.close()
+                with contextlib.suppress(OSError):  # the disk that refused the bytes may refuse the flush
+                    spool.close()
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(spool.name)
             if decoding is not None:
@@ -563,7 +566,7 @@ class Fetcher:
         self.bytes += size
         result.size = min(size, limit) if limit is not None else size
         if spool is not None:
-            spool.close()
+            spool.close()  # flushed above: nothing left to write
             result.file = Path(spool.name)
         else:
             result.body = bytes(buffer)
@@ -571,6 +574,27 @@ class Fetcher:
     def _spool_file(self) -> Any:
         import tempfile  # only a body over SPOOL_LIMIT needs it
 
-        if self.tmp_dir is not None:
-            self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        return tempfile.NamedTemporaryFile(dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False)
+        try:
+            if self.tmp_dir is not None:
+                self.tmp_dir.mkdir(parents=True, exist_ok=True)
+            spool = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed by the caller, or moved)
+                dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False
+            )
+        except OSError as e:
+            raise _local(e, str(self.tmp_dir)) from None
+        return spool
+
+
+def _spooled(write: Any, data: bytes | bytearray | None, name: str) -> None:
+    """``write(data)`` (or ``write()``) on a spool file: a refusal is the disk's, not the network's
+    (before, a full disk under a large body was retried and reported as a network error)."""
+    try:
+        write() if data is None else write(data)
+    except OSError as e:
+        raise _local(e, name) from None
+
+
+def _local(e: OSError, subject: str) -> StoreError:
+    return store_error(e, subject) or StoreError(
+        f"cannot write a temporary file: {(e.strerror or str(e)).lower()}", subject=subject
+    )

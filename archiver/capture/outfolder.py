@@ -79,9 +79,11 @@ def discard_previous(
         paths = [record.path for record in old.records()] + list(old.paths_map())
     finally:
         old.close()
+    own: set[str] = set()
     for rel in paths:
         target = out / rel
-        if ".." not in rel.split("/") and target.is_file():
+        # the tree's own files only: not one behind a folder that links out of the tree
+        if ".." not in rel.split("/") and tree.own_parent(out, rel, own) and target.is_file():
             writer.keep(rel)  # a recorded version holding it only in the tree keeps it first
             target.unlink()
     side = (state_name + "-wal", state_name + "-shm", "manifest.jsonl", "manifest.jsonl.tmp")

@@ -3,7 +3,6 @@ its human summary (grouped by reason, with the flag that changes each), and its 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import msgspec
 
 from archiver import urls
+from archiver.atomicfile import write_atomic
 from archiver.capture.policy import redact
 from archiver.errors import URLError
 
@@ -171,15 +171,10 @@ def write_report(path: Path, report: CaptureReport) -> None:
     """The report as JSON in the reserved folder (a private file: never served or packed), written
     to a temporary name and renamed, so a reader never sees half of it."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # private too (tree.is_private)
-    try:
-        # msgspec's encoder, formatted as json.dumps(indent=1, ensure_ascii=False) did (the same
-        # bytes): the standard library's indenting encoder is pure Python, 6 % of a re-capture's CPU
-        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(report.to_json()), indent=1) + b"\n")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    # msgspec's encoder, formatted as json.dumps(indent=1, ensure_ascii=False) did (the same
+    # bytes): the standard library's indenting encoder is pure Python, 6 % of a re-capture's CPU
+    data = msgspec.json.format(msgspec.json.encode(report.to_json()), indent=1) + b"\n"
+    write_atomic(path, data, tmp=tmp, durable=False)  # a link planted under tmp is never followed
 
 
 #: The flag that changes a reason's outcome, named beside it in the summary (the stored reason stays

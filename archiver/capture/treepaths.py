@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver import urls
+from archiver.errors import StoreError
+from archiver.tree import own_parent
 from archiver.urls import Kind
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ class TreePaths:
         self.claims: dict[str, str] = {}
         self._rels: dict[tuple[str, str], str] = {}
         self._local_paths: dict[tuple[str, str], str] = {}
+        self._own: set[str] = set()  # folders found to be the tree's own (tree.own_parent)
 
     def local_path(self, key: str, kind: Kind) -> str:
         """:func:`archiver.urls.local_path` of ``key`` in this tree (the default hash), remembered."""
@@ -171,6 +174,9 @@ class TreePaths:
             if other is not None:
                 moved = with_suffix(folder, self.clash_suffix(other))
                 src = self.out / folder
+                if not own_parent(self.out, folder, self._own):  # the writer would refuse it too
+                    raise StoreError("is a symbolic link, not a folder of the tree: refused",
+                                     subject=str(src.parent))  # fmt: skip
                 if src.is_file():
                     if self.keep is not None:
                         self.keep(folder)

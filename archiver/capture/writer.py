@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver import tree
+from archiver.errors import FormatError, StoreError, store_error
 from archiver.urls import RESERVED_DIR, VERSIONS_NAME
 
 if TYPE_CHECKING:
@@ -80,7 +81,10 @@ class TreeWriter:
         target = os.path.join(self._out_str, path)
         folder = os.path.dirname(target)
         if folder not in self._folders:  # its folders the tree's own (no link out of it), then made
-            tree.own_folders(self.out, Path(folder))
+            try:
+                tree.own_folders(self.out, Path(folder))
+            except FormatError as e:  # the tree's doing, not this URL's: the capture stops
+                raise StoreError(e.message, subject=e.subject) from None
             os.makedirs(folder, exist_ok=True)
             self._folders.add(folder)
         self._count += 1
@@ -94,7 +98,7 @@ class TreeWriter:
             elif source is not None:
                 os.replace(source, tmp)
             else:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
                 try:
                     view = memoryview(data or b"")
                     while view:
@@ -104,9 +108,12 @@ class TreeWriter:
             if self.keeper is not None:
                 self.keeper.keep(path)
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            stop = store_error(e, target) if isinstance(e, OSError) else None
+            if stop is not None:  # the disk's refusal, named by the file being written, not tmp's name
+                raise StoreError(stop.message, subject=target) from None
             raise
         self.verified.pop(path, None)
         if sha256 is not None:  # in place: a later link, rename or write changes its ctime, not this

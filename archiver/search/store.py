@@ -4,6 +4,7 @@ built from the tree's pages and written atomically (:func:`write_index`), opened
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import queue
@@ -54,6 +55,13 @@ def _pages(root: Path) -> list[str]:
             for r in records(root)
             if r.kind == "page" and r.path.lower().endswith(_HTML) and not r.path.startswith(f"{INDEX_DIR}/")
         }
+        own: set[str] = set()
+        for rel in sorted(found):  # a page behind a folder that links out of the tree is someone
+            if not tree.own_parent(root, rel, own):  # else's file: its text never enters the index
+                raise FormatError(
+                    "is reached through a folder that is not the tree's own (a symbolic link): refused",
+                    subject=str(root / rel),
+                )
         return sorted(found)
     out = []
     for folder, dirs, files in os.walk(root):
@@ -476,6 +484,7 @@ def write_index(root: Path) -> tuple[dict, int, int]:
     _refuse_foreign(root)
     tmp_parent = root / RESERVED_DIR / "tmp"
     tree.own_folders(root, tmp_parent)  # the index is made there: not in a folder a link points to
+    made = not tmp_parent.is_dir()  # removed again at the end if this run made it (nothing left)
     tmp_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="search-", dir=tmp_parent))
     writer = _Writer(work)
@@ -496,6 +505,10 @@ def write_index(root: Path) -> tuple[dict, int, int]:
         writer.close(abort=True)
         shutil.rmtree(work, ignore_errors=True)
         raise
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                tmp_parent.rmdir()  # only when empty
     return manifest, pages, writer.written
 
 

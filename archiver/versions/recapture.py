@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from archiver.atomicfile import write_atomic
 from archiver.errors import FormatError, UsageError
-from archiver.tree import Header, Record, read_header, write_manifest, write_records
+from archiver.tree import Header, Record, own_parent, read_header, write_manifest, write_records
 from archiver.urls import REPORT_NAME, RESERVED_DIR
 from archiver.versions import store, storefiles
 from archiver.versions.keeper import for_tree
@@ -64,9 +65,8 @@ def begin(root: Path, now: datetime | None = None) -> Pending:
         return Pending(started)
     store.record(root)
     started = (now or datetime.now(UTC)).replace(microsecond=0)
-    tmp = mark.with_name(f".tmp-{PENDING}-{os.getpid()}")
-    tmp.write_text(json.dumps({"started": _stamp(started)}) + "\n")
-    os.replace(tmp, mark)
+    tmp = mark.with_name(f".tmp-{PENDING}-{os.getpid()}")  # a link planted there is not followed
+    write_atomic(mark, (json.dumps({"started": _stamp(started)}) + "\n").encode(), tmp=tmp, durable=False)
     return Pending(started)
 
 
@@ -136,7 +136,10 @@ def _settle(
     for r in records:
         (gone if _before(r.fetched, pending.started, stamp) else kept).append(r)
     keeper = for_tree(root) if gone else None
+    own: set[str] = set()
     for r in gone:
+        if not own_parent(root, r.path, own):  # behind a folder linked out of the tree: not the tree's
+            continue
         if keeper is not None:
             keeper.keep(r.path)  # a recorded version holding it only in the tree keeps it first
         try:

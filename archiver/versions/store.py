@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from archiver.atomicfile import write_atomic
 from archiver.errors import FormatError, UsageError
 from archiver.tree import (
     MANIFEST_NAME,
@@ -260,12 +261,8 @@ def hash_path(path: str | Path) -> tuple[int, str]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{TMP}{path.name}-{os.getpid()}")
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    # the temporary name: a link planted there (the store comes with the tree) is never followed
+    write_atomic(path, data, tmp=path.with_name(f"{TMP}{path.name}-{os.getpid()}"))
 
 
 def _clean_temporaries(folder: Path) -> None:

@@ -92,5 +92,23 @@ def test_a_page_folder_linked_elsewhere_gets_no_page_written_through_it(
     shutil.rmtree(out / "docs")
     (out / "docs").symlink_to(victim)
     done = run("capture", url, "-o", str(out), "--no-render", "--new-version")
-    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # before: exit 3, "internal error"
+    assert done.stderr.startswith(f"archiver: {out}: {out}/docs: is a symbolic link, not a folder of")
     assert _listing(victim) == before  # no b.html written into the linked folder
+
+
+def test_index_reads_no_page_through_a_linked_folder(served: tuple[str, Path], tmp_path: Path) -> None:
+    """Before: ``archiver index`` read ``docs/b.html`` through ``docs -> elsewhere`` and put that
+    file's text in the tree's index (``archiver search`` and serve's search then showed it)."""
+    _, base = served
+    out = Path(shutil.copytree(base, tmp_path / "out", symlinks=True))
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "b.html").write_text("<html><body><p>zanzibarsecret</p></body></html>")
+    shutil.rmtree(out / "docs")
+    (out / "docs").symlink_to(secret)
+    done = run("index", str(out))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{out}/docs/b.html: is reached through a folder that is not the tree's own" in done.stderr
+    found = run("search", str(out), "-q", "zanzibarsecret")
+    assert "zanzibarsecret" not in found.stdout
