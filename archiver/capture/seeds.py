@@ -8,7 +8,9 @@ Bookmarks: the "Netscape bookmark file" every browser exports (``<!DOCTYPE NETSC
 opening a nested ``<DL>``. Browsers write the attributes in different orders and cases, and some omit
 closing tags, so the file is read with an HTML tokenizer (attributes by name) and a folder stack, not
 with patterns. Each bookmark keeps its folder path (``Work/Docs``) and title. Bookmarks that are not
-http(s) (``javascript:`` bookmarklets, ``place:`` queries, ``file:``) are left out.
+http(s) (``javascript:`` bookmarklets, ``place:`` queries, ``file:``) are left out. A bookmarks file is
+someone else's input: a folder path names at most 32 folders, names and titles are cut (256 and 1,024
+characters), and a file over :data:`MAX_SEEDS_FILE` is refused (:mod:`archiver.capture.bookmarks`).
 
 Every seed is deduplicated by its dedup key (tree.md §3), so the same page written with another case
 of host, a default port, a tracking parameter or a fragment is captured once; the first spelling's
@@ -60,11 +62,20 @@ def parse_bookmarks(text: str) -> list[Seed]:
     return out
 
 
+#: The largest seeds or bookmarks file read (a browser's export of 100,000 bookmarks with their
+#: icons is ~100 MB); a larger one is refused before it is read.
+MAX_SEEDS_FILE = 256 << 20
+
+
 def _read(path: Path, what: str) -> str:
     try:
-        return path.read_text(encoding="utf-8-sig", errors="replace")
+        with path.open("rb") as f:
+            data = f.read(MAX_SEEDS_FILE + 1)
     except OSError as e:
         raise UsageError(f"cannot read the {what}: {e.strerror}", subject=str(path)) from None
+    if len(data) > MAX_SEEDS_FILE:
+        raise UsageError(f"the {what} is larger than {MAX_SEEDS_FILE >> 20} MiB", subject=str(path))
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def dedup(seeds: Iterable[Seed]) -> list[Seed]:

@@ -126,3 +126,49 @@ def test_each_listed_page_is_captured_once(tmp_path: Path) -> None:
     assert (out / "docs/guide/index.html").is_file() and (out / "blog/index.html").is_file()
     header = (out / "_archiver/manifest.jsonl").read_text().splitlines()[0]
     assert '"seed_folders"' in header and "Bookmarks bar/Field & guides/Deeper" in header
+
+
+def test_a_bookmarks_file_of_deeply_nested_folders_is_read_in_bounded_memory() -> None:
+    """The attack: 20,000 nested folders with a bookmark in each (1.5 MB). Before, each bookmark's
+    folder path joined every folder above it: 2.2 GB of memory and 12 s. Now a path names at most
+    MAX_DEPTH folders and each level's path is one string its bookmarks share."""
+    import tracemalloc
+
+    from archiver.capture.bookmarks import MAX_DEPTH
+
+    n = 20_000
+    text = "<!DOCTYPE NETSCAPE-Bookmark-file-1>" + "".join(
+        f'<DT><H3>folder{i}</H3><DL><p><DT><A HREF="https://example.com/p{i}">t{i}</A>' for i in range(n)
+    )
+    tracemalloc.start()
+    try:
+        found = parse_bookmarks(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(found) == n
+    assert peak < 64 << 20, peak  # before: > 2 GB
+    assert found[5].folder == "/".join(f"folder{i}" for i in range(6))
+    assert found[-1].folder == "/".join(f"folder{i}" for i in range(MAX_DEPTH))
+
+
+def test_huge_folder_names_and_titles_are_cut() -> None:
+    from archiver.capture.bookmarks import MAX_NAME, MAX_TITLE
+
+    link = f'<A HREF="https://example.com/">{"t " * 500_000}</A>'
+    text = f"<DL><DT><H3>{'f' * 1_000_000}</H3><DL><DT>{link}</DL></DL>"
+    (seed,) = parse_bookmarks(text)
+    assert seed.folder == "f" * MAX_NAME
+    assert seed.title is not None and len(seed.title) == MAX_TITLE
+
+
+def test_a_seeds_file_over_the_bound_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archiver.capture import seeds
+
+    monkeypatch.setattr(seeds, "MAX_SEEDS_FILE", 1000)
+    big = tmp_path / "seeds.txt"
+    big.write_text("https://example.com/\n" * 100)
+    with pytest.raises(UsageError, match="larger than"):
+        collect_seeds([], seeds_file=big)
