@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
-from functools import lru_cache
 from urllib.parse import quote, unquote
 
 from archiver.frozen import Frozen
@@ -100,18 +98,29 @@ def _normalise(path: str) -> str:
     return quote(unquote(path), safe="/?&=:;@!$'()*+,~-._%")
 
 
-@lru_cache(maxsize=1024)
-def _pattern(path: str) -> re.Pattern[str]:
-    anchored = path.endswith("$")
-    body = path[:-1] if anchored else path
-    regex = ".*".join(re.escape(part) for part in body.split("*"))
-    return re.compile(regex + ("$" if anchored else ""))
-
-
 def _matches(pattern: str, target: str) -> bool:
-    if "*" not in pattern and not pattern.endswith("$"):
-        return target.startswith(pattern)
-    return _pattern(pattern).match(target) is not None
+    """Whether the rule path ``pattern`` (``*``: any run of characters; a last ``$``: the end) matches
+    the start of ``target``. Each ``*``-separated part is found leftmost after the one before (which is
+    exact for patterns whose only wildcard is ``*``), so the time is linear in the sizes, never the
+    backtracking of a regular expression: ``Disallow: /*a*a*a*a*a*a*a*a*a*a*a*a*c`` held a capture's
+    event loop for good on a 40-character path (a hostile robots.txt and a link of its site)."""
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    if "*" not in body:
+        return target == body if anchored else target.startswith(body)
+    first, *middle, last = body.split("*")
+    if not target.startswith(first):
+        return False
+    pos = len(first)
+    for part in middle:
+        if part:
+            found = target.find(part, pos)
+            if found < 0:
+                return False
+            pos = found + len(part)
+    if anchored:
+        return len(target) - len(last) >= pos and target.endswith(last)
+    return target.find(last, pos) >= 0
 
 
 def parse(text: str, agent: str) -> Robots:
