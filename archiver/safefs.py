@@ -83,6 +83,8 @@ def read_regular(path: str | Path, limit: int, *, follow: bool = False) -> bytes
     larger file is a ``FormatError`` naming it, read no further than ``limit`` + 1 bytes."""
     fd = open_regular(path, follow=follow)
     try:
+        if os.fstat(fd).st_size > limit:  # refused unread (a sparse terabyte is no read of `limit`)
+            raise FormatError(f"is larger than {limit} bytes", subject=str(path))
         with open(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
     except OSError as e:

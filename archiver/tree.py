@@ -126,6 +126,9 @@ def manifest_path(root: Path) -> Path:
 #: The longest manifest line read (a record's line is a few hundred bytes): a tree is hostile input,
 #: and a manifest of one endless line was read whole into memory.
 LINE_LIMIT = 16 << 20
+#: The largest manifest :func:`read_record_list` reads whole (as the version store bounds a version's
+#: manifest, versions/storefiles.MAX_MANIFEST_BYTES): larger is a FormatError, nothing read.
+WHOLE_LIMIT = 1 << 30
 
 
 def open_manifest(path: Path) -> BinaryIO:
@@ -192,12 +195,16 @@ def read_record_list(root: Path) -> list[Record]:
     path = manifest_path(root)
     by_path: dict[str, Record] = {}  # a later record for a path replaces it where it first was
     with open_manifest(path) as f:
+        if os.fstat(f.fileno()).st_size > WHOLE_LIMIT:  # read whole below: a sparse terabyte was
+            raise FormatError(f"is larger than {WHOLE_LIMIT} bytes", subject=str(path))  # MemoryError
         _decode_header(read_line(f, 1, path), path)
-        lines = f.read().split(b"\n")  # no offsets: no tell() (a system call) a line
+        lines = f.read(WHOLE_LIMIT).split(b"\n")  # no offsets: no tell() (a system call) a line
     last = len(lines) - 1  # lines[last]: b"" after a whole last line, else a torn one (ignored)
     for n, line in enumerate(lines):
         if n == last:
             break
+        if len(line) > LINE_LIMIT:  # as read_records says it
+            raise FormatError(f"line {n + 2} is longer than {LINE_LIMIT} bytes", subject=str(path))
         if line.strip():
             record = decode_record(line, n + 2, path)
             by_path[record.path] = record

@@ -176,7 +176,8 @@ def _current_is_recorded(root: Path, found: list[Version]) -> bool:
         return False
     # the manifest as a version holds it, byte for byte (what a finished re-capture leaves): no
     # record decoded nor encoded again (a re-capture's begin, ~1,000 records)
-    head, _, rest = manifest_path(root).read_bytes().partition(b"\n")
+    # the tree's manifest as a version's is read: a regular file, bounded (a sparse terabyte: MemoryError)
+    head, _, rest = storefiles.read_manifest(manifest_path(root)).partition(b"\n")
     for v in same_start:
         v_head, _, v_rest = storefiles.read_manifest(v.manifest).partition(b"\n")
         if v_rest == rest and _version_body(v_head, "", v.manifest) == _version_body(head, ""):

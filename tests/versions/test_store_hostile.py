@@ -317,3 +317,20 @@ def test_a_report_that_is_a_symbolic_link_is_read_by_no_one(site: Path, tmp_path
     assert not reports.failures(site, first)
     assert recapture._complete(site) is False  # old code: True
     assert store._report_bytes(own) is None  # as the store already did
+
+
+# ----------------------------------------------------------------------- a sparse terabyte manifest
+
+
+def test_a_sparse_terabyte_tree_manifest_is_refused_unread(site: Path) -> None:
+    """The tree's own manifest made a sparse file of 1 TiB: ``ls --versions`` (and a re-capture's
+    start) read it whole to compare it with the newest version's: MemoryError, a traceback, exit 70.
+    Now a FormatError naming it, one line, exit 1; and the records' whole read refuses it too."""
+    manifest = site / "_archiver" / "manifest.jsonl"
+    os.truncate(manifest, 1 << 40)
+    done = _cli("ls", str(site), "--versions")
+    assert done.returncode == 1, done.stderr
+    _one_line(done)
+    assert f"{manifest}: is larger than" in done.stderr
+    with pytest.raises(FormatError, match="is larger than"):
+        store.manifest_records(site)
