@@ -27,13 +27,18 @@ from archiver.capture.policy import Hint, redact, split_fragment
 from archiver.capture.state import Row
 from archiver.capture.writer import TreeWriter
 from archiver.errors import URLError
-from archiver.tree import Record
+from archiver.tree import Record, own_parent
 
 if TYPE_CHECKING:
     from archiver.capture.crawlstate import CrawlState
     from archiver.urls import Hygiene
 
 __all__ = ["final_records", "public", "relink", "resolve_href"]
+
+
+#: The largest document relinked: a page is at most responses.PAGE_CAP (64 MiB) unless --asset-cap
+#: is larger, a stylesheet at most --asset-cap; a larger file in a tree is left as it is.
+MAX_DOCUMENT = 256 << 20
 
 
 def relink(
@@ -71,11 +76,46 @@ def relink(
     if not dirty:
         return
     by_path = state.paths_map()
+    own: set[str] = set()
     for src in sorted(dirty):
         record = state.record(src)
-        if record is None or not (out / src).is_file():
+        text = None if record is None else _document(out, src, record, own)
+        if record is None or text is None:
             continue
-        _relink_one(state, out, hygiene, writer, src, record, stored, by_path, moves, drop_candidates)
+        _relink_one(state, out, hygiene, writer, src, record, text, stored, by_path, moves, drop_candidates)
+
+
+def _document(out: Path, src: str, record: Record, own: set[str]) -> str | None:
+    """The text of the tree document ``src``: in the tree's own folders, a regular file (no link
+    followed, no FIFO waited on) of at most :data:`MAX_DOCUMENT` bytes, UTF-8 as the capture wrote
+    it; else None, and it is left as it is. (Not its record's size: a run stopped between a record
+    and its file leaves the old file, which the next run relinks.) A tree resumed from elsewhere is
+    input: a sparse terabyte under a page's name was read whole (MemoryError), a page behind a
+    folder linked out of the tree was read there, bytes not UTF-8 ended the run in a traceback."""
+    import os
+    import stat
+
+    if not own_parent(out, src, own):
+        return None
+    try:
+        fd = os.open(out / src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DOCUMENT:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_DOCUMENT + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8") if len(data) <= MAX_DOCUMENT else None
+    except UnicodeDecodeError:
+        return None
+        return None
 
 
 def _relink_one(
@@ -85,6 +125,7 @@ def _relink_one(
     writer: TreeWriter,
     src: str,
     record: Record,
+    text: str,
     stored: dict[str, str],
     by_path: dict[str, str],
     moves: dict[str, str] | None = None,
@@ -129,14 +170,11 @@ def _relink_one(
         unstored.add(ref)
         return key + ("" if "#" in key else fragment)
 
-    path = out / src
     if record.media_type == "text/css":
-        text = path.read_text(encoding="utf-8")
         new_text = rewrite_stylesheet(
             text, lambda ref, role: change(ref, "stylesheet" if role == "import" else "embed")
         ).text
     else:
-        text = path.read_text(encoding="utf-8")
         drop = unstored.__contains__ if drop_candidates else None
         new_text = rewrite_html.rewrite(
             rewrite_html.parse(text), change, noscript="keep", drop_candidate=drop
