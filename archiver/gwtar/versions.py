@@ -171,6 +171,10 @@ def _check_version(
 # ---------------------------------------------------------------------------------------- reading
 
 
+#: The largest versions table read (a row is ~120 bytes: 100,000 versions are 12 MB)
+MAX_TABLE = 64 << 20
+
+
 def has_versions(reader: GwtarReader) -> bool:
     return reader.has(TABLE)
 
@@ -178,6 +182,9 @@ def has_versions(reader: GwtarReader) -> bool:
 def table(reader: GwtarReader) -> list[Entry]:
     """The versions table, oldest first; FormatError for one that is not a table."""
     try:
+        size = reader.member(TABLE).size
+        if size > MAX_TABLE:  # a forged archive's terabyte member is refused unread
+            raise FormatError(f"versions table: {size} bytes, more than {MAX_TABLE}", subject=TABLE)
         doc = json.loads(reader.read(TABLE))
         rows = doc["versions"]
         if doc.get("format") != "archiver-gwtar-versions" or not isinstance(rows, list):

@@ -318,3 +318,26 @@ def test_a_manifest_swapped_after_its_check_is_not_packed(
     with GwtarReader(out) as reader:
         assert reader.read(f"{gv.PREFIX}{IDS[0]}.jsonl") == checked
     assert gwtar.verify(out, links=False).ok
+
+
+def test_a_versions_table_said_to_be_a_terabyte_is_refused_unread(three: Path, tmp_path: Path) -> None:
+    """A forged archive whose versions table member is 1 TiB (a sparse file costs nothing): it was
+    read whole (``reader.read``) before it was parsed. Now refused by its size, nothing read."""
+    import dataclasses
+
+    out = tmp_path / "all.gwtar.html"
+    gwtar.pack(three, out, all_versions=True)
+    with GwtarReader(out) as reader:
+        real = reader.member
+
+        def forged(path: object) -> object:
+            m = real(path)  # type: ignore[arg-type]
+            return dataclasses.replace(m, size=1 << 40) if m.path == gv.TABLE else m
+
+        def unread(*_args: object) -> bytes:
+            raise AssertionError("the table was read")
+
+        reader.member = forged  # type: ignore[method-assign]
+        reader.read = unread  # type: ignore[method-assign]
+        with pytest.raises(gv.FormatError, match="versions table: 1099511627776 bytes, more than"):
+            gv.table(reader)
