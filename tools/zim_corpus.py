@@ -24,6 +24,7 @@ layout (openZIM "ZIM file format"; formats/zim.md §7.1):
     title_pointer     a title listing entry naming an entry index that does not exist
 
 Used by tests/zim/test_corrupt.py; a tool, so the corpus is made at test time and never committed.
+:func:`cluster_bomb` (tests/zim/test_bomb.py) makes a sound file whose entry is a decompression bomb.
 """
 
 from __future__ import annotations
@@ -223,6 +224,44 @@ CLASSES: dict[str, Callable[[_Zim], bytes]] = {
     "titles_unsorted": _titles_unsorted,
     "title_pointer": _title_pointer,
 }
+
+
+def zstd_zeros_frame(head: bytes, zeros: int) -> bytes:
+    """A zstd frame (RFC 8878) of ``head`` then ``zeros`` zero bytes, written by hand: one raw block,
+    then RLE blocks of 128 KiB (4 bytes each): 3 GiB of zeros in 96 KiB of frame, no zstd needed."""
+    block = 128 << 10
+    out = bytearray(b"\x28\xb5\x2f\xfd")  # magic
+    out += bytes([0x00, 0x38])  # no content size, no checksum; window 2**17 (the largest block)
+    blocks: list[tuple[int, int, bytes]] = [(0, len(head), head)]  # (type, size, payload)
+    while zeros:
+        n = min(block, zeros)
+        blocks.append((1, n, b"\0"))
+        zeros -= n
+    for i, (kind, size, payload) in enumerate(blocks):
+        last = 1 if i == len(blocks) - 1 else 0
+        out += (last | kind << 1 | size << 3).to_bytes(3, "little") + payload
+    return bytes(out)
+
+
+def cluster_bomb(data: bytes, entry: bytes, blob_size: int) -> bytes:
+    """``data`` (a sound ZIM) with a third cluster appended, zstd-compressed, whose one blob is
+    ``blob_size`` zero bytes in ~``blob_size / 32768`` bytes of file, and the entry ``entry`` (a path
+    of the C namespace) moved to it. The cluster pointer list moves to the end with the new pointer;
+    the checksum is recomputed. A decompression bomb for every reader that hands an entry out whole."""
+    z = _Zim(data)
+    head = struct.pack("<2I", 8, 8 + blob_size)  # one blob: offsets 8 and 8 + size
+    out = bytearray(z.data[: z.checksum_pos])
+    bomb_at = len(out)
+    out += b"\x05" + zstd_zeros_frame(head, blob_size)
+    pointers = len(out)
+    out += struct.pack(f"<{z.clusters + 1}Q", *(z.cluster_at(i) for i in range(z.clusters)), bomb_at)
+    fields = list(_HEADER.unpack_from(out))
+    fields[5], fields[8], fields[12] = z.clusters + 1, pointers, len(out)  # clusters, pointers, checksum
+    _HEADER.pack_into(out, 0, *fields)
+    _i, at = z.entry(b"C", entry)
+    struct.pack_into("<II", out, at + 8, z.clusters, 0)
+    out += hashlib.md5(out).digest()
+    return bytes(out)
 
 
 def base_zim(out: Path) -> Path:

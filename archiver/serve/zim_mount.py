@@ -14,7 +14,10 @@ from archiver.errors import ArchiverError, UsageError
 from archiver.media import media_type_for
 from archiver.serve.mounts import Mount, _with_charset
 from archiver.serve.paths import _href
-from archiver.serve.representation import _NOT_FOUND, Redirect, Representation, Result
+from archiver.serve.representation import _NOT_FOUND, Problem, Redirect, Representation, Result
+
+#: an entry over zim.structure.MAX_ENTRY (formats/zim.md §7.1): not read, as every reader refuses it
+_TOO_LARGE = Problem(500, "an entry larger than archiver reads from a ZIM")
 
 __all__: list[str] = []  # the serve package's own: sources.mounts_for makes a ZIM file's mount
 
@@ -82,6 +85,10 @@ class _ZimMount(Mount):
             if not target:
                 return _NOT_FOUND
             return Redirect(302, _href(self.name, *str(target).split("/")))
+        from archiver.zim.structure import MAX_ENTRY  # (imported with the reader: no libzim at import)
+
+        if int(getattr(entry, "size", 0)) > MAX_ENTRY:  # a bomb's entry: refused before any header
+            return _TOO_LARGE
         media = str(getattr(entry, "mimetype", "") or media_type_for(key))
         digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
         return _ZimEntry(entry, _with_charset(media), f'"z{self.stamp}-{digest}"', self.last_modified)

@@ -24,10 +24,10 @@ from libzim.suggestion import SuggestionSearcher
 
 from archiver.errors import FormatError, UsageError
 from archiver.zim.metadata import ILLUSTRATION_KEY
-from archiver.zim.structure import NOT_A_ZIM, Source, split_parts
+from archiver.zim.structure import MAX_ENTRY, NOT_A_ZIM, Source, split_parts
 from archiver.zim.structure import check as check_structure
 
-__all__ = ["CHUNK", "Check", "Entry", "ZimReader", "open_archive", "structure_problems"]
+__all__ = ["CHUNK", "MAX_ENTRY", "Check", "Entry", "ZimReader", "open_archive", "structure_problems"]
 
 #: Bytes handed out per chunk by :meth:`Entry.chunks`.
 CHUNK = 1 << 20
@@ -64,10 +64,18 @@ class Entry:
             yield bytes(view[start : start + chunk])
 
     def _content(self) -> memoryview:
+        # libzim hands an item's bytes out whole (decompressing its cluster up to them): an entry of a
+        # compressed cluster said to be gigabytes long is a bomb of a few hundred kilobytes of file
+        if self.size > MAX_ENTRY:
+            raise FormatError(
+                f"entry {self.path!r} is {self.size} bytes, more than archiver reads of one ZIM entry"
+                f" ({MAX_ENTRY}; formats/zim.md §7.1)",
+                subject=self._file,
+            )
         try:
             return self._item.content  # type: ignore[attr-defined,no-any-return]
-        except (RuntimeError, UnicodeDecodeError) as e:  # a damaged cluster: "Data corruption detected"
-            error = _damaged(self.path, e)
+        except (RuntimeError, UnicodeDecodeError, MemoryError) as e:  # a damaged cluster ("Data
+            error = _damaged(self.path, e)  # corruption detected"), std::bad_alloc
             error.subject = self._file
             raise error from None
 
