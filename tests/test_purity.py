@@ -27,6 +27,7 @@ GWTAR = {
     "archiver.gwtar.refs", "archiver.gwtar.rules", "contextlib", "archiver.css_refs", "archiver.html_refs",
     "archiver.urls", "archiver.html_depth",
     "functools", "operator", "json.encoder",  # tar.py: cached header fields; layout.py: sort key, JSON
+    "itertools",  # layout.py: the bundled files' offsets
 }  # fmt: skip
 PAR2 = {
     "__future__", "collections.abc", "dataclasses", "hashlib", "math", "re", "struct", "typing", "zlib",

@@ -49,6 +49,11 @@ _SYNC_FILE_RANGE_WRITE = 2
 _NO_KERNEL_COPY = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF)
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO swapped in: no wait
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC
+_BY_FOLDER = os.open in os.supports_dir_fd  # (not on Windows)
+
+
 def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
@@ -58,7 +63,7 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
 
 def _open(path: Path | str) -> int:
     try:
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in: no wait
+        return os.open(path, _READ_FLAGS)
     except OSError as e:
         raise FormatError(f"cannot read: {e.strerror}", subject=str(path)) from None
 
@@ -287,6 +292,64 @@ class _Body:
         finally:
             os.close(fd)
 
+    def bundled(
+        self,
+        members: list[layout.MemberSpec],
+        first: int,
+        last: int,
+        files: dict[str, Path | str],
+        late: frozenset[str],
+        meter: Meter,
+    ) -> None:
+        """Members ``first`` to ``last``, with no header or padding between them (a bundle's files,
+        formats/gwtar.md §5.5). A bundle is thousands of small files: each is opened by its name in
+        its folder (one descriptor a folder) and read with one call straight after the previous one,
+        hashed there when small, with the checks of :meth:`member` (a read of a byte more than the
+        file should hold: a file of another size shows in what it gives). One that is not so simple
+        (large, a page whose title is wanted, a read of another length, any error) is written by
+        :meth:`member`, which reads it again and says what is wrong."""
+        hashes = self.hasher.hashes
+        sha256 = hashlib.sha256
+        folders: dict[str, int] = {}  # folder → its descriptor
+        try:
+            for i in range(first, last + 1):
+                spec = members[i]
+                size = spec.size
+                path = files[spec.path]
+                start = self.fill
+                if start + size >= CHUNK and size < CHUNK:
+                    self.flush()
+                    start = 0
+                read = -1
+                if type(path) is str and start + size < CHUNK and spec.path not in late:
+                    try:
+                        if _BY_FOLDER:
+                            folder, _, name = path.rpartition(os.sep)
+                            dir_fd = folders.get(folder)
+                            if dir_fd is None:
+                                dir_fd = folders[folder] = os.open(folder or os.curdir, _DIR_FLAGS)
+                            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+                        else:
+                            fd = os.open(path, _READ_FLAGS)
+                        try:
+                            read = os.preadv(fd, [self.view[start : start + size + 1]], 0)
+                        finally:
+                            os.close(fd)
+                    except OSError:
+                        read = -1
+                if read != size:  # not read here: read again, checked and reported, by member
+                    self.member(i, path, size, b"", want_title=spec.path in late)
+                elif size <= _INLINE_HASH:
+                    self.fill = start + size
+                    hashes[i] = sha256(self.view[start : start + size]).hexdigest()
+                else:
+                    self.fill = start + size
+                    self.pieces.append(("whole", i, start, start + size))
+                meter.advance(size)
+        finally:
+            for fd in folders.values():
+                os.close(fd)
+
     def _copy_large(
         self, i: int, fd: int, before: os.stat_result, path: Path | str, size: int, want_title: bool
     ) -> None:
@@ -392,12 +455,23 @@ def write_body(
             body = _Body(fd, len(plan.header), hasher, flusher)
             padding = b""  # the previous member's padding goes out with the next header
             late = source.late_titles
-            for i, spec in enumerate(plan.members):
+            members = plan.members
+            first, last = plan.bundle if plan.bundle is not None else (-1, -1)
+            i = 0
+            while i < len(members):
                 safefs.checkpoint()
                 head = padding + plan.blocks(i)
+                if i == first:  # the bundle's files, one after the other after its one header
+                    body.put(head)
+                    body.bundled(members, first, last, source.files, late, meter)
+                    padding = _PADDING[plan.padding(last)]
+                    i = last + 1
+                    continue
+                spec = members[i]
                 body.member(i, source.files[spec.path], spec.size, head, want_title=spec.path in late)
                 padding = _PADDING[plan.padding(i)]
                 meter.advance(spec.size)
+                i += 1
             body.put(padding)
             body.flush()
         finally:

@@ -16,6 +16,7 @@ import json
 import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from json.encoder import encode_basestring as _encode_string
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from archiver.gwtar.rules import (
     TOTAL_DIGITS,
     is_array_index,
     member_path_problem,
+    plain_names,
     v1_data_offsets,
 )
 
@@ -130,8 +132,11 @@ def loader_problem(text: str) -> str | None:
     return None
 
 
+_MEDIA = ("audio/", "video/")
+
+
 def _is_late(spec: MemberSpec) -> bool:
-    return spec.size > LARGE or spec.media_type.startswith(("audio/", "video/"))
+    return spec.size > LARGE or spec.media_type.startswith(_MEDIA)
 
 
 def order_members(
@@ -184,7 +189,12 @@ def order_members(
     for m in rest:  # one pass (an indexed tree has thousands of members)
         if m.key is not None:
             m = _unlisted(m)
-        (pages if m.kind == "page" else late if _is_late(m) else assets).append(m)
+        if m.kind == "page":
+            pages.append(m)
+        elif m.size > LARGE or m.media_type.startswith(_MEDIA):  # (_is_late, inline: thousands)
+            late.append(m)
+        else:
+            assets.append(m)
     return listed + pages + assets + late
 
 
@@ -199,7 +209,11 @@ def bundle(members: Sequence[MemberSpec], prefix: str) -> tuple[int, int] | None
     picked = [
         i
         for i, m in enumerate(members)
-        if m.key is None and m.kind == "asset" and m.path.startswith(prefix) and not _is_late(m)
+        if m.path.startswith(prefix)
+        and m.key is None
+        and m.kind == "asset"
+        and m.size <= LARGE
+        and not m.media_type.startswith(_MEDIA)  # (not _is_late, inline: thousands)
     ]
     if len(picked) < 2 or picked[-1] - picked[0] + 1 != len(picked):
         return None
@@ -391,10 +405,28 @@ def plan(
     why = loader_problem(loader)
     if why:
         raise FormatError(f"the loader script {why}", subject="js/loader.js")
+    # the unlisted members' checks for all at once (an indexed tree has thousands): names, repeats,
+    # sizes; when one fails, the loop checks every member and says which
+    paths = [m.path for m in members]
+    sizes = [m.size for m in members]
+    key_of = [m.key for m in members]
+    unlisted = key_of.count(None)
+    names = set(paths)
+    plain = (
+        plain_names(paths)
+        and len(names) == len(paths)
+        and INDEX_PATH not in names
+        and set(map(type, sizes)) <= {int}
+        and min(sizes, default=0) >= 0
+    )
     seen: set[str] = set()
     keys: set[str] = set()
     listed: list[MemberSpec] = []
     for i, spec in enumerate(members):
+        if plain and i == len(members) - unlisted:
+            if key_of[i:].count(None) == unlisted:  # all the rest are unlisted
+                break
+            plain = False
         problem = member_path_problem(spec.path)
         if problem:
             raise FormatError(problem, subject=spec.path)
@@ -424,21 +456,25 @@ def plan(
     first, last = bundle if bundle is not None else (-1, -1)
     if bundle is not None and not (len(listed) <= first < last < len(members)):
         raise FormatError("bundled members must be two or more unlisted members", subject=BUNDLE_PATH)
-    bundle_size = sum(m.size for m in members[first : last + 1]) if bundle is not None else 0
+    bundle_size = sum(sizes[first : last + 1]) if bundle is not None else 0
     data_offsets: list[int] = []
     pos = 0
-    for i, spec in enumerate(members):
-        if first <= i <= last:
-            if i == first:
-                pos += tar.member_blocks_size(BUNDLE_PATH, bundle_size)
+
+    def place(run: Sequence[MemberSpec]) -> None:
+        nonlocal pos
+        for spec in run:
+            pos += tar.member_blocks_size(spec.path, spec.size) if spec.key is None else tar.BLOCK
             data_offsets.append(pos)
-            pos += spec.size
-            if i == last:
-                pos += -bundle_size % tar.BLOCK
-            continue
-        pos += tar.member_blocks_size(spec.path, spec.size) if spec.key is None else tar.BLOCK
-        data_offsets.append(pos)
-        pos += tar.data_span(spec.size)
+            pos += tar.data_span(spec.size)
+
+    if bundle is None:
+        place(members)
+    else:
+        place(members[:first])
+        pos += tar.member_blocks_size(BUNDLE_PATH, bundle_size)
+        data_offsets.extend(accumulate(sizes[first:last], initial=pos))
+        pos += bundle_size + -bundle_size % tar.BLOCK
+        place(members[last + 1 :])
     assert data_offsets[: len(listed)] == v1_data_offsets([s.size for s in listed])
 
     parts: list[tuple[bytes, bytes]] = []

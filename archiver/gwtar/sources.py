@@ -341,18 +341,25 @@ def add_search_index(source: Source, root: Path, work: Path) -> None:
     from archiver.search import archive
 
     packed = archive.pack_sizes(root, work, known=source.index_sizes)
-    for path in [p for p in source.specs if archive.is_index_path(p) and p not in packed]:
-        del source.specs[path], source.files[path], source.expected[path]
-    specs = source.specs
+    specs, files, expected = source.specs, source.files, source.expected
+    prefix = archive.PREFIX
+    for path in [p for p in specs if p.startswith(prefix) and p not in packed]:
+        del specs[path], files[path], expected[path]
     for path, (full, size) in packed.items():
         media_type = archive.media_type(path)
         had = specs.get(path)  # the walk's spec of the same file is kept (thousands: no new object)
-        if had is None or (had.size, had.media_type, had.kind, had.title, had.urls, had.key) != (
-            size, media_type, "asset", None, (), None,
-        ):  # fmt: skip
+        if (
+            had is None
+            or had.size != size
+            or had.media_type != media_type
+            or had.kind != "asset"
+            or had.title is not None
+            or had.urls
+            or had.key is not None
+        ):
             specs[path] = MemberSpec(path=path, size=size, media_type=media_type)
-        source.files[path] = full
-        source.expected[path] = None
+        files[path] = full
+        expected[path] = None
 
 
 def drop_search_index(source: Source) -> None:

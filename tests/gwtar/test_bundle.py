@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -242,3 +244,59 @@ def test_a_held_listing_past_its_memory_bound_prints_the_same_bytes(
     monkeypatch.setattr(sys, "stdout", text)
     output._print_checked(iter(lines))
     assert text.getvalue() == "".join(f"{line}\n" for line in lines)
+
+
+def _swapped_after_the_walk(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch, swap: Callable[[Path], None]
+) -> pytest.ExceptionInfo[FormatError]:
+    """Pack ``mini_tree`` with its own index, ``swap`` applied to a bundled file (not the first)
+    after the walk and the plan, as the body is about to be written."""
+    from archiver.gwtar import write
+    from archiver.search import store
+
+    store.write_index(mini_tree)
+    victim = mini_tree / MID
+    real = write.write_body
+
+    def swapping(*args: object, **kw: object) -> object:
+        swap(victim)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(write, "write_body", swapping)
+    with pytest.raises(FormatError) as e:
+        pack(mini_tree, tmp_path / "out.gwtar.html", loader=STUB_LOADER, search_index=True)
+    assert str(e.value.subject).endswith(MID)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"], "no output, no temporary file"
+    return e
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _folder(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("swap", "why"),
+    [
+        (_fifo, "cannot read|not a regular file"),
+        (_folder, "not a regular file"),
+        (lambda p: p.write_bytes(p.read_bytes() + b"more"), r"expected \d+ \(changed\?\)"),
+        (lambda p: p.write_bytes(p.read_bytes()[:-3]), r"expected \d+ \(changed\?\)"),
+        (lambda p: p.unlink(), "cannot read"),
+    ],
+    ids=["fifo", "folder", "grew", "shrank", "gone"],
+)
+def test_a_bundled_file_changed_after_the_walk_stops_the_pack(
+    tmp_path: Path, mini_tree: Path, monkeypatch: pytest.MonkeyPatch, swap: Callable[[Path], None], why: str
+) -> None:
+    """The bundle's files are read by their own loop (one read each, a descriptor per folder): a file
+    of the tree's index replaced by a FIFO (never waited on), a folder, or changed in size after the
+    walk is an error naming it, as any other member's is, and nothing is left."""
+    e = _swapped_after_the_walk(tmp_path, mini_tree, monkeypatch, swap)
+    assert re.search(why, e.value.message), e.value.message

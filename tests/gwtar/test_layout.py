@@ -270,3 +270,47 @@ def _path_problem_by_segments(path: str) -> str | None:
 )
 def test_member_path_problem_is_the_segment_by_segment_check(path: str) -> None:
     assert rules.member_path_problem(path) == _path_problem_by_segments(path)
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["/", ".", "a", "é", "\x00", "\ud800", "..", "..."]), max_size=8).map(
+            "".join
+        ),
+        max_size=6,
+    )
+)
+def test_plain_names_is_the_check_of_each_name(paths: list[str]) -> None:
+    assert rules.plain_names(paths) == all(rules.member_path_problem(p) is None for p in paths)
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        (MemberSpec("a//b", 1, "x"), "empty, '.' or '..' segment"),
+        (MemberSpec("/abs", 1, "x"), "absolute name"),
+        (MemberSpec("", 1, "x"), "empty name"),
+        (MemberSpec("n\x00ul", 1, "x"), "contains NUL"),
+        (MemberSpec("s\ud800", 1, "x"), "not valid UTF-8"),
+        (MemberSpec("u1", 1, "x"), "name used twice"),
+        (MemberSpec(rules.INDEX_PATH, 1, "x"), "reserved for the site index"),
+        (MemberSpec("neg", -1, "x"), "negative size"),
+        (MemberSpec("late", 1, "x", key="late"), "before unlisted"),
+    ],
+)
+def test_an_unlisted_member_among_many_is_refused_by_name(bad: MemberSpec, why: str) -> None:
+    """plan checks the unlisted members' names, repeats and sizes all at once (rules.plain_names):
+    one bad member among thousands is still refused with its own message and name."""
+    ok = [
+        MemberSpec("index.html", 1, "text/html", "page", key="0"),
+        MemberSpec("css", 1, "text/css", key="css"),
+    ]
+    unlisted = [MemberSpec(f"u{i}", 1, "x") for i in range(1, 2000)]
+    for at in (0, 1000, len(unlisted)) if bad.key is None else (1, 1000, len(unlisted)):
+        members = ok + unlisted[:at] + [bad] + unlisted[at:]
+        with pytest.raises(FormatError, match=re.escape(why)) as e:
+            layout.plan(members, META, loader=STUB_LOADER, mtime=0)
+        assert e.value.subject == bad.path
+    plan = layout.plan(ok + unlisted, META, loader=STUB_LOADER, mtime=0)
+    assert [m.path for m in plan.members if m.key is not None] == ["index.html", "css"]
