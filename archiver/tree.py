@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -21,6 +20,7 @@ import msgspec
 from archiver import __version__
 from archiver.errors import FormatError
 from archiver.media import media_type_for
+from archiver.treefolders import MANIFEST_NAME, manifest_path, own_folders
 from archiver.urls import PRIVATE_NAMES, REPORT_NAME, RESERVED_DIR, STATE_NAME
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-MANIFEST_NAME = "manifest.jsonl"
 # STATE_NAME and PRIVATE_NAMES (the private files, is_private) are re-exported from archiver.urls,
 # where they are defined because RESERVED_NAMES is built from them and urls cannot import this module.
 _CHUNK = 1 << 20
@@ -115,10 +114,6 @@ def is_private(tree_path: str) -> bool:
         return False
     name = parts[1].lower()
     return name in PRIVATE_NAMES or name.startswith((STATE_NAME, REPORT_NAME))
-
-
-def manifest_path(root: Path) -> Path:
-    return root / RESERVED_DIR / MANIFEST_NAME
 
 
 #: The longest manifest line read (a record's line is a few hundred bytes): a tree is hostile input,
@@ -438,22 +433,3 @@ def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
         os.fsync(out.fileno())
     os.replace(tmp, path)
     return data
-
-
-def own_folders(root: Path, *folders: Path) -> None:
-    """Each of ``folders`` (below ``root``) is, as far as it exists, a real folder down from
-    ``root``: no part of its path below ``root`` a symbolic link or anything but a folder. A
-    ``FormatError`` names the first that is not. A tree's reserved folders followed out of it had
-    archiver's files written and deleted there: a re-capture emptied the folder a tree's
-    ``_archiver/tmp`` linked to (formats/tree.md §8)."""
-    for folder in folders:
-        here = root
-        for part in folder.relative_to(root).parts:
-            here = here / part
-            try:
-                st = os.lstat(here)
-            except FileNotFoundError:
-                break
-            if not stat.S_ISDIR(st.st_mode):
-                what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
-                raise FormatError(f"is {what}, not a folder of the tree: refused", subject=str(here))
