@@ -22,6 +22,7 @@ from archiver import __version__
 from archiver.atomicfile import create_new, write_atomic
 from archiver.errors import FormatError
 from archiver.media import media_type_for
+from archiver.treefolders import MANIFEST_NAME, manifest_path, own_folders, own_parent
 from archiver.urls import PRIVATE_NAMES, REPORT_NAME, RESERVED_DIR, STATE_NAME
 
 __all__ = [
@@ -53,7 +54,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-MANIFEST_NAME = "manifest.jsonl"
 # STATE_NAME and PRIVATE_NAMES (the private files, is_private) are re-exported from archiver.urls,
 # where they are defined because RESERVED_NAMES is built from them and urls cannot import this module.
 _CHUNK = 1 << 20
@@ -117,10 +117,6 @@ def is_private(tree_path: str) -> bool:
         return False
     name = parts[1].lower()
     return name in PRIVATE_NAMES or name.startswith((STATE_NAME, REPORT_NAME))
-
-
-def manifest_path(root: Path) -> Path:
-    return root / RESERVED_DIR / MANIFEST_NAME
 
 
 #: The longest manifest line read (a record's line is a few hundred bytes): a tree is hostile input,
@@ -445,38 +441,3 @@ def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
     return data
-
-
-def own_parent(root: Path, rel: str, known: set[str]) -> bool:
-    """Whether the folder holding the tree path ``rel`` is the tree's own (:func:`own_folders`), the
-    folders found so remembered in ``known``. For a caller about to remove or move a tree file by its
-    recorded path: behind a folder linked out of the tree is someone else's file (``--no-resume`` and
-    a re-capture deleted it there)."""
-    parent = rel.rpartition("/")[0]
-    if not parent or parent in known:
-        return True
-    try:
-        own_folders(root, root / parent)
-    except FormatError:
-        return False
-    known.add(parent)
-    return True
-
-
-def own_folders(root: Path, *folders: Path) -> None:
-    """Each of ``folders`` (below ``root``) is, as far as it exists, a real folder down from
-    ``root``: no part of its path below ``root`` a symbolic link or anything but a folder. A
-    ``FormatError`` names the first that is not. A tree's reserved folders followed out of it had
-    archiver's files written and deleted there: a re-capture emptied the folder a tree's
-    ``_archiver/tmp`` linked to (formats/tree.md §8)."""
-    for folder in folders:
-        here = root
-        for part in folder.relative_to(root).parts:
-            here = here / part
-            try:
-                st = os.lstat(here)
-            except FileNotFoundError:
-                break
-            if not stat.S_ISDIR(st.st_mode):
-                what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
-                raise FormatError(f"is {what}, not a folder of the tree: refused", subject=str(here))

@@ -23,6 +23,7 @@ from typing import Any
 from archiver.errors import FormatError
 from archiver.findings import Verdict
 from archiver.tree import RESERVED_DIR, hash_file, is_private, manifest_path, records
+from archiver.treefolders import is_tree
 from archiver.urls import SEARCH_DIR
 
 __all__ = ["TreeProblem", "TreeReport", "is_tree", "verify_tree"]
@@ -66,11 +67,6 @@ class TreeReport(Verdict):
             "problems": [{"path": p.path, "message": p.message} for p in self.problems],
             "warnings": [{"path": p.path, "message": p.message} for p in self.warnings],
         }
-
-
-def is_tree(path: Path) -> bool:
-    """A folder with a manifest, or with an ``index.html`` or a reserved folder (serve.md §1)."""
-    return path.is_dir() and ((path / RESERVED_DIR).is_dir() or (path / "index.html").is_file())
 
 
 def _regular_inside(root: Path, rel: str) -> str | None:

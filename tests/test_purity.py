@@ -61,8 +61,8 @@ SEARCH = {
     "functools",
     "hashlib", "heapq", "itertools", "json", "math", "operator", "re", "regex", "typing", "unicodedata",
     "zlib", "selectolax.lexbor", "archiver.errors",
-    "archiver.search.build", "archiver.search.snippet", "archiver.search.text", "archiver.search.tokens",
-    "archiver.html_depth",
+    "archiver.search.build", "archiver.search.prepare", "archiver.search.snippet", "archiver.search.text",
+    "archiver.search.tokens", "archiver.html_depth",
 }  # fmt: skip
 
 HISTORY = {
@@ -99,6 +99,7 @@ PURE: dict[str, set[str]] = {
     "serve/ranges.py": SERVE,
     "warc/digest.py": WARC, "warc/cdxj.py": WARC,
     "search/tokens.py": SEARCH, "search/text.py": SEARCH, "search/build.py": SEARCH,
+    "search/prepare.py": SEARCH,
     "search/query.py": SEARCH, "search/snippet.py": SEARCH,
     "search/engine.py": SEARCH | {
         "weakref", "archiver.search.query", "archiver.search.postings", "archiver.search.table",

@@ -46,7 +46,12 @@ def _escape_one(m: re.Match[str]) -> str:
 
 
 def _escaped(text: str) -> str:
-    """``text`` on one line: control characters, backslashes and bytes that are not UTF-8 as escapes."""
+    """``text`` on one line: control characters, backslashes and bytes that are not UTF-8 as escapes.
+    A printable text without a backslash is itself (``str.isprintable`` is false for every character
+    of :func:`_unprintable`'s class but the backslash): most names, and no pattern compiled (~2 ms
+    of the command that prints one, ``archiver index``'s figures)."""
+    if text.isprintable() and "\\" not in text:
+        return text
     return _unprintable().sub(_escape_one, text)
 
 

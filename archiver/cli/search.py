@@ -18,7 +18,7 @@ from archiver.errors import UsageError
 
 
 def _tree(text: str) -> Path:
-    from archiver.tree_verify import is_tree
+    from archiver.treefolders import is_tree
 
     path = Path(text)
     if not path.exists():

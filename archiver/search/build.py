@@ -13,19 +13,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import operator
 import zlib
 from array import array
-from collections import Counter, defaultdict, deque
+from collections import Counter
 from collections.abc import Callable, Iterable
-from itertools import accumulate, repeat
-from typing import Any, NamedTuple
+from typing import Any
 
 from archiver.errors import FormatError
+from archiver.search.prepare import (
+    _SHORT,
+    _SHORT_BYTES,
+    CHUNK_CHARS,
+    DIGITS,
+    MAX_POSITIONS,
+    Prepared,
+    _digits,
+)
+from archiver.search.prepare import prepare as _prepare
 from archiver.search.text import Page
-from archiver.search.tokens import TOKENIZER, term_list
+from archiver.search.tokens import TOKENIZER
 
 __all__ = [
+    "CHUNK_CHARS",
+    "DIGITS",
     "FORMAT",
     "MAX_POSITIONS",
     "VERSION",
@@ -64,22 +74,13 @@ MAX_MANIFEST_BYTES = 32 << 20
 MAX_SHARDS = 1 << 18
 MAX_GROUPS = 1 << 18
 MAX_TEXT_FILES = 1 << 20
-#: Version 2's postings: each number in little-endian groups of 5 bits, one character a group, from
-#: this alphabet of 64 (JSON needs no escape for any of them): the first 32 end a number, the last
-#: 32 say more groups follow.
-DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+#: Version 2's postings' digits (formats/search.md §4.3): :data:`archiver.search.prepare.DIGITS`.
 _VALUE = {c: i for i, c in enumerate(DIGITS)}
-#: Positions kept per term per document (the term frequencies count every occurrence).
-MAX_POSITIONS = 32
 #: Pages sampled, in the order given, to find the boilerplate blocks (§2.2).
 BOILERPLATE_SAMPLE = 256
 SHARD_BYTES = 16 << 10
 GROUP_BYTES = 2 << 10  # format 3 counts the group's text table in it (about 100 bytes a row)
 TEXT_BYTES = 4 << 10
-#: A document's text is stored in chunks of whole blocks of at least this many characters; a result
-#: loads the one chunk its snippet comes from.
-CHUNK_CHARS = 2048
-_GAP = 1  # positions skipped between blocks, so no phrase spans two blocks
 _FIELDS = ("title", "headings", "body")
 
 Emit = Callable[[str, bytes], None]
@@ -105,32 +106,6 @@ _STRING: Callable[[str], str] = json.encoder.encode_basestring
 
 def _dumps(value: Any) -> bytes:
     return _ENCODE(value).encode("utf-8")
-
-
-def _digits(value: int) -> str:
-    out = []
-    while value >= 32:
-        out.append(DIGITS[32 + (value & 31)])
-        value >>= 5
-    out.append(DIGITS[value])
-    return "".join(out)
-
-
-def _short_table() -> list[str]:
-    """``_digits(v)`` of every number of at most three characters (``v`` < 32,768), put together
-    from the alphabet's two halves instead of one ``_digits`` call a number: a number's digits are its
-    low groups' continuation characters, then its last group's end character (~6 ms instead of the
-    ~25 ms the calls cost every process that imports the builder: index, pack, search, serve, verify;
-    the 1,024 pairs of continuation characters made once: 4.9 -> 3.1 ms with the bytes below)."""
-    end, more = DIGITS[:32], DIGITS[32:]
-    two = [low + high for high in end[1:] for low in more]
-    pairs = [low + mid for mid in more for low in more]
-    three = [pair + high for high in end[1:] for pair in pairs]
-    return [*end, *two, *three]
-
-
-_SHORT = _short_table()  # every number of at most three characters
-_SHORT_BYTES = list(map(str.encode, _SHORT))  # ASCII: UTF-8 is the same bytes
 
 
 def _packed_bytes(value: int) -> bytes:
@@ -221,112 +196,10 @@ def boilerplate(pages: Iterable[Page]) -> frozenset[str]:
     return frozenset(text for text, n in seen.items() if 2 * n > count)
 
 
-class Prepared(NamedTuple):
-    """A document made ready for :meth:`Builder.add_prepared` by :func:`prepare`: all of the
-    per-page work (tokenising, the term statistics, the text chunks), which is pure, so worker
-    processes can do it; the builder only merges it in document order."""
-
-    title: str
-    headings: list[str]
-    starts: list[int]  # the position each text chunk starts at
-    chunks: list[str]
-    length: int
-    title_length: int
-    terms: list[str]  # the page's distinct terms, in the order first met
-    #: per term, in that order, a posting less its document number: format 3, t, h, b (occurrences
-    #: by field) and the gaps between the positions kept (§4.3), already packed as the shard writes
-    #: them (§4.3's digits, ASCII bytes: the workers pack, the builder only concatenates); before,
-    #: t, h, b, the document's length and title length, n (positions kept) and the n positions
-    numbers: array[int] | bytes
-    offsets: array[int]  # where each term's numbers (format 3: digits) start, and their end
-
-
 def prepare(page: Page, skip: frozenset[str] = frozenset(), version: int = VERSION) -> Prepared:
-    """The per-page work of indexing ``page`` (its blocks in ``skip`` left out; §5). Pure."""
-    position = 0
-    headings: list[str] = []
-    fields: list[tuple[int, str]] = [(0, page.title)]
-    for heading, block in page.blocks:
-        if block in skip:
-            continue
-        fields.append((1 if heading else 2, block))
-        if heading and version < 3:  # format 3: no reader shows them; the text holds them
-            headings.append(block[:512])
-    # every kept token's term and position, and the title's and the headings' terms apart: the
-    # statistics below are C-speed passes over these lists (maps, Counter), not a Python step a token
-    found: list[str] = []
-    at: list[int] = []
-    by_field: tuple[list[str], list[str]] = ([], [])
-    title_length = 0
-    starts: list[int] = []
-    chunks: list[list[str]] = []
-    chunk_size = CHUNK_CHARS
-    for field, block in fields:
-        if field:
-            if chunk_size >= CHUNK_CHARS:
-                starts.append(position)
-                chunks.append([])
-                chunk_size = 0
-            chunks[-1].append(block)
-            chunk_size += len(block) + 1
-        terms = term_list(block)
-        if None in terms:  # a dropped term holds its place
-            places = [p for p, term in enumerate(terms, position) if term is not None]
-            terms = [term for term in terms if term is not None]
-        else:
-            places = range(position, position + len(terms))  # type: ignore[assignment]
-        if terms:
-            found += terms  # type: ignore[arg-type]
-            at += places
-            if field < 2:
-                by_field[field].extend(terms)  # type: ignore[arg-type]
-            position = places[-1] + 1 + _GAP
-        else:
-            position += _GAP
-        if field == 0:
-            title_length = len(found)
-    length = len(found)
-    # each term's positions, in order, its terms in the order first met: lists made and appended
-    # to by map (a term's first position; the positions past the first 32 are cut below)
-    stats: defaultdict[str, list[int]] = defaultdict(list)
-    deque(map(list.append, map(stats.__getitem__, found), at), maxlen=0)
-    terms_met = list(stats)
-    every = list(stats.values())
-    title = list(map(Counter(by_field[0]).get, terms_met, repeat(0)))
-    heads = list(map(Counter(by_field[1]).get, terms_met, repeat(0)))
-    body = list(map(operator.sub, map(operator.sub, map(len, every), title), heads))
-    flat: list[int] = []
-    ends: list[int] = []
-    add = flat.extend
-    if version >= 3:  # format 3's posting as written (§4.3): t, h, b and the position gaps
-        for places, t, h, b in zip(every, title, heads, body, strict=True):
-            if len(places) == 1:
-                add((t, h, b, places[0]))
-            else:
-                kept = places[:MAX_POSITIONS]
-                add((t, h, b, kept[0]))
-                add(map(operator.sub, kept[1:], kept))
-            ends.append(len(flat))
-        # each number's digits; the terms' bounds move to the digits' (C speed)
-        table = _SHORT
-        digits = list(map(table.__getitem__, flat)) if not flat or max(flat) < 32768 else None
-        if digits is None:
-            digits = [table[v] if v < 32768 else _digits(v) for v in flat]
-        bounds = [0, *accumulate(map(len, digits))]
-        offsets = array("I", [0, *map(bounds.__getitem__, ends)])
-        packed = "".join(digits).encode("ascii")
-    else:
-        for places, t, h, b in zip(every, title, heads, body, strict=True):
-            kept = places[:MAX_POSITIONS]
-            add((t, h, b, length, title_length, len(kept)))
-            add(kept)
-            ends.append(len(flat))
-        numbers = array("I", flat)
-        offsets = array("I", [0, *ends])
-    return Prepared(
-        page.title, headings, starts, ["\n".join(c) for c in chunks], length, title_length,
-        terms_met, packed if version >= 3 else numbers, offsets,
-    )  # fmt: skip
+    """The per-page work of indexing ``page`` (its blocks in ``skip`` left out; §5): what
+    :func:`archiver.search.prepare.prepare` makes. Pure."""
+    return _prepare(page, skip, version)
 
 
 class Files:

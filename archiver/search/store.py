@@ -18,13 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from archiver import forks, markup_guard, safefs, tree
+from archiver import forks, markup_guard, safefs
 from archiver.errors import FormatError, UsageError
 from archiver.search import build, filethread, page
 from archiver.search.guarded import extract
 from archiver.search.text import MAX_HTML, Page
-from archiver.tree import RESERVED_DIR, manifest_path, records
-from archiver.urls import SEARCH_DIR
+from archiver.treefolders import manifest_path, own_folders, own_parent
+from archiver.urls import RESERVED_DIR, SEARCH_DIR
 
 if TYPE_CHECKING:  # the query core is imported by what opens an index, not by the build (~30 ms)
     from archiver.search.query import Index
@@ -50,6 +50,8 @@ def _pages(root: Path) -> list[str]:
     """The tree's pages in path order: the manifest's HTML pages, or without a manifest every
     ``.html``/``.htm`` file outside the reserved folder (symbolic links are not followed)."""
     if manifest_path(root).is_file():
+        from archiver.tree import records  # msgspec: ~10 ms, for a tree with a manifest only
+
         found = {
             r.path
             for r in records(root)
@@ -57,7 +59,7 @@ def _pages(root: Path) -> list[str]:
         }
         own: set[str] = set()
         for rel in sorted(found):  # a page behind a folder that links out of the tree is someone
-            if not tree.own_parent(root, rel, own):  # else's file: its text never enters the index
+            if not own_parent(root, rel, own):  # else's file: its text never enters the index
                 raise FormatError(
                     "is reached through a folder that is not the tree's own (a symbolic link): refused",
                     subject=str(root / rel),
@@ -376,6 +378,8 @@ def _refuse_foreign(root: Path) -> None:
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise FormatError("is not a folder (a file or a symbolic link is in the way)", subject=str(target))
     if manifest_path(root).is_file():
+        from archiver.tree import records
+
         for r in records(root):
             if r.path.startswith(f"{INDEX_DIR}/"):
                 raise FormatError(
@@ -483,7 +487,7 @@ def write_index(root: Path) -> tuple[dict, int, int]:
         raise UsageError("is not a folder", subject=str(root))
     _refuse_foreign(root)
     tmp_parent = root / RESERVED_DIR / "tmp"
-    tree.own_folders(root, tmp_parent)  # the index is made there: not in a folder a link points to
+    own_folders(root, tmp_parent)  # the index is made there: not in a folder a link points to
     made = not tmp_parent.is_dir()  # removed again at the end if this run made it (nothing left)
     tmp_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="search-", dir=tmp_parent))

@@ -1,7 +1,7 @@
 """The builder's files compressed, hashed and emitted by a thread of their own
-(``Builder(files=filethread.ThreadedFiles(...))``, what ``build_index`` uses): the same files in the
-same order as the builder's own thread makes them, an error in that thread is the build's, and a
-build given up leaves no such thread."""
+(``Builder(files=filethread.ThreadedFiles(...))``, what ``build_index`` uses): the same files as the
+builder's own thread makes them (the batches the thread is behind on made by the builder's thread),
+an error in that thread is the build's, and a build given up leaves no such thread."""
 
 from __future__ import annotations
 
@@ -31,26 +31,64 @@ def _files_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "search-index-files"]
 
 
-def _made(threaded: bool, emit_error: str | None = None) -> tuple[list[tuple[str, bytes]], bytes]:
+class _Held(filethread.ThreadedFiles):
+    """The thread's first batch waits for :attr:`release`: the queue fills behind it (the first
+    batch is handed over once the thread has it)."""
+
+    def __init__(self, emit: build.Emit, version: int) -> None:
+        super().__init__(emit, version)
+        self.release = threading.Event()
+        self._taken = threading.Event()
+
+    def make(self, jobs: list[build.Job]) -> None:
+        super().make(jobs)
+        assert self._taken.wait(30)
+
+    def _make(self, jobs: list[build.Job]) -> None:
+        if threading.current_thread().name == "search-index-files":
+            self._taken.set()
+            assert self.release.wait(30)
+        super()._make(jobs)
+
+
+def _made(
+    threaded: bool, emit_error: str | None = None, by: set[str] | None = None, held: bool = False
+) -> tuple[list[tuple[str, bytes]], bytes]:
     made: list[tuple[str, bytes]] = []
 
     def emit(name: str, data: bytes) -> None:
         if name == emit_error:
             raise OSError(f"cannot write {name}")
         made.append((name, data))
+        if by is not None:
+            by.add(threading.current_thread().name)
 
-    files = filethread.ThreadedFiles(emit, build.VERSION) if threaded else None
+    files = (_Held if held else filethread.ThreadedFiles)(emit, build.VERSION) if threaded else None
     builder = build.Builder(emit, files=files, **_SMALL)
-    for path, page in _pages(40):
+    for path, page in _pages(120 if held else 40):
         builder.add(path, extract(page.encode()))
-    return made, build.manifest_bytes(builder.finish())
+    if isinstance(files, _Held):
+        files.release.set()
+    manifest = build.manifest_bytes(builder.finish())
+    return sorted(made), manifest
 
 
-def test_a_thread_makes_the_files_one_thread_makes_in_the_same_order() -> None:
+def test_a_thread_makes_the_files_one_thread_makes() -> None:
     alone, manifest = _made(threaded=False)
     assert {name[0] for name, _ in alone} == {"x", "d", "t"} and len(alone) > 20
     assert _made(threaded=True) == (alone, manifest)
     assert _files_threads() == []  # finish waited for it
+
+
+def test_the_batches_the_thread_is_behind_on_are_made_by_the_builders_thread() -> None:
+    """The thread held on its first batch: past :data:`filethread.FILES_AHEAD` queued batches the
+    builder's thread makes each itself instead of waiting, and ``finish`` makes those still queued;
+    the same files and manifest as one thread makes."""
+    by: set[str] = set()
+    made = _made(threaded=True, by=by, held=True)
+    assert made == _made(threaded=False, held=True)
+    assert by == {"MainThread", "search-index-files"}
+    assert _files_threads() == []
 
 
 def test_a_file_the_thread_cannot_emit_is_the_builds_error() -> None:

@@ -2,7 +2,8 @@
 as the builder did it until h-idx29, whose term statistics are now C-speed passes over the page's
 lists. Same terms in the same order, same numbers, same lengths, chunks and starts, for every format
 and any page: dropped terms (over 64 characters) holding their places, blocks with no term or only
-dropped ones, CJK bigrams, folding that splits a word, terms past 32 occurrences, boilerplate."""
+dropped ones, CJK bigrams, folding that splits a word, terms past 32 occurrences, boilerplate, the
+line breaks and "|" that format 3's chunk-at-a-time tokenizer reads as the places between blocks."""
 
 from __future__ import annotations
 
@@ -14,10 +15,30 @@ from hypothesis import strategies as st
 
 from archiver.search import build
 from archiver.search.text import Page
-from archiver.search.tokens import term_list
+from archiver.search.tokens import LINE_BREAK, lines_terms, term_list
 
 _LONG = "q" * 70  # over MAX_TERM: dropped, its position kept
-_words = st.sampled_from(["a", "b", "the", "Straße", "ﬁx", "½", "東京都", "x_y", _LONG, "A", "é", "9"])
+_words = st.sampled_from(
+    [
+        "a",
+        "b",
+        "the",
+        "Straße",
+        "ﬁx",
+        "½",
+        "東京都",
+        "x_y",
+        _LONG,
+        "A",
+        "é",
+        "9",
+        "a|b",
+        "¶",
+        "x\ny",
+        "’s",
+        "|",
+    ]
+)
 _text = st.lists(_words, max_size=40).map(" ".join)
 _blocks = st.lists(st.tuples(st.booleans(), _text), max_size=12)
 
@@ -98,3 +119,17 @@ def test_a_term_past_32_occurrences_and_large_positions() -> None:
         assert tuple(build.prepare(page, frozenset(), version)) == tuple(
             _reference(page, frozenset(), version)
         )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_text, min_size=1, max_size=8))
+def test_lines_terms_is_term_list_a_line_at_a_time(lines: list[str]) -> None:
+    """Format 3's tokenizer of a chunk (ASCII lines read together, the others one by one): each
+    line's terms, a line break between two lines; None when a term is dropped."""
+    text = "\n".join(lines)
+    expected: list[str | None] = []
+    for k, line in enumerate(text.split("\n")):
+        if k:
+            expected.append(LINE_BREAK)
+        expected += term_list(line)
+    assert lines_terms(text) == (None if None in expected else expected)
