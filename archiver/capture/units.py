@@ -6,10 +6,12 @@ only itself, and the batch is committed after ``group`` units, or when a unit en
 :data:`GROUP_SECONDS` old, or by :meth:`Batch.commit` (the state's ``release`` and ``close``). A
 commit writes every database page the batch changed to the WAL once; consecutive units of a crawl
 change mostly the same pages (the frontier index, the last leaf of each table), so one commit for
-sixteen writes a fraction of what sixteen commits did. A process killed loses the units of the open
-batch: their rows are still pending, and a resumed run does them again (their files written again,
-atomically). Every write of the state is a unit, except what a resumed run goes by rather than redoes
-(its meta, a refresh, a requeue: formats/crawl-state.md §4): those call :meth:`Batch.durable`.
+sixty-four writes a fraction of what sixty-four commits did (and about half of what four commits of
+sixteen did: the WAL's writes, a fiftieth of a no-render capture's CPU). A process killed loses the
+units of the open batch: their rows are still pending, and a resumed run does them again (their
+files written again, atomically). Every write of the state is a unit, except what a resumed run
+goes by rather than redoes (its meta, a refresh, a requeue: formats/crawl-state.md §4): those call
+:meth:`Batch.durable`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 __all__ = ["GROUP", "GROUP_SECONDS", "Batch", "Transaction"]
 
 #: units of work committed together (``State.group``)
-GROUP = 16
+GROUP = 64
 #: a batch at least this old (seconds) is committed when a unit ends, however few units it holds
 GROUP_SECONDS = 1.0
 
