@@ -155,6 +155,13 @@ class Crawler:
         self.stage = Stage(self.context, self.budget, self.responses)
         self.started = time.monotonic()
         self.inflight: dict[str, asyncio.Task[None]] = {}
+        #: each task of ``inflight``: its key, whether it is a page's and when it started; the pages
+        #: among them; the hosts they name, with how many each (kept as tasks start and end, not
+        #: counted again at each turn of the loop)
+        self._tasks: dict[asyncio.Task[None], tuple[str, bool, int]] = {}
+        self._started = 0  # tasks started: the third item of each of ``_tasks``, their order
+        self._pages_running = 0
+        self._hosts_busy: dict[str, int] = {}
         #: tasks of ``inflight`` that ended since the loop last looked, and the loop's wait for one
         self._ended: list[asyncio.Task[None]] = []
         self._wake: asyncio.Future[None] | None = None
@@ -368,10 +375,10 @@ class Crawler:
         # claimed again after a short wait, not only when a task of this worker ends
         shared = self.state.politeness() is not None
         poll = _POLL_FIRST
+        busy = self._hosts_busy  # every slot busy: free hosts' rows first (the hosts in flight)
         while True:
-            running_pages = sum(1 for k, t in self.inflight.items() if t.get_name() == "page")
+            running_pages = self._pages_running
             running_assets = len(self.inflight) - running_pages
-            busy = {key_host(k) for k in self.inflight}  # every slot busy: free hosts' rows first
             short = False
             for kind, free in (("page", page_slots - running_pages), ("asset", asset_slots - running_assets)):
                 if free <= 0:
@@ -380,12 +387,17 @@ class Crawler:
                 short = short or len(rows) < free
                 if rows:
                     poll = _POLL_FIRST
+                is_page = kind == "page"
                 for row in rows:
-                    busy.add(key_host(row.key))
+                    host = key_host(row.key)
+                    busy[host] = busy.get(host, 0) + 1
                     task = asyncio.ensure_future(self._task(row))
                     task.set_name(kind)
                     task.add_done_callback(self._ended_one)
                     self.inflight[row.key] = task
+                    self._started += 1
+                    self._tasks[task] = (row.key, is_page, self._started)
+                    self._pages_running += is_page
             if not self.inflight:
                 wait = self.state.waiting()  # work leased to other workers, or a retry due later
                 if wait is None and not revive_within_depth(self.context, self.budget):
@@ -406,11 +418,21 @@ class Crawler:
                                 await wake
                 finally:
                     self._wake = None
-            done, self._ended = set(self._ended), []
+            done, self._ended = self._ended, []
             if not done:  # nothing ended, and the claim found nothing new: wait longer next time
                 poll = min(poll * 2, _POLL_MOST)
-            for key in [k for k, t in self.inflight.items() if t in done]:
-                task = self.inflight.pop(key)
+            if len(done) > 1:  # in the order they started (the first error raised is the earliest's)
+                done.sort(key=lambda t: self._tasks[t][2])
+            for task in done:
+                key, is_page, _ = self._tasks.pop(task)
+                del self.inflight[key]
+                self._pages_running -= is_page
+                host = key_host(key)
+                left = busy[host] - 1
+                if left:
+                    busy[host] = left
+                else:
+                    del busy[host]
                 error = task.exception()
                 if error is not None:
                     raise error

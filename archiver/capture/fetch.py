@@ -223,7 +223,9 @@ class Fetcher:
         host = self._hosts.get(netloc)
         if host is None or host.robots is None or host.robots.unreachable is not None:
             return None
-        verdict = host.robots.allowed(target_of(url))
+        rules = host.robots
+        # rules that allow everything say yes without normalising the target (as in _fetch_one)
+        verdict = rules.allowed(target_of(url)) if rules.rules or rules.disallow_all else True
         if len(self._verdicts) >= 100_000:
             self._verdicts.clear()
         self._verdicts[url] = verdict  # a host's robots.txt is read once per run: final

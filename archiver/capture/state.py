@@ -2,10 +2,10 @@
 
 Every completed page or asset is one unit of work: its row becomes final, its manifest record is
 stored, and the references it revealed join the frontier, all or nothing. Units are committed in
-batches (:attr:`State.group` of them, or fewer once the batch is a second old: :mod:`.units`), each
-unit a savepoint of its batch. So a run stopped at any moment (Ctrl-C, a crash, ``kill -9``) loses
-nothing it had committed and, resumed, repeats no finished work but the open batch's units (after a
-``kill -9``; Ctrl-C and SIGTERM commit it), their files written again, atomically. Commits use WAL
+batches (:attr:`State.group` of them, or fewer once the batch is a second old: :mod:`.units`); one
+that fails leaves the others as they were. So a run stopped at any moment (Ctrl-C, a crash, a kill)
+loses nothing it had committed and, resumed, repeats no finished work but the open batch's units
+(after a ``kill -9``; Ctrl-C and SIGTERM commit it), their files written again, atomically. WAL
 with ``synchronous=NORMAL``: a commit survives the process being killed; a power cut may lose the
 last few commits (never the database's consistency), which a resume then simply redoes.
 
@@ -61,7 +61,7 @@ import msgspec
 from archiver.capture import aliases, depths, hosts, state_check
 from archiver.capture.known import Known, absent
 from archiver.capture.rows import ROW_COLUMNS, NewURL, Row, row_from
-from archiver.capture.units import GROUP, Batch, Transaction
+from archiver.capture.units import GROUP, Batch, Logged, Transaction
 from archiver.errors import FormatError
 from archiver.tree import Record
 
@@ -139,12 +139,12 @@ class State:
         path.parent.mkdir(parents=True, exist_ok=True)
         found = state_check.refuse_special(path)  # a state of an earlier run, perhaps from elsewhere
         try:
-            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._batch = Batch(self.db)
+            self._batch = Batch(sqlite3.connect(path, isolation_level=None, check_same_thread=False))
+            self.db: sqlite3.Connection = Logged(self._batch)  # type: ignore[assignment]  # (.units)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA busy_timeout=10000")
-            self.db.execute("PRAGMA temp_store=MEMORY")  # a unit's savepoint journal (.units) in memory
+            self.db.execute("PRAGMA temp_store=MEMORY")  # a statement's journal in memory
             # Checkpoint (WAL into the database, an fsync: it stalls the loop) every 8192 pages, not 1000
             self.db.execute("PRAGMA wal_autocheckpoint=8192")
             self.db.executescript(_SCHEMA)

@@ -113,6 +113,38 @@ def test_units_are_committed_in_batches(tmp_path: Path) -> None:
     assert _committed(db) == set(keys[:4]) | {keys[5]}
 
 
+def test_a_unit_that_fails_leaves_the_earlier_writes_of_its_batch_as_they_were(tmp_path: Path) -> None:
+    """A unit is no savepoint: one that fails rolls the batch back and writes again what the units
+    before it wrote (units.Logged), the rows of an executemany given an iterator included."""
+    db = tmp_path / "crawl.sqlite"
+    state = State(db)
+    state.group = 8
+    keys = [f"https://ex.com/{i}" for i in range(3)]
+    state.add([NewURL(k, "page", 0, None) for k in keys])
+    state.set_links("a.html", {keys[0]: True, keys[1]: False})
+    with state.transaction():
+        rows = iter([("b.html", keys[2], 1)])
+        state.db.executemany("INSERT INTO links (src, key, local) VALUES (?, ?, ?)", rows)
+    _finish(state, keys[0])
+    with pytest.raises(RuntimeError), state.transaction():
+        state.db.execute("UPDATE urls SET state = 'skipped' WHERE key = ?", (keys[1],))
+        state.db.execute("DELETE FROM links")
+        raise RuntimeError("a unit failing half-way")
+    links = {("a.html", keys[0], True), ("a.html", keys[1], False), ("b.html", keys[2], True)}
+    assert set(state.links()) == links
+    assert [state.row(k).state for k in keys] == ["done", "pending", "pending"]  # type: ignore[union-attr]
+    assert state.row(keys[0] + "x") is not None  # what the finished unit found
+    assert _committed(db) == set()  # still one batch, open
+    _finish(state, keys[2])
+    state.close()
+    assert _committed(db) == {keys[0], keys[2]}
+    other = sqlite3.connect(db)
+    try:
+        assert len(other.execute("SELECT * FROM links").fetchall()) == 3
+    finally:
+        other.close()
+
+
 def test_a_batch_a_second_old_is_committed_by_its_next_unit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
