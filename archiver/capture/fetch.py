@@ -579,12 +579,11 @@ class Fetcher:
         try:
             if self.tmp_dir is not None:
                 self.tmp_dir.mkdir(parents=True, exist_ok=True)
-            spool = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed by the caller, or moved)
+            return tempfile.NamedTemporaryFile(
                 dir=self.tmp_dir, prefix="fetch-", suffix=".part", delete=False
             )
         except OSError as e:
             raise _local(e, str(self.tmp_dir)) from None
-        return spool
 
 
 def _spooled(write: Any, data: bytes | bytearray | None, name: str) -> None:
@@ -597,6 +596,5 @@ def _spooled(write: Any, data: bytes | bytearray | None, name: str) -> None:
 
 
 def _local(e: OSError, subject: str) -> StoreError:
-    return store_error(e, subject) or StoreError(
-        f"cannot write a temporary file: {(e.strerror or str(e)).lower()}", subject=subject
-    )
+    what = f"cannot write a temporary file: {(e.strerror or str(e)).lower()}"
+    return store_error(e, subject) or StoreError(what, subject=subject)
