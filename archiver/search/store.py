@@ -13,7 +13,7 @@ import stat
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -557,12 +557,31 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
         os.close(fd)
 
 
-def _loader(folder: Path) -> Callable[[str], bytes]:
+def read_in_tree(root: str, parts: Sequence[str], checked: set[str]) -> bytes:
+    """:func:`read_file` of the tree file ``root/parts…``, its folders below ``root`` the tree's own
+    (:func:`own_folders`; those found so remembered in ``checked``): a tree whose
+    ``_archiver/search`` linked to another tree's index was searched, served and verified as if that
+    index were its own (the other archive's snippets shown). OSError naming the folder otherwise."""
+    folder = os.path.join(root, *parts[:-1])
+    if folder not in checked:
+        try:
+            own_folders(Path(root), Path(folder))
+        except FormatError as e:  # named below the tree (serve's answers never show a host path)
+            where = os.path.relpath(e.subject or folder, root)
+            raise OSError(errno.ELOOP, f"its folder {where} is a symbolic link out of the tree") from None
+        checked.add(folder)
+    return read_file(os.path.join(folder, parts[-1]))
+
+
+def _loader(root: Path) -> Callable[[str], bytes]:
+    base, checked = str(root), set[str]()
+    prefix = INDEX_DIR.split("/")
+
     def load(name: str) -> bytes:
         parts = name.split("/")
         if any(p in ("", ".", "..") for p in parts):
             raise OSError(f"bad name {name!r}")
-        return read_file(folder.joinpath(*parts[:-1], parts[-1] + ".js"))
+        return read_in_tree(base, [*prefix, *parts[:-1], parts[-1] + ".js"], checked)
 
     return load
 
@@ -572,7 +591,7 @@ def open_index(root: Path, label: str | None = None) -> Index:
     from archiver.search.query import Index
 
     folder = Path(root) / INDEX_DIR
-    return Index(_loader(folder), label if label is not None else str(folder))
+    return Index(_loader(Path(root)), label if label is not None else str(folder))
 
 
 def memory_index(root: Path, label: str | None = None) -> Index:

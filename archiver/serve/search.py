@@ -56,12 +56,14 @@ Kept = tuple[int, tuple[tuple[Any, ...], ...]]
 
 
 def _tree_read(root: str) -> Read:
+    checked: set[str] = set()  # the index's folders found to be the tree's own (no link out of it)
+
     def read(path: str) -> bytes:
         parts = path.split("/")
         if any(p in ("", ".", "..") for p in parts):
             raise KeyError(path)
         try:
-            return store.read_file(os.path.join(root, *parts))
+            return store.read_in_tree(root, parts, checked)
         except (FileNotFoundError, NotADirectoryError):
             raise KeyError(path) from None
 

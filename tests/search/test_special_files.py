@@ -9,6 +9,7 @@ writer comes); a sparse manifest of 1 TiB was read whole."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,29 @@ def test_an_archives_pages_are_read_no_further_than_the_indexed_bytes() -> None:
     files: dict[str, bytes] = {}
     archive.build_pages(["a.html", "b.html"], head, files.__setitem__)
     assert asked and set(asked) == {MAX_HTML} and "manifest" in files
+
+
+@pytest.mark.parametrize("linked", ["_archiver/search", "_archiver/search/t"])
+def test_an_index_folder_linked_to_another_trees_is_not_read(tmp_path: Path, linked: str) -> None:
+    """A tree whose index folder (or its shards' folder) is a symbolic link to another tree's: before,
+    ``archiver search`` and serve's search answered from the other archive's index, snippets and all
+    (someone's private archive shown through a public one), and ``verify`` called the tree valid."""
+    private = _tree(tmp_path / "private", words="confidentialzebra")
+    public = _tree(tmp_path / "public", words="volcano")
+    target = public / linked
+    shutil.rmtree(target)
+    target.symlink_to(private / linked)
+    done = run("search", str(public), "-q", "confidentialzebra")
+    assert done.returncode == 1 and "confidentialzebra" not in done.stdout, done.stdout
+    assert f"its folder {linked} is a symbolic link out of the tree" in done.stderr
+    checked = run("verify", str(public), "--no-links")
+    assert checked.returncode == 1 and f"its folder {linked} is a symbolic link" in checked.stdout
+    searcher = serve_search.Searcher(mounts_for([public]))
+    try:
+        doc = searcher.search("confidentialzebra", 10, 0, _origin)
+        assert doc["total"] == 0 and doc["results"] == []
+        [skipped] = doc["skipped"]
+        assert f"its folder {linked} is a symbolic link out of the tree" in skipped["reason"]
+        assert str(tmp_path) not in skipped["reason"]  # no host path in serve's answer
+    finally:
+        searcher.close()
