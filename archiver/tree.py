@@ -304,14 +304,19 @@ def infer_records(root: Path) -> Iterator[Record]:
 
 
 def _walk(root: Path, folder: Path) -> Iterator[str]:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError as e:
-        raise FormatError(f"cannot list folder: {e.strerror}", subject=str(folder)) from None
-    for entry in entries:
+    """The tree paths of the files below ``folder``, in sorted order, a folder's files where its
+    name sorts. A stack of folders' listings, not recursion: a tree nested thousands of folders deep
+    ended ``pack --format zim`` in a RecursionError."""
+    stack = [(folder, _listing(folder))]
+    while stack:
+        here, entries = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
         full = Path(entry.path)
         rel = full.relative_to(root).as_posix()
-        if folder == root / RESERVED_DIR and not entry.is_dir(follow_symlinks=False):
+        if here == root / RESERVED_DIR and not entry.is_dir(follow_symlinks=False):
             continue  # files directly in the reserved folder are metadata; only folders are hosts
         if is_private(rel):
             continue
@@ -322,9 +327,16 @@ def _walk(root: Path, folder: Path) -> Iterator[str]:
             if not target.is_relative_to(root) or is_private(target.relative_to(root).as_posix()):
                 continue
         if entry.is_dir():
-            yield from _walk(root, full)
+            stack.append((full, _listing(full)))
         elif entry.is_file():
             yield rel
+
+
+def _listing(folder: Path) -> Iterator[os.DirEntry[str]]:
+    try:
+        return iter(sorted(os.scandir(folder), key=lambda e: e.name))
+    except OSError as e:
+        raise FormatError(f"cannot list folder: {e.strerror}", subject=str(folder)) from None
 
 
 class ManifestWriter:

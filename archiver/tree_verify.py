@@ -25,6 +25,7 @@ from archiver.findings import Verdict
 from archiver.tree import RESERVED_DIR, hash_file, is_private, manifest_path, records
 from archiver.treefolders import is_tree
 from archiver.urls import SEARCH_DIR
+from archiver.walk import walk
 
 __all__ = ["TreeProblem", "TreeReport", "is_tree", "verify_tree"]
 
@@ -177,7 +178,7 @@ def _check_search_index(root: Path, report: TreeReport) -> None:
 
 def _unlisted(root: Path, listed: set[str]) -> list[str]:
     out = []
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in walk(root):  # no recursion (archiver.walk)
         rel_folder = os.path.relpath(folder, root)
         dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(folder, d)))
         for name in sorted(files):

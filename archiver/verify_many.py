@@ -24,6 +24,7 @@ from xml.etree import ElementTree as ET
 
 from archiver import forks
 from archiver.errors import UsageError
+from archiver.walk import files_below
 
 __all__ = ["Target", "Verdict", "junit_xml", "plan", "run", "verify_one"]
 
@@ -83,7 +84,7 @@ def _found(folder: Path) -> list[Target]:
     (split ones by their base name), WARC and WACZ files."""
     from archiver.tree_verify import is_tree
 
-    found = sorted(x for x in folder.rglob("*") if x.is_file())
+    found = sorted(Path(x) for x in files_below(folder))  # no recursion: a folder nested thousands deep
     out: list[Target] = [Target(folder, "tree")] if is_tree(folder) else []
     for x in found:
         if x.name == "manifest.jsonl" and x.parent.name == "_archiver" and x.parent.parent != folder:

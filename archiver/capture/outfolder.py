@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from archiver import tree
 from archiver.errors import UsageError
 from archiver.urls import VERSIONS_NAME
+from archiver.walk import walk
 
 if TYPE_CHECKING:
     from archiver.capture.crawlstate import StateFactory
@@ -95,6 +96,8 @@ def discard_previous(
     from archiver.warc.record import WARC_DIR, discard
 
     discard(reserved / WARC_DIR)
-    for folder in sorted((p for p in out.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+    folders = [Path(here, d) for here, dirs, _f in walk(out) for d in dirs]  # no recursion
+    folders = [p for p in folders if p.is_dir() and not p.is_symlink()]
+    for folder in sorted(folders, key=lambda p: -len(p.parts)):
         with contextlib.suppress(OSError):
             folder.rmdir()  # only empty ones go

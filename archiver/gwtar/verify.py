@@ -35,6 +35,7 @@ from archiver.gwtar import bundle, parse, rules
 from archiver.gwtar.read import MAX_INDEX, IndexStream, TarEntry, TarWalk, _index_member, read_header_bytes
 from archiver.gwtar.rules import INDEX_PATH, Problem
 from archiver.progress import Meter, bytes_meter, wanted
+from archiver.walk import files_below
 
 __all__ = [
     "EXIT_INVALID",
@@ -557,7 +558,7 @@ def _targets(paths: Sequence[Path], recursive: bool, err: IO[str]) -> tuple[list
                 print(f"archiver: {p}: is a folder (use -r to verify every gwtar in it)", file=err)
                 code = EXIT_UNREADABLE
                 continue
-            found = sorted(x for x in p.rglob("*") if x.name.endswith(_SUFFIXES) and x.is_file())
+            found = sorted(Path(x) for x in files_below(p) if x.endswith(_SUFFIXES))
             if not found:
                 print(f"archiver: {p}: no .gwtar.html files in this folder", file=err)
                 code = EXIT_UNREADABLE

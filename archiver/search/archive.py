@@ -20,6 +20,7 @@ from archiver.search import build, page, store
 from archiver.search.guarded import extract
 from archiver.search.query import Index
 from archiver.search.text import MAX_HTML
+from archiver.walk import walk
 
 __all__ = [
     "PREFIX",
@@ -163,7 +164,7 @@ def pack_sizes(root: Path, work: Path, known: Mapping[str, int] | None = None) -
     for name, data in page.files().items():
         (folder / name).write_bytes(data)
     built = {}
-    for dirpath, _dirs, files in os.walk(folder):
+    for dirpath, _dirs, files in walk(folder):
         for name in files:
             full = Path(dirpath) / name
             built[PREFIX + full.relative_to(folder).as_posix()] = (str(full), full.stat().st_size)

@@ -25,6 +25,7 @@ from archiver.search.guarded import extract
 from archiver.search.text import MAX_HTML, Page
 from archiver.treefolders import manifest_path, own_folders, own_parent
 from archiver.urls import RESERVED_DIR, SEARCH_DIR
+from archiver.walk import walk
 
 if TYPE_CHECKING:  # the query core is imported by what opens an index, not by the build (~30 ms)
     from archiver.search.query import Index
@@ -66,7 +67,7 @@ def _pages(root: Path) -> list[str]:
                 )
         return sorted(found)
     out = []
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, files in walk(root):  # no recursion (archiver.walk)
         rel = Path(folder).relative_to(root).as_posix()
         dirs[:] = sorted(d for d in dirs if not (rel == "." and d == RESERVED_DIR))
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]

@@ -32,6 +32,7 @@ from archiver.tree import (
 from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
 from archiver.versions import dates, storefiles
 from archiver.versions.held import Held, TreeState, hash_fd, identity
+from archiver.walk import walk
 
 __all__ = [
     "PENDING",
@@ -267,7 +268,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _clean_temporaries(folder: Path) -> None:
-    for dirpath, _dirs, files in os.walk(folder):
+    for dirpath, _dirs, files in walk(folder):
         for name in files:
             if name.startswith(TMP):
                 with contextlib.suppress(OSError):
