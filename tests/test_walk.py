@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ def test_pruning_dirnames_in_place_is_honoured(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def deep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("deep") / "tree"
     root.mkdir()
     (root / "index.html").write_text("<html><body><a href='d/x.html'>x</a></body></html>")
@@ -75,7 +76,27 @@ def deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
         Path("x.html").write_text("<html><body><p>abyssalword</p></body></html>")
     finally:
         os.chdir(here)
-    return root
+    yield root
+    _remove_chain(root)
+
+
+def _remove_chain(root: Path) -> None:
+    """Remove the folders ``d/d/…`` one level at a time from the bottom: shutil.rmtree recurses too
+    (pytest's own clean-up of its temporary folders ended in a RecursionError)."""
+    here = os.getcwd()
+    try:
+        os.chdir(root)
+        depth = 0
+        while os.path.isdir("d"):
+            os.chdir("d")
+            depth += 1
+        for name in os.listdir("."):
+            os.unlink(name)
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
