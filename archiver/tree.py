@@ -392,10 +392,9 @@ class ManifestWriter:
         self._file.flush()
         header = read_header(self.root)
         assert header is not None
-        lines = [_encoder.encode(header) + b"\n"]
-        lines.extend(_encoder.encode(record) + b"\n" for record in read_records(self.root))
         self._file.close()
-        write_atomic(self.path, lines)  # its temporary name never a link followed (atomicfile)
+        # its temporary name never a link followed (atomicfile)
+        write_atomic(self.path, _lines(header, read_records(self.root)))
         self._file = _open_append(self.path)
 
 

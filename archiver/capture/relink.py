@@ -26,7 +26,7 @@ from archiver import urls
 from archiver.capture.policy import Hint, redact, split_fragment
 from archiver.capture.state import Row
 from archiver.capture.writer import TreeWriter
-from archiver.errors import URLError
+from archiver.errors import FormatError, URLError
 from archiver.tree import Record, own_parent
 
 if TYPE_CHECKING:
@@ -92,29 +92,17 @@ def _document(out: Path, src: str, record: Record, own: set[str]) -> str | None:
     and its file leaves the old file, which the next run relinks.) A tree resumed from elsewhere is
     input: a sparse terabyte under a page's name was read whole (MemoryError), a page behind a
     folder linked out of the tree was read there, bytes not UTF-8 ended the run in a traceback."""
-    import os
-    import stat
+    from archiver import safefs  # here: not an import of a capture's start
 
     if not own_parent(out, src, own):
         return None
-    try:
-        fd = os.open(out / src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    try:  # a regular file (no link followed, no FIFO waited on), refused by its size unread
+        data = safefs.read_regular(out / src, MAX_DOCUMENT)
+    except FormatError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DOCUMENT:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(MAX_DOCUMENT + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        return data.decode("utf-8") if len(data) <= MAX_DOCUMENT else None
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
         return None
 
 

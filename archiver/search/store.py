@@ -59,13 +59,14 @@ def _pages(root: Path) -> list[str]:
             if r.kind == "page" and r.path.lower().endswith(_HTML) and not r.path.startswith(f"{INDEX_DIR}/")
         }
         own: set[str] = set()
-        for rel in sorted(found):  # a page behind a folder that links out of the tree is someone
-            if not own_parent(root, rel, own):  # else's file: its text never enters the index
+        paths = sorted(found)
+        for rel in paths:  # a page behind a folder that links out of the tree is someone else's
+            if not own_parent(root, rel, own):  # file: its text never enters the index
                 raise FormatError(
                     "is reached through a folder that is not the tree's own (a symbolic link): refused",
                     subject=str(root / rel),
                 )
-        return sorted(found)
+        return paths
     out = []
     for folder, dirs, files in walk(root):  # no recursion (archiver.walk)
         rel = Path(folder).relative_to(root).as_posix()

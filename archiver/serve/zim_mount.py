@@ -44,6 +44,9 @@ class _ZimMount(Mount):
             from archiver import zim
         except ImportError:
             raise UsageError("ZIM support is not available in this build", subject=str(path)) from None
+        from archiver.zim.structure import MAX_ENTRY  # with the reader: no libzim at this module's import
+
+        self.max_entry = MAX_ENTRY  # an entry over it is not read (formats/zim.md §7.1)
         try:
             self.reader = zim.open(path)
         except ArchiverError as e:  # one line already, naming the damage
@@ -85,9 +88,7 @@ class _ZimMount(Mount):
             if not target:
                 return _NOT_FOUND
             return Redirect(302, _href(self.name, *str(target).split("/")))
-        from archiver.zim.structure import MAX_ENTRY  # (imported with the reader: no libzim at import)
-
-        if int(getattr(entry, "size", 0)) > MAX_ENTRY:  # a bomb's entry: refused before any header
+        if int(getattr(entry, "size", 0)) > self.max_entry:  # a bomb's entry: refused before any header
             return _TOO_LARGE
         media = str(getattr(entry, "mimetype", "") or media_type_for(key))
         digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
