@@ -248,18 +248,44 @@ def cluster_bomb(data: bytes, entry: bytes, blob_size: int) -> bytes:
     ``blob_size`` zero bytes in ~``blob_size / 32768`` bytes of file, and the entry ``entry`` (a path
     of the C namespace) moved to it. The cluster pointer list moves to the end with the new pointer;
     the checksum is recomputed. A decompression bomb for every reader that hands an entry out whole."""
+    return cluster_bomb_blobs(data, entry, [blob_size], 0)
+
+
+def cluster_bomb_blobs(
+    data: bytes,
+    entry: bytes,
+    sizes: list[int],
+    pick: int,
+    *,
+    table: int | None = None,
+    width: int = 4,
+    namespace: bytes = b"C",
+) -> bytes:
+    """:func:`cluster_bomb` with a cluster of several zero blobs (``sizes``), ``entry`` moved to blob
+    ``pick``: each blob may be under the entry bound while the cluster up to the last is not (libzim
+    decompresses a cluster from its start). ``table``: a blob table of that many bytes claimed by the
+    first offset (the rest of the table zeros): a bomb before any blob is read. ``width`` 8: the
+    cluster's extended (8-byte) offsets. ``namespace``: the entry's (``M`` for a metadata entry)."""
     z = _Zim(data)
-    head = struct.pack("<2I", 8, 8 + blob_size)  # one blob: offsets 8 and 8 + size
+    code = "<Q" if width == 8 else "<I"
+    if table is not None:
+        head, zeros = struct.pack(code, table), table - width
+    else:
+        offsets = [width * (len(sizes) + 1)]
+        for size in sizes:
+            offsets.append(offsets[-1] + size)
+        head = b"".join(struct.pack(code, o) for o in offsets)
+        zeros = sum(sizes)
     out = bytearray(z.data[: z.checksum_pos])
     bomb_at = len(out)
-    out += b"\x05" + zstd_zeros_frame(head, blob_size)
+    out += bytes([0x05 | (0x10 if width == 8 else 0)]) + zstd_zeros_frame(head, zeros)
     pointers = len(out)
     out += struct.pack(f"<{z.clusters + 1}Q", *(z.cluster_at(i) for i in range(z.clusters)), bomb_at)
     fields = list(_HEADER.unpack_from(out))
     fields[5], fields[8], fields[12] = z.clusters + 1, pointers, len(out)  # clusters, pointers, checksum
     _HEADER.pack_into(out, 0, *fields)
-    _i, at = z.entry(b"C", entry)
-    struct.pack_into("<II", out, at + 8, z.clusters, 0)
+    _i, at = z.entry(namespace, entry)
+    struct.pack_into("<II", out, at + 8, z.clusters, pick)
     out += hashlib.md5(out).digest()
     return bytes(out)
 

@@ -23,6 +23,7 @@ from libzim.search import Query, Searcher
 from libzim.suggestion import SuggestionSearcher
 
 from archiver.errors import FormatError, UsageError
+from archiver.zim.clusters import ClusterGuard
 from archiver.zim.metadata import ILLUSTRATION_KEY
 from archiver.zim.structure import MAX_ENTRY, NOT_A_ZIM, Source, split_parts
 from archiver.zim.structure import check as check_structure
@@ -47,6 +48,7 @@ class Entry:
     redirect_target: str | None
     _item: object = field(repr=False, compare=False, default=None)
     _file: str | None = field(repr=False, compare=False, default=None)
+    _allowed: Callable[[object, str], None] | None = field(repr=False, compare=False, default=None)
 
     def read(self, offset: int = 0, size: int | None = None) -> bytes:
         """``size`` bytes from ``offset`` (to the end when ``size`` is None), like an HTTP range.
@@ -72,6 +74,8 @@ class Entry:
                 f" ({MAX_ENTRY}; formats/zim.md §7.1)",
                 subject=self._file,
             )
+        if self._allowed is not None:  # nor one its cluster must be decompressed too far for
+            self._allowed(self._item, self.path)
         try:
             return self._item.content  # type: ignore[attr-defined,no-any-return]
         except (RuntimeError, UnicodeDecodeError, MemoryError) as e:  # a damaged cluster ("Data
@@ -110,6 +114,20 @@ class ZimReader:
             self._archive: Archive | None = Archive(self.path)
         except (RuntimeError, UnicodeDecodeError) as e:
             raise FormatError(f"not a readable ZIM file: {e}", subject=str(path)) from None
+        try:  # how far libzim would decompress a cluster for an entry, asked before it is (§7.1)
+            self._guard: ClusterGuard | None = ClusterGuard(split_parts(self.path))
+        except Exception:  # unreadable as our own reader sees it: libzim opened it, it answers
+            self._guard = None
+
+    def _allowed(self, item: Any, what: str) -> None:
+        """Raise the one-line :class:`FormatError` when libzim would decompress more than
+        :data:`archiver.zim.clusters.MAX_REACH` bytes of a cluster to hand ``item`` out."""
+        guard = self._guard
+        if guard is None:
+            return
+        why = guard.check(int(item._index))
+        if why is not None:
+            raise FormatError(f"damaged ZIM: entry {what!r} is not read: {why}", subject=str(self.path))
 
     @property
     def archive(self) -> Archive:
@@ -193,6 +211,7 @@ class ZimReader:
             redirect_target=target,
             _item=item,
             _file=str(self.path),
+            _allowed=self._allowed,
         )
 
     def iter_entries(self) -> Iterator[Entry]:
@@ -216,7 +235,9 @@ class ZimReader:
         for key in self.archive.metadata_keys:
             if key.startswith("Illustration_") or key == "Counter":
                 continue
-            out[key] = bytes(self.archive.get_metadata(key)).decode("utf-8", "replace")
+            item = self.archive.get_metadata_item(key)
+            self._allowed(item, f"M/{key}")
+            out[key] = bytes(item.content).decode("utf-8", "replace")
         return out
 
     @_guarded
@@ -224,7 +245,9 @@ class ZimReader:
         """The raw bytes of one metadata entry, None when absent."""
         if key not in self.archive.metadata_keys:
             return None
-        return bytes(self.archive.get_metadata(key))
+        item = self.archive.get_metadata_item(key)
+        self._allowed(item, f"M/{key}")
+        return bytes(item.content)
 
     @property
     def illustration(self) -> bytes | None:
@@ -286,6 +309,9 @@ class ZimReader:
     def close(self) -> None:
         """Release the archive (entries already handed out keep it alive until they go)."""
         self._archive = None
+        if self._guard is not None:
+            self._guard.close()
+            self._guard = None
 
     def __enter__(self) -> ZimReader:
         return self
