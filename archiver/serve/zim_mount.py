@@ -90,6 +90,9 @@ class _ZimMount(Mount):
             return Redirect(302, _href(self.name, *str(target).split("/")))
         if int(getattr(entry, "size", 0)) > self.max_entry:  # a bomb's entry: refused before any header
             return _TOO_LARGE
+        refusal = getattr(entry, "refusal", None)
+        if refusal is not None and refusal() is not None:  # or one deep in a cluster that is a bomb
+            return _TOO_LARGE
         media = str(getattr(entry, "mimetype", "") or media_type_for(key))
         digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
         return _ZimEntry(entry, _with_charset(media), f'"z{self.stamp}-{digest}"', self.last_modified)

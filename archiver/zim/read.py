@@ -48,7 +48,7 @@ class Entry:
     redirect_target: str | None
     _item: object = field(repr=False, compare=False, default=None)
     _file: str | None = field(repr=False, compare=False, default=None)
-    _allowed: Callable[[object, str], None] | None = field(repr=False, compare=False, default=None)
+    _why: Callable[[object, str], FormatError | None] | None = field(repr=False, compare=False, default=None)
 
     def read(self, offset: int = 0, size: int | None = None) -> bytes:
         """``size`` bytes from ``offset`` (to the end when ``size`` is None), like an HTTP range.
@@ -65,17 +65,23 @@ class Entry:
         for start in range(0, len(view), chunk):
             yield bytes(view[start : start + chunk])
 
-    def _content(self) -> memoryview:
-        # libzim hands an item's bytes out whole (decompressing its cluster up to them): an entry of a
-        # compressed cluster said to be gigabytes long is a bomb of a few hundred kilobytes of file
+    def refusal(self) -> FormatError | None:
+        """Why the entry is not read (without reading it), None when it may be: libzim hands an
+        item's bytes out whole, decompressing its cluster up to them, so an entry said to be
+        gigabytes long, or lying gigabytes into its compressed cluster, is a bomb of a few hundred
+        kilobytes of file (formats/zim.md §7.1)."""
         if self.size > MAX_ENTRY:
-            raise FormatError(
+            return FormatError(
                 f"entry {self.path!r} is {self.size} bytes, more than archiver reads of one ZIM entry"
                 f" ({MAX_ENTRY}; formats/zim.md §7.1)",
                 subject=self._file,
             )
-        if self._allowed is not None:  # nor one its cluster must be decompressed too far for
-            self._allowed(self._item, self.path)
+        return None if self._why is None else self._why(self._item, self.path)
+
+    def _content(self) -> memoryview:
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
         try:
             return self._item.content  # type: ignore[attr-defined,no-any-return]
         except (RuntimeError, UnicodeDecodeError, MemoryError) as e:  # a damaged cluster ("Data
@@ -119,15 +125,19 @@ class ZimReader:
         except Exception:  # unreadable as our own reader sees it: libzim opened it, it answers
             self._guard = None
 
-    def _allowed(self, item: Any, what: str) -> None:
-        """Raise the one-line :class:`FormatError` when libzim would decompress more than
+    def _why(self, item: Any, what: str) -> FormatError | None:
+        """The one-line :class:`FormatError` when libzim would decompress more than
         :data:`archiver.zim.clusters.MAX_REACH` bytes of a cluster to hand ``item`` out."""
         guard = self._guard
-        if guard is None:
-            return
-        why = guard.check(int(item._index))
-        if why is not None:
-            raise FormatError(f"damaged ZIM: entry {what!r} is not read: {why}", subject=str(self.path))
+        why = None if guard is None else guard.check(int(item._index))
+        if why is None:
+            return None
+        return FormatError(f"damaged ZIM: entry {what!r} is not read: {why}", subject=str(self.path))
+
+    def _allowed(self, item: Any, what: str) -> None:
+        refused = self._why(item, what)
+        if refused is not None:
+            raise refused
 
     @property
     def archive(self) -> Archive:
@@ -211,7 +221,7 @@ class ZimReader:
             redirect_target=target,
             _item=item,
             _file=str(self.path),
-            _allowed=self._allowed,
+            _why=self._why,
         )
 
     def iter_entries(self) -> Iterator[Entry]:
