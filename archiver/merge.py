@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import sqlite3
 import stat
 from collections.abc import Callable, Sequence
@@ -52,6 +51,7 @@ from archiver.capture.writer import TreeWriter
 from archiver.errors import FormatError, UsageError
 from archiver.tree import MANIFEST_NAME, Header, Record, is_private, read_header, write_records
 from archiver.urls import DEFAULT_HYGIENE, RESERVED_DIR, STATE_NAME
+from archiver.walk import makedirs, rmtree
 
 __all__ = ["MergeResult", "merge"]
 
@@ -245,7 +245,7 @@ def _copy_checked(shard: _Shard, dst: Path, record: Record) -> None:
     else a copy of it), its size and bytes checked against ``record``; nothing past the record's
     size is read."""
     subject = str(shard.root)
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    makedirs(dst.parent)
     fd, st, folder = _open_stored(shard, record.path)
     with open(fd, "rb", closefd=True) as f, contextlib.closing(_Fd(folder)):
         if st.st_size != record.size:
@@ -413,10 +413,10 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
             if _newer(record, old):
                 chosen[record.path] = (record, shard)
     # stage beside the output, rename at the end
-    out.parent.mkdir(parents=True, exist_ok=True)
+    makedirs(out.parent)
     stage = out.parent / f".{out.name}.merge-{os.getpid()}"
     if stage.exists():
-        shutil.rmtree(stage)
+        rmtree(stage)
     (stage / RESERVED_DIR / "tmp").mkdir(parents=True)
     try:
         for path, (record, shard) in sorted(chosen.items()):
@@ -445,7 +445,7 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
         os.replace(stage, out)
     except BaseException:
         with contextlib.suppress(OSError):
-            shutil.rmtree(stage)
+            rmtree(stage)
         raise
     return result
 

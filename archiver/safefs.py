@@ -31,6 +31,7 @@ from types import FrameType
 
 from archiver import stopsignals
 from archiver.errors import ArchiverError, FormatError, UsageError
+from archiver.walk import rmtree
 
 __all__ = [
     "TMP_TAG",
@@ -116,14 +117,13 @@ def temp_path(out: Path, suffix: str = "") -> Path:
 def temp_dir(out: Path) -> Iterator[Path]:
     """A fresh private folder beside ``out`` (see :func:`temp_path`), removed on exit."""
     work = temp_path(out)
-    import shutil
 
     try:  # made inside the try: a signal right after the mkdir still removes it
         os.mkdir(work, 0o700)
         yield work
     finally:
         with _signals_held():
-            shutil.rmtree(work, ignore_errors=True)
+            rmtree(work, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
@@ -159,9 +159,7 @@ def _sweep(folder: Path, prefix: str) -> list[Path]:
         p = folder / name
         with contextlib.suppress(OSError):
             if p.is_dir() and not p.is_symlink():
-                import shutil
-
-                shutil.rmtree(p)
+                rmtree(p)
             else:
                 p.unlink()
             removed.append(p)
@@ -477,10 +475,9 @@ class Staging:
         self._dirs.clear()
         if self._committed and not self.merge:
             return
-        import shutil
 
         with _signals_held():
-            shutil.rmtree(self.stage, ignore_errors=True)
+            rmtree(self.stage, ignore_errors=True)
             if not self._committed:
                 for p in reversed(self._made_parents):
                     with contextlib.suppress(OSError):

@@ -24,6 +24,7 @@ from archiver.errors import FormatError
 from archiver.media import media_type_for
 from archiver.treefolders import MANIFEST_NAME, manifest_path, own_folders, own_parent
 from archiver.urls import PRIVATE_NAMES, REPORT_NAME, RESERVED_DIR, STATE_NAME
+from archiver.walk import makedirs
 
 __all__ = [
     "FORMAT_VERSION",
@@ -351,7 +352,7 @@ class ManifestWriter:
         self.root = root
         self.durable = durable
         self.path = manifest_path(root)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        makedirs(self.path.parent)
         if self.path.is_symlink() or (self.path.exists() and self.path.stat().st_size):
             with open_manifest(self.path) as f:  # not a link out of the tree: it is cut and appended to
                 _decode_header(read_line(f, 1, self.path), self.path)
@@ -433,7 +434,7 @@ def _cut_torn_line(path: Path) -> None:
 def write_records(root: Path, header: Header, items: Iterable[Record]) -> None:
     """Write a whole manifest at once (temp file + rename), for tools that build a tree in one go."""
     path = manifest_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    makedirs(path.parent)
     write_atomic(path, _lines(header, items))  # its temporary name never a link followed (atomicfile)
 
 
@@ -449,6 +450,6 @@ def write_manifest(root: Path, header: Header, items: list[Record]) -> bytes:
     :mod:`archiver.versions.recapture`)."""
     data = _encoder.encode(header) + b"\n" + _encoder.encode_lines(items)  # one C call for the records
     path = manifest_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    makedirs(path.parent)
     write_atomic(path, data)
     return data

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from archiver import tree
 from archiver.errors import FormatError, StoreError, store_error
 from archiver.urls import RESERVED_DIR, VERSIONS_NAME
+from archiver.walk import makedirs, rmtree
 
 if TYPE_CHECKING:
     from archiver.versions.keeper import Keeper
@@ -85,7 +86,7 @@ class TreeWriter:
                 tree.own_folders(self.out, Path(folder))
             except FormatError as e:  # the tree's doing, not this URL's: the capture stops
                 raise StoreError(e.message, subject=e.subject) from None
-            os.makedirs(folder, exist_ok=True)
+            makedirs(folder)
             self._folders.add(folder)
         self._count += 1
         tmp = os.path.join(self._tmp_str, f"write-{self._pid}-{self._count}.tmp")
@@ -126,9 +127,7 @@ class TreeWriter:
         tree.own_folders(self.out, self.tmp)
         for leftover in self.tmp.glob("*"):
             if leftover.is_dir() and not leftover.is_symlink():  # a search index build killed midway
-                import shutil  # here only: with bz2 and lzma, ~8 M instructions of a capture's start-up
-
-                shutil.rmtree(leftover, ignore_errors=True)
+                rmtree(leftover, ignore_errors=True)
                 continue
             with contextlib.suppress(OSError):
                 leftover.unlink()

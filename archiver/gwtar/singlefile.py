@@ -35,6 +35,7 @@ from archiver.gwtar import refs
 from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.gwtar.sources import TOOL, Source, _epoch, _fallback_created
 from archiver.html_refs import EMBEDDED, LAZY_SRC, LAZY_SRCSET, LAZY_TAGS, Found, attribute_refs
+from archiver.walk import makedirs
 
 __all__ = ["EXTENSIONS", "DataURI", "parse_data_uri", "rewrite", "safe_base", "singlefile_source"]
 
@@ -135,7 +136,7 @@ class _Assets:
         ext = EXTENSIONS.get(uri.media_type, "dat")
         path = f"{self.base}/{self.base}-asset-{len(self.order) + 1}.{ext}"
         target = self.folder / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        makedirs(target.parent)
         target.write_bytes(uri.data)
         self.names[key] = path
         self.order.append((path, uri.media_type, len(uri.data)))

@@ -16,7 +16,6 @@ import io
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from archiver.gwtar.layout import MemberSpec
 from archiver.gwtar.read import GwtarReader, Member
 from archiver.urls import RESERVED_DIR
 from archiver.versions import dates, store, storefiles
+from archiver.walk import makedirs, rmtree
 
 if TYPE_CHECKING:
     from archiver.gwtar.sources import Source
@@ -367,7 +367,7 @@ def extract_version(path: Path, when: str, out: Path) -> tuple[Entry, int]:
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise UsageError("exists and is not an empty folder", subject=str(out))
         work = out.with_name(f".{out.name}.archiver-tmp-{os.getpid()}")
-        shutil.rmtree(work, ignore_errors=True)
+        rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         try:
             first, rows = _records(reader, e)
@@ -378,7 +378,7 @@ def extract_version(path: Path, when: str, out: Path) -> tuple[Entry, int]:
                 for line, r in rows:
                     manifest.write(line)
                     dest = work / r.path
-                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    makedirs(dest.parent)
                     _copy(reader, by_hash[r.sha256], dest, r.sha256)
                     n += 1
             if out.exists():
@@ -386,7 +386,7 @@ def extract_version(path: Path, when: str, out: Path) -> tuple[Entry, int]:
             os.replace(work, out)
             return e, n
         except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
+            rmtree(work, ignore_errors=True)
             raise
 
 

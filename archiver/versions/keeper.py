@@ -19,6 +19,7 @@ import msgspec
 from archiver.errors import FormatError
 from archiver.tree import own_folders
 from archiver.versions import store, storefiles
+from archiver.walk import makedirs
 
 __all__ = ["KEPT_FDS", "Keeper", "TreeFolders", "for_tree", "store_blob"]
 
@@ -74,7 +75,7 @@ def store_blob(root: Path, rel: str, sha256: str, size: int, tree: TreeFolders) 
     the version lost them already; ``verify`` names it)."""
     target = store.blob_path(root, sha256)
     own_folders(root, target.parent)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    makedirs(target.parent)
     tmp = os.path.join(target.parent, f"{store.TMP}{sha256}-{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)  # left by a killed process of the same id

@@ -32,7 +32,7 @@ from archiver.tree import (
 from archiver.urls import REPORT_NAME, RESERVED_DIR, VERSIONS_NAME
 from archiver.versions import dates, storefiles
 from archiver.versions.held import Held, TreeState, hash_fd, identity
-from archiver.walk import walk
+from archiver.walk import makedirs, rmtree, walk
 
 __all__ = [
     "PENDING",
@@ -296,7 +296,7 @@ def record(
         raise UsageError("has no manifest: only a capture's tree has versions", subject=str(root))
     folder = store_dir(root)
     own_folders(root, folder)  # the store is the tree's own folder, not one a link points to
-    folder.mkdir(parents=True, exist_ok=True)
+    makedirs(folder)
     _clean_temporaries(folder)
     existing = versions(root)
     current = existing[-1] if existing and not existing[-1].recorded else None
@@ -535,7 +535,7 @@ def extract(root: Path, v: Version, out: Path) -> int:
     import shutil  # here only: with bz2 and lzma, ~8 M instructions of every --new-version capture
 
     work = out.with_name(f".{out.name}.archiver-tmp-{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
+    rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
         _, rows = _decode_manifest(v.manifest, data=data)
@@ -543,7 +543,7 @@ def extract(root: Path, v: Version, out: Path) -> int:
         for r in rows:
             dest = work / r.path
             try:
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                makedirs(dest.parent)
             except (FileExistsError, NotADirectoryError):
                 raise FormatError(
                     f"{r.path!r} is inside another record's file", subject=str(v.manifest)
@@ -570,7 +570,7 @@ def extract(root: Path, v: Version, out: Path) -> int:
         os.replace(work, out)
         return n
     except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        rmtree(work, ignore_errors=True)
         raise
 
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from archiver import safefs
 from archiver.errors import CaptureError, UsageError
+from archiver.walk import makedirs
 from archiver.warc.replay import Archive
 
 __all__ = ["PACK_DEPTH", "import_main", "imported_tree", "open_archive"]
@@ -37,7 +38,7 @@ def open_archive(paths: list[Path], out: Path) -> Iterator[Archive]:
             raise UsageError("no such file" if not p.exists() else "not a file", subject=str(p))
     parent = out.absolute().parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        makedirs(parent)
     except OSError as e:
         raise UsageError(f"cannot create the folder: {e.strerror}", subject=str(parent)) from None
     with safefs.temp_dir(out.absolute()) as work:
