@@ -3,9 +3,17 @@ tools that write the old layout and the damaged corpus (tools/zim_oldlayout.py, 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import shutil
+import socket
 import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -49,3 +57,43 @@ def zimwriterfs(tmp_path: Path, source: Path = MINI, **metadata: str) -> Path:
         timeout=120,
     )
     return zim
+
+
+Get = Callable[[str], tuple[int, bytes]]
+
+
+@contextlib.contextmanager
+def serving(
+    zim: Path, preexec_fn: Callable[[], None] | None = None
+) -> Iterator[tuple[Get, subprocess.Popen[bytes]]]:
+    """``archiver serve ZIM`` on a free loopback port: (a GET of a path on the ZIM's own host giving
+    (status, body), the server process); stopped on exit."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "archiver", "serve", str(zim), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=preexec_fn,
+    )  # fmt: skip
+    host = f"{zim.stem}.localhost:{port}"
+
+    def get(path: str) -> tuple[int, bytes]:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    try:
+        for _ in range(200):  # until it listens
+            try:
+                get("/")
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield get, server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

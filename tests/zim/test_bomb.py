@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import os
 import resource
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from .others import tool
+from .others import serving, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 2_500_000_000  # bytes of address space for the command: the old code's 3 GiB read fails
@@ -66,35 +62,8 @@ def test_extract_and_pack_refuse_it_with_one_line(bomb: Path, tmp_path: Path, co
 
 
 def test_serve_answers_the_bomb_500_and_the_rest_as_before(bomb: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "archiver", "serve", str(bomb), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=_limited,
-    )  # fmt: skip
-    try:
-        host = f"bomb.localhost:{port}"
-
-        def get(path: str) -> tuple[int, bytes]:
-            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Host": host})
-            try:
-                with urllib.request.urlopen(request, timeout=30) as r:
-                    return r.status, r.read()
-            except urllib.error.HTTPError as e:
-                return e.code, e.read()
-
-        for _ in range(200):  # until it listens
-            try:
-                get("/")
-                break
-            except OSError:
-                time.sleep(0.05)
+    with serving(bomb, _limited) as (get, server):
         assert get("/bomb/index.html")[0] == 500  # before: a 200 head, then a body never sent
         status, body = get("/bomb/what%3F.html")
         assert status == 200 and body
         assert server.poll() is None
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import os
 import resource
-import socket
 import struct
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,7 +23,7 @@ from hypothesis import strategies as st
 from archiver import zim
 from archiver.zim.clusters import MAX_REACH, MAX_TABLE, ClusterGuard, reach, table_size
 
-from .others import tool
+from .others import serving, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 1_500_000_000  # bytes of address space: the old code's 3.2 GB decompression fails under it
@@ -114,39 +110,11 @@ def test_a_metadata_entry_in_a_bomb_cluster_is_not_read(bombs: dict[str, Path]) 
 
 
 def test_serve_answers_it_500_before_any_header_and_the_rest_as_before(bombs: dict[str, Path]) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "archiver", "serve", str(bombs["blobs"]), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=_limited,
-    )  # fmt: skip
-    try:
-
-        def get(path: str) -> tuple[int, bytes]:
-            request = urllib.request.Request(
-                f"http://127.0.0.1:{port}{path}", headers={"Host": f"blobs.localhost:{port}"}
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=30) as r:
-                    return r.status, r.read()
-            except urllib.error.HTTPError as e:
-                return e.code, e.read()
-
-        for _ in range(200):  # until it listens
-            try:
-                get("/")
-                break
-            except OSError:
-                time.sleep(0.05)
+    with serving(bombs["blobs"], _limited) as (get, server):
         assert get("/blobs/index.html")[0] == 500  # before: a 200 head, then memory for the body
         status, body = get("/blobs/what%3F.html")
         assert status == 200 and body
         assert server.poll() is None
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_a_sound_multi_blob_cluster_reads_as_before(bombs: dict[str, Path]) -> None:
