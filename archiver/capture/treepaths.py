@@ -32,7 +32,7 @@ def with_suffix(path: str, suffix: str) -> str:
     """``path`` with ``suffix`` before its extension (``a/b.css`` + ``__c-1`` → ``a/b__c-1.css``)."""
     folder, _, leaf = path.rpartition("/")
     dot = leaf.rfind(".")
-    leaf = leaf[:dot] + suffix + leaf[dot:] if dot > 0 else leaf + suffix
+    leaf = urls.fit_name(leaf[:dot] + suffix + leaf[dot:] if dot > 0 else leaf + suffix)
     return f"{folder}/{leaf}" if folder else leaf
 
 

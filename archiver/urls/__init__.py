@@ -60,6 +60,8 @@ from archiver.urls.scope import (
     want_asset,
 )
 from archiver.urls.tree_path import (
+    NAME_MAX,
+    PATH_BUDGET,
     PRIVATE_NAMES,
     REPORT_NAME,
     RESERVED_DIR,
@@ -68,6 +70,7 @@ from archiver.urls.tree_path import (
     STATE_NAME,
     VERSIONS_NAME,
     Kind,
+    fit_name,
     fold_suffix,
     local_path,
 )
@@ -76,7 +79,9 @@ __all__ = [
     "DEFAULT_HYGIENE",
     "DEFAULT_SKIP_EXTENSIONS",
     "MAX_URL_LENGTH",
+    "NAME_MAX",
     "NOT_FETCHED_SCHEMES",
+    "PATH_BUDGET",
     "PRIVATE_NAMES",
     "REPORT_NAME",
     "RESERVED_DIR",
@@ -90,6 +95,7 @@ __all__ = [
     "canonicalize",
     "dedup_key",
     "ext",
+    "fit_name",
     "fold_suffix",
     "guess_kind",
     "host_of",

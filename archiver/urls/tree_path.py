@@ -18,6 +18,8 @@ from archiver.urls.domains import has_public_suffix
 from archiver.urls.percent import _decode_segment
 
 __all__ = [
+    "NAME_MAX",
+    "PATH_BUDGET",
     "PRIVATE_NAMES",
     "REPORT_NAME",
     "RESERVED_DIR",
@@ -26,6 +28,7 @@ __all__ = [
     "STATE_NAME",
     "VERSIONS_NAME",
     "Kind",
+    "fit_name",
     "fold_suffix",
     "local_path",
 ]
@@ -95,7 +98,58 @@ def _escape_first_char(name: str) -> str:
     return "".join(f"%{b:02X}" for b in name[0].encode("utf-8")) + name[1:]
 
 
-_FOLD_MARKERS = re.compile(r"__([qrc])-")
+_FOLD_MARKERS = re.compile(r"__([qrcl])-")
+#: The longest name (UTF-8 bytes) of a file or folder on the file systems trees live on (ext4, XFS,
+#: btrfs, tmpfs, ZFS: 255). A longer name is shortened (tree.md §4.7).
+NAME_MAX = 255
+#: What a shortened name is cut to: room left for the writer's ``__c-`` suffix (10 bytes, §4.5).
+_SHORT = 240
+_KEPT_EXTENSION = 16  # bytes of a long name's extension kept after the shortening mark
+#: The longest tree path (UTF-8 bytes): Linux refuses a path over 4,095 bytes (PATH_MAX), and a tree
+#: must still open from a folder ~1,000 bytes deep. A longer one is folded (tree.md §4.7).
+PATH_BUDGET = 3072
+_PATH_KEPT = 2048  # a folded path keeps its first folders up to this many bytes
+
+
+def fit_name(name: str, hash_len: int = 6) -> str:
+    """``name`` when it is at most :data:`NAME_MAX` bytes of UTF-8, else shortened (tree.md §4.7):
+    its first characters (at most ~200 bytes, cut between characters and never inside a ``%XX``
+    escape), ``__l-`` and the first ``hash_len`` hex digits of SHA-256 over the whole name, then its
+    extension when that is short (``.html``, ``.png``)."""
+    if len(name) <= NAME_MAX // 4 or len(name.encode("utf-8")) <= NAME_MAX:
+        return name
+    tail = _extension(name)
+    mark = "__l-" + _fold_hash(name, hash_len)
+    room = _SHORT - len(mark) - len(tail.encode("utf-8"))
+    head = name[: len(name) - len(tail)].encode("utf-8")[:room].decode("utf-8", "ignore")
+    escape = head.rfind("%", len(head) - 2)
+    if escape >= 0:  # never half an escape: a name holds % only in whole %XX escapes (§4.1)
+        head = head[:escape]
+    return head + mark + tail
+
+
+def _extension(name: str) -> str:
+    dot = name.rfind(".")
+    return name[dot:] if dot > 0 and len(name[dot:].encode("utf-8")) <= _KEPT_EXTENSION else ""
+
+
+def _fit_path(parts: list[str], hash_len: int) -> str:
+    """``parts`` joined, each name fitted (:func:`fit_name`); a path over :data:`PATH_BUDGET` bytes
+    keeps its first folders (up to ~2 KB) and holds the rest as one name: ``__l-``, the hash of the
+    rest, the last name's extension (tree.md §4.7)."""
+    parts = [fit_name(p, hash_len) for p in parts]
+    path = "/".join(parts)
+    if len(path) <= PATH_BUDGET // 4 or len(path.encode("utf-8")) <= PATH_BUDGET:
+        return path
+    kept: list[str] = []
+    size = 0
+    for part in parts[:-1]:
+        size += len(part.encode("utf-8")) + 1
+        if size > _PATH_KEPT:
+            break
+        kept.append(part)
+    rest = "/".join(parts[len(kept) :])
+    return "/".join([*kept, "__l-" + _fold_hash(rest, hash_len) + _extension(parts[-1])])
 
 
 def _disk_name(seg: str) -> str:
@@ -145,7 +199,7 @@ def local_path(
         leaf = segments[-1]
         dot = leaf.rfind(".")
         segments[-1] = leaf[:dot] + suffix + leaf[dot:] if dot > 0 else leaf + suffix
-        return "/".join([RESERVED_DIR, host, *segments])
+        return _fit_path([RESERVED_DIR, host, *segments], hash_len)
     if kind != "page":
         raise ValueError(f"kind must be 'page' or 'asset', not {kind!r}")
     leaf = segments.pop()
@@ -168,4 +222,4 @@ def local_path(
             parts[0] = _escape_first_char(first)
     else:
         parts.insert(0, u.netloc)
-    return "/".join(parts)
+    return _fit_path(parts, hash_len)
