@@ -25,6 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from archiver import __version__, stopsignals
+from archiver.cli import stdout
 from archiver.cli.parser import _parser, command_of
 from archiver.errors import EXIT_BUG, ArchiverError
 
@@ -96,9 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     words = sys.argv[1:] if argv is None else argv
     args = _parser(command_of(words)).parse_args(words)
+    stdout.guarded()  # a refused write to stdout: one line, exit 1 (cli/stdout.py)
     try:
         with _signals_interrupt():
-            return int(args.func(args))
+            code = int(args.func(args))
+            sys.stdout.flush()  # what is still buffered fails here, not at the interpreter's exit
+            return code
     except ArchiverError as e:
         if args.debug:
             traceback.print_exc()
