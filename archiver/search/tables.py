@@ -8,6 +8,7 @@ not check is removed and built again. The IO side of :mod:`archiver.search.table
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import tempfile
@@ -88,8 +89,11 @@ def build_file(index: Index, identity: str) -> bool:
 
 
 def _not_kept(e: OSError) -> BaseException:
-    """The cache folder's refusal as a :class:`StoreError` naming the folder (else ``e`` itself)."""
+    """The cache folder's refusal as a :class:`StoreError` naming the folder (else ``e`` itself); the
+    limit on open files reached (a server of many archives) is one too: no table is kept."""
     stop = store_error(e, str(folder()))
+    if stop is None and e.errno in (errno.EMFILE, errno.ENFILE):
+        stop = StoreError("too many open files", subject=str(folder()))
     return e if stop is None else StoreError(stop.message, subject=str(folder()))
 
 

@@ -203,7 +203,8 @@ class Searcher:
                             for m, ident in pool
                         }
                     problems = {name: f.result() for name, f in futures.items()}
-            except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+            except (OSError, RuntimeError):  # BrokenProcessPool is a RuntimeError (and its module,
+                # imported on first use, may be what failed: EMFILE, then AttributeError here)
                 problems = {}  # no worker processes here: built in this one below
         refused = next((v for v in problems.values() if v.startswith(_NOT_KEPT)), "")
         for m, ident in todo:
