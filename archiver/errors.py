@@ -31,6 +31,7 @@ __all__ = [
     "StoreError",
     "URLError",
     "UsageError",
+    "out_of_descriptors",
     "store_error",
 ]
 
@@ -121,6 +122,19 @@ def _one_store_error(e: BaseException, subject: str) -> StoreError | None:
     if isinstance(code, int) and code & 0xFF in _NO_STORE_SQLITE:
         return StoreError(str(e), subject=subject)
     return None
+
+
+def out_of_descriptors(e: BaseException) -> bool:
+    """Is ``e``, or an error it was raised from or while handling, the process's (or the system's)
+    limit on open files (EMFILE, ENFILE)? The error line then says so and names the limit, in place
+    of "cannot read" or "cannot open" (README, exit codes)."""
+    seen = 0
+    while e is not None and seen < 16:
+        if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+            return True
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+        seen += 1
+    return False
 
 
 class CaptureError(ArchiverError):

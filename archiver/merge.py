@@ -48,7 +48,7 @@ from archiver.capture.aliases import chain_end
 from archiver.capture.relink import final_records, public, relink
 from archiver.capture.state import FINAL_STATES, ROW_COLUMNS, SCHEMA_VERSION, Row, State, row_from
 from archiver.capture.writer import TreeWriter
-from archiver.errors import FormatError, UsageError
+from archiver.errors import FormatError, StoreError, UsageError, store_error
 from archiver.tree import MANIFEST_NAME, Header, Record, is_private, read_header, write_records
 from archiver.urls import DEFAULT_HYGIENE, RESERVED_DIR, STATE_NAME
 from archiver.walk import makedirs, rmtree
@@ -413,12 +413,13 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
             if _newer(record, old):
                 chosen[record.path] = (record, shard)
     # stage beside the output, rename at the end
-    makedirs(out.parent)
     stage = out.parent / f".{out.name}.merge-{os.getpid()}"
-    if stage.exists():
-        rmtree(stage)
-    (stage / RESERVED_DIR / "tmp").mkdir(parents=True)
+    made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]  # removed on failure
     try:
+        makedirs(out.parent)
+        if stage.exists():
+            rmtree(stage)
+        (stage / RESERVED_DIR / "tmp").mkdir(parents=True)
         for path, (record, shard) in sorted(chosen.items()):
             _copy_checked(shard, stage / path, record)
             result.files += 1
@@ -443,10 +444,17 @@ def _merge(shards: list[_Shard], out: Path) -> MergeResult:
         if out.exists():
             out.rmdir()  # empty (checked above)
         os.replace(stage, out)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             rmtree(stage)
-        raise
+        for folder in made:  # deepest first; only what this run made, and only if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        stop = store_error(e, str(out)) if isinstance(e, Exception) else None
+        if stop is None:
+            raise
+        # the staging folder is gone: the output is named (and its disk's refusal), not a file in it
+        raise StoreError(f"{stop.message} (while merging); nothing was written", subject=str(out)) from None
     return result
 
 

@@ -62,7 +62,7 @@ from archiver.capture import aliases, depths, hosts, state_check
 from archiver.capture.known import Known, absent
 from archiver.capture.rows import ROW_COLUMNS, NewURL, Row, row_from
 from archiver.capture.units import GROUP, Batch, Logged, Transaction
-from archiver.errors import FormatError
+from archiver.errors import FormatError, store_error
 from archiver.tree import Record
 
 __all__ = [
@@ -156,6 +156,9 @@ class State:
                 state_check.check(self.db, path)
             (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
         except sqlite3.Error as e:  # a damaged or foreign file under the state's name
+            stop = store_error(e, str(path))  # or a disk that cannot take it: full, read-only, failing
+            if stop is not None:
+                raise stop from None
             raise FormatError(f"unreadable crawl state: {e}", subject=str(path)) from None
         # key → (depth, referrer, stylesheet) the row is known to be at least as good as, for rows a
         # later reference cannot bring back to the frontier (not skipped for a limit): a reference

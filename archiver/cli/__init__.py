@@ -25,8 +25,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from archiver import __version__, stopsignals
+from archiver.cli import stdout
 from archiver.cli.parser import _parser, command_of
-from archiver.errors import EXIT_BUG, ArchiverError
+from archiver.errors import EXIT_BUG, ArchiverError, out_of_descriptors
 
 if TYPE_CHECKING:
     from archiver.cli.capture import capture_options as capture_options
@@ -92,17 +93,33 @@ def _signals_interrupt() -> Iterator[None]:
         yield
 
 
+def _limit_said(e: ArchiverError) -> str:
+    """``e``'s line; when it came of the limit on open files (``cannot read: Too many open files``),
+    followed by what that limit is and how to raise it."""
+    if not out_of_descriptors(e):
+        return str(e)
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return str(e)
+    return f"{e}; the process may hold {soft:,} open files at once (raise it with ulimit -n)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     words = sys.argv[1:] if argv is None else argv
     args = _parser(command_of(words)).parse_args(words)
+    stdout.guarded()  # a refused write to stdout: one line, exit 1 (cli/stdout.py)
     try:
         with _signals_interrupt():
-            return int(args.func(args))
+            code = int(args.func(args))
+            sys.stdout.flush()  # what is still buffered fails here, not at the interpreter's exit
+            return code
     except ArchiverError as e:
         if args.debug:
             traceback.print_exc()
-        print(f"archiver: {e}", file=sys.stderr)
+        print(f"archiver: {_limit_said(e)}", file=sys.stderr)
         return e.exit_code
     except BrokenPipeError:
         return 0

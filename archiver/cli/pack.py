@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from archiver.cli.output import _print_json, _warn, _writing
-from archiver.errors import UsageError
+from archiver.errors import ArchiverError, UsageError
 from archiver.progress import bytes_meter, wanted
 
+T = TypeVar("T")
 _VERSION_INPUT = "--version applies to one versioned tree or --all-versions gwtar"
 
 
@@ -155,41 +157,8 @@ def _pack_one(args: argparse.Namespace, src: Path, *, version: str | None = None
         if args.add_fec_data:
             doc["fec"] = {"redundancy_percent": args.fec_redundancy}
     else:
-        from archiver import zim
-
-        with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
-            result_zim = _writing(
-                lambda: zim.pack(
-                    src,
-                    out,
-                    metadata=dict(args.metadata or []),
-                    allow_incomplete=args.allow_incomplete,
-                    main=args.main,
-                    progress=meter,
-                    search_index=_search_index(args, src),
-                ),
-                out,
-            )
-        doc = {
-            "format": "zim",
-            "path": str(result_zim.path),
-            "size": result_zim.size,
-            "entries": result_zim.entries,
-            "redirects": result_zim.redirects,
-            "main": result_zim.main,
-            "warnings": result_zim.warnings,
-            "skipped": [{"path": p, "reason": r} for p, r in result_zim.skipped],
-        }
-        for path, reason in result_zim.skipped:
-            _warn(str(out), f"left out {path}: {reason}")
-        if not args.json:
-            for line in result_zim.warnings:
-                _warn(str(out), line)
-        if args.add_fec_data:
-            from archiver import par2
-
-            par2.add_sidecar(result_zim.path, redundancy=args.fec_redundancy / 100)
-            doc["fec_sidecars"] = [str(p) for p in par2.sidecar_files(result_zim.path)]
+        with contextlib.ExitStack() as stack:
+            doc = _pack_zim(args, src, out, stack)
     if version is not None:
         doc["version"] = version
     if args.json:
@@ -218,3 +187,85 @@ def _pack_wacz(args: argparse.Namespace) -> int:
         print(f"{result.path}: {result.size} bytes (wacz, {result.warcs} WARC, {result.records} records, "
               f"{result.pages} pages, {result.index}), main page {result.main}")  # fmt: skip
     return 0
+
+
+def _pack_zim(args: argparse.Namespace, src: Path, out: Path, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """``pack --format zim``; with ``--add-fec-data`` the ZIM and its PAR2 sidecars are made in a
+    private folder beside ``out`` and put in place together once all are written (sidecars of an
+    earlier ZIM there that the new set does not replace are removed then). Before, the ZIM replaced
+    ``out`` first and a sidecar the disk refused ended in a traceback (exit 70), leaving the new ZIM
+    beside part of its sidecars (and the older ZIM's others)."""
+    from archiver import safefs, zim
+
+    target = out
+    if args.add_fec_data:
+        work = _writing(lambda: stack.enter_context(safefs.temp_dir(out)), out)
+        target = work / out.name
+    with bytes_meter(f"pack {out.name}", show=wanted(as_json=args.json)) as meter:
+        result_zim = _writing(
+            lambda: _as_out(
+                target,
+                out,
+                lambda: zim.pack(
+                    src,
+                    target,
+                    metadata=dict(args.metadata or []),
+                    allow_incomplete=args.allow_incomplete,
+                    main=args.main,
+                    progress=meter,
+                    search_index=_search_index(args, src),
+                ),
+            ),
+            out,
+        )
+    doc: dict[str, Any] = {
+        "format": "zim",
+        "path": str(out),
+        "size": result_zim.size,
+        "entries": result_zim.entries,
+        "redirects": result_zim.redirects,
+        "main": result_zim.main,
+        "warnings": result_zim.warnings,
+        "skipped": [{"path": p, "reason": r} for p, r in result_zim.skipped],
+    }
+    for path, reason in result_zim.skipped:
+        _warn(str(out), f"left out {path}: {reason}")
+    if not args.json:
+        for line in result_zim.warnings:
+            _warn(str(out), line)
+    if args.add_fec_data:
+        from archiver import par2
+
+        _writing(
+            lambda: _as_out(target, out, lambda: _with_sidecars(target, out, args.fec_redundancy / 100)), out
+        )
+        doc["fec_sidecars"] = [str(p) for p in par2.sidecar_files(out)]
+    return doc
+
+
+def _as_out(staged: Path, out: Path, run: Callable[[], T]) -> T:
+    """``run()``, its errors that name the staged file naming ``out`` instead (the folder is removed)."""
+    try:
+        return run()
+    except ArchiverError as e:
+        if staged == out or e.subject != str(staged):
+            raise
+        e.subject = str(out)
+        raise
+
+
+def _with_sidecars(staged: Path, out: Path, redundancy: float) -> None:
+    """PAR2 sidecars for ``staged`` (named for ``out``: same name), then both put in place."""
+    from archiver import par2
+
+    old = par2.sidecar_files(out)
+    par2.add_sidecar(staged, redundancy=redundancy)
+    new = par2.sidecar_files(staged)
+    os.replace(staged, out)
+    for p in new:
+        os.replace(p, out.with_name(p.name))
+    names = {p.name for p in new}
+    for stale in old:
+        if stale.name not in names:
+            with contextlib.suppress(OSError):
+                stale.unlink()

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from archiver import safefs
 from archiver.errors import ArchiverError, FormatError
-from archiver.par2.engine import Engine, run
+from archiver.par2.engine import Engine, refusal, run
 from archiver.par2.layout import Plan, Slot, creator_text
 from archiver.par2.packets import (
     CRITICAL_TYPES,
@@ -160,6 +160,9 @@ def generated(data: Path, set_name: str, p: Plan, engine: Engine) -> Iterator[Ge
         ]
         done = run(engine, args, cwd=work)
         if done.returncode != 0:
+            refused = refusal(done)  # the disk, not par2: the caller's line names its output
+            if refused is not None:
+                raise refused
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
             raise ArchiverError(
                 f"par2 create failed (exit {done.returncode}): {last[0]}", subject=str(engine.path)

@@ -14,6 +14,7 @@ fix. Nothing here parses par2's output: archiver reads the packets itself (``pac
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib.resources
 import importlib.util
@@ -132,3 +133,25 @@ def run(engine: Engine, args: Sequence[str], *, cwd: Path) -> subprocess.Complet
             if pipe is not None:
                 pipe.close()
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+#: par2's words for a disk that refuses its files (its messages end with the C library's
+#: ``strerror``), and the errno each stands for.
+_REFUSALS = (
+    ("no space left on device", errno.ENOSPC),
+    ("read-only file system", errno.EROFS),
+    ("disk quota exceeded", errno.EDQUOT),
+    ("file too large", errno.EFBIG),
+    ("input/output error", errno.EIO),
+)
+
+
+def refusal(done: subprocess.CompletedProcess[str]) -> OSError | None:
+    """The engine's failure as the OSError of the disk it wrote to (full, read-only, over quota,
+    failing), or None when its output names none of them. The file is not named (it is the
+    engine's own in a temporary folder): the caller's error line names the output."""
+    text = f"{done.stderr}\n{done.stdout}".lower()
+    for words, number in _REFUSALS:
+        if words in text:
+            return OSError(number, os.strerror(number))
+    return None

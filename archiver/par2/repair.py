@@ -23,7 +23,7 @@ from archiver import safefs
 from archiver.errors import ArchiverError, FormatError, UsageError
 from archiver.par2 import sidecar as _sidecar
 from archiver.par2.build import copy_file, generated, write_slots
-from archiver.par2.engine import Engine, find_engine, run
+from archiver.par2.engine import Engine, find_engine, refusal, run
 from archiver.par2.fec import Inspection, Span, inspect
 from archiver.par2.layout import DEFAULT_REDUNDANCY, MIN_RECOVERY, Plan, tail_layout
 from archiver.par2.results import DamagedMember, FecReport, RepairResult
@@ -47,9 +47,14 @@ def _check_room(dest: Path, need: int) -> None:
     """Refuse up front when the folder of ``dest`` cannot hold the repair's files (par2 itself only
     says that it failed)."""
     try:
-        free = shutil.disk_usage(dest.parent).free
+        st = os.statvfs(dest.parent)
     except OSError:
         return
+    if st.f_flag & os.ST_RDONLY:
+        raise ArchiverError(
+            "read-only file system: the repair cannot write beside the output", subject=str(dest)
+        )
+    free = st.f_bavail * st.f_frsize
     if free < need:
         raise ArchiverError(
             f"no space left on device: the repair needs about {need:,} bytes beside the output, "
@@ -86,6 +91,9 @@ def _repair_region(ins: Inspection, path: Path, work: Path, engine: Engine) -> P
     done = run(engine, ["r", "-q", "-q", "--", par.name, damaged.name], cwd=work)
     fixed = work / set_name
     if done.returncode != 0 or not fixed.is_file():
+        refused = refusal(done)  # the disk, not par2: the caller's line names its output
+        if refused is not None:
+            raise refused
         last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
         raise ArchiverError(f"par2 repair failed (exit {done.returncode}): {last[0]}", subject=str(path))
     damaged.unlink()

@@ -8,11 +8,13 @@ not check is removed and built again. The IO side of :mod:`archiver.search.table
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import tempfile
 from pathlib import Path
 
+from archiver.errors import StoreError, store_error
 from archiver.search import table
 from archiver.search.query import Index
 
@@ -56,20 +58,27 @@ def open_table(identity: str, documents: int) -> table.Table | None:
 
 def build_file(index: Index, identity: str) -> bool:
     """Build the table of ``index`` into the cache folder (atomically), then keep the folder to its
-    budget. False when the index gets none (:func:`table.build`); FormatError when it is damaged."""
+    budget. False when the index gets none (:func:`table.build`); FormatError when it is damaged;
+    :class:`StoreError` naming the cache folder when it cannot take the file (full, read-only, not
+    allowed: nothing of it is left there)."""
     data = table.build(index, identity)
     if data is None:
         return False
     where = _path(identity)
-    where.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=where.parent, prefix=".tmp-")
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=where.parent, prefix=".tmp-")
+    except OSError as e:
+        raise _not_kept(e) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, where)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise _not_kept(e) from None
         raise
     for old in where.parent.glob(f"{identity}.v*"):  # an earlier version's: never read again
         if old != where:
@@ -77,6 +86,15 @@ def build_file(index: Index, identity: str) -> bool:
                 old.unlink()
     _trim(where.parent, keep=where)
     return True
+
+
+def _not_kept(e: OSError) -> BaseException:
+    """The cache folder's refusal as a :class:`StoreError` naming the folder (else ``e`` itself); the
+    limit on open files reached (a server of many archives) is one too: no table is kept."""
+    stop = store_error(e, str(folder()))
+    if stop is None and e.errno in (errno.EMFILE, errno.ENFILE):
+        stop = StoreError("too many open files", subject=str(folder()))
+    return e if stop is None else StoreError(stop.message, subject=str(folder()))
 
 
 def _trim(where: Path, keep: Path) -> None:

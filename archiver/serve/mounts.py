@@ -9,6 +9,7 @@ built here for both. This module opens files but never touches the network.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -33,10 +34,12 @@ def _file_etag(st: os.stat_result) -> str:
 
 def _open_regular(real: str) -> tuple[Any, os.stat_result] | None:
     """Open a regular file by its real path without following a last-moment symlink; None if it is
-    not a regular file or cannot be opened."""
+    not a regular file or cannot be opened. The limit on open files reached is raised (OSError)."""
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    except OSError as e:
+        if e.errno in (errno.EMFILE, errno.ENFILE):  # the process's limit, not this file: raised
+            raise
         return None
     try:
         st = os.fstat(fd)
@@ -79,7 +82,10 @@ class _FileMount(Mount):
 
     def __init__(self, name: str, path: Path, gwtar: bool, gwtar_mime: str) -> None:
         super().__init__(name, "gwtar" if gwtar else "file", path)
-        opened = _open_regular(os.path.realpath(path))
+        try:
+            opened = _open_regular(os.path.realpath(path))
+        except OSError as e:  # EMFILE, ENFILE: the CLI's line names the limit (cli._limit_said)
+            raise UsageError("cannot open: too many open files", subject=str(path)) from e
         if opened is None:
             raise UsageError("cannot open as a regular file", subject=str(path))
         file, st = opened

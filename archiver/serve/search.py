@@ -20,6 +20,7 @@ import html
 import json
 import multiprocessing
 import os
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from archiver import forks
-from archiver.errors import FormatError
+from archiver.errors import FormatError, StoreError
 from archiver.search import archive, query, store, table, tables
 from archiver.search.engine import Engine
 from archiver.search.snippet import Snippet
@@ -51,6 +52,8 @@ KEPT_FRAGMENTS = 4096
 ANSWER_BYTES = 8 << 20
 
 Read = Callable[[str], bytes]
+#: How a table build the cache folder refused (full, read-only) answers, before the folder's line.
+_NOT_KEPT = "not kept: "
 #: An answer kept (:func:`_kept`): its total, and each result's fields as a tuple.
 Kept = tuple[int, tuple[tuple[Any, ...], ...]]
 
@@ -200,11 +203,14 @@ class Searcher:
                             for m, ident in pool
                         }
                     problems = {name: f.result() for name, f in futures.items()}
-            except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+            except (OSError, RuntimeError):  # BrokenProcessPool is a RuntimeError (and its module,
+                # imported on first use, may be what failed: EMFILE, then AttributeError here)
                 problems = {}  # no worker processes here: built in this one below
+        refused = next((v for v in problems.values() if v.startswith(_NOT_KEPT)), "")
         for m, ident in todo:
-            if m.name not in problems:
-                problems[m.name] = self._build_here(m, ident)
+            if m.name not in problems:  # once the cache folder refused a table, it is not asked again
+                problems[m.name] = refused or self._build_here(m, ident)
+                refused = refused or (problems[m.name] if problems[m.name].startswith(_NOT_KEPT) else "")
             got = tables.open_table(ident, self._indexes[m.name][0].documents)
             if got is not None:
                 self._tables[ident] = got
@@ -212,6 +218,9 @@ class Searcher:
         if self._opened or any(m.kind == "zim" for m in self.mounts):
             self.close()  # a gwtar's or ZIM's reader: each server process opens its own
         self._use_tables = True  # (trees' indexes stay open: the workers start with them parsed)
+        if refused:  # said once: the mounts are served, their search reads each index without a table
+            print(f"archiver serve: {refused.removeprefix(_NOT_KEPT)} (the search tables are not kept:"
+                  " search reads the indexes without them)", file=sys.stderr, flush=True)  # fmt: skip
         self.prepared = {
             "tables": len(self._tables),
             "built": sum(1 for v in problems.values() if not v),
@@ -223,6 +232,8 @@ class Searcher:
     def _build_here(self, m: Mount, ident: str) -> str:
         try:
             return "" if tables.build_file(self._indexes[m.name][0], ident) else "no table"
+        except StoreError as e:
+            return f"{_NOT_KEPT}{e}"
         except FormatError as e:
             return e.message
 
@@ -406,6 +417,8 @@ def _build_table(kind: str, path: str, name: str, identity: str) -> str:
             return "no index"
         index = archive.archive_index(found[0], f"{name}/{store.INDEX_DIR}")
         return "" if tables.build_file(index, identity) else "no table for this index"
+    except StoreError as e:
+        return f"{_NOT_KEPT}{e}"
     except FormatError as e:
         return f"{e.subject}: {e.message}"
     finally:

@@ -174,7 +174,10 @@ async def _sendfile(
     never come to name another connection's socket. It stops when ``closing()`` says the connection
     is being closed (the server cut it: formats/serve.md §5.4)."""
     loop = asyncio.get_running_loop()
-    out = os.dup(sock_fd)
+    try:
+        out = os.dup(sock_fd)
+    except OSError:  # no descriptor to spare (EMFILE: many mounts, a low ulimit -n): the response's
+        return 0, False  # head is out already; the body goes the ordinary way (_send_file streams it)
     sent = 0
     try:
         while sent < count and not closing():

@@ -151,6 +151,42 @@ def _open_files(limits: Limits) -> Limits:
     return dataclasses.replace(limits, max_connections=room)
 
 
+#: Connections a server must be able to accept on top of what its mounts hold
+#: (--max-connections' own floor, :func:`_open_files`).
+MIN_CONNECTIONS = 16
+#: Descriptors a mount opens once served, beyond those it holds from the start: its search reader and
+#: what its first query reads through it (40 gwtar mounts: 15 + 40 descriptors before the first
+#: query, 15 + 3 x 40 after it).
+DESCRIPTORS_A_MOUNT = 2
+
+
+def _check_descriptors(mounts: int) -> None:
+    """Refuse to serve, with one line, when the mounts leave too few of the process's open files for
+    their search readers (:data:`DESCRIPTORS_A_MOUNT` each, opened at the first query) and
+    :data:`MIN_CONNECTIONS` connections: under a low ``ulimit -n`` (64, 20 archives named) requests
+    then failed each its own way (a connection reset, a search saying "no search index", an answer
+    cut after its head); with 200 archives the mounts could not all be opened ("cannot open as a
+    regular file").
+    Counted from /proc/self/fd once the mounts are open, before their search tables are built
+    (which would open the readers too); where that folder is not there, nothing is checked."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return
+    try:
+        held = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return
+    need = held + DESCRIPTORS_A_MOUNT * mounts + MIN_CONNECTIONS
+    if need > soft:
+        raise UsageError(
+            f"{mounts:,} archives need about {need:,} open files and the process may hold {soft:,}"
+            " (raise it with ulimit -n, or serve fewer archives)",
+            subject="serve",
+        )
+
+
 #: The collector's first threshold in a serving process (Python's default: 700 allocations).
 GC_THRESHOLD = 10_000
 
@@ -203,7 +239,12 @@ def serve(
     domain = _check_domain(domain)
     app = make_app(paths, gwtar_mime=gwtar_mime, allow_live=allow_live)
     sock = _bind(host, port, reuse_port=workers > 1)
-    app.listening(host, sock.getsockname()[1], domain)
+    try:
+        _check_descriptors(len(app.site.mounts))  # before the search's tables are built for them
+        app.listening(host, sock.getsockname()[1], domain)
+    except BaseException:
+        sock.close()
+        raise
     socks = [sock]
     try:
         for _ in range(workers - 1):

@@ -11,12 +11,13 @@ folder, packs it with the tree's own packer (which writes atomically) and remove
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from archiver import safefs
-from archiver.errors import CaptureError, UsageError
+from archiver.errors import CaptureError, StoreError, UsageError, store_error
 from archiver.walk import makedirs
 from archiver.warc.replay import Archive
 
@@ -41,12 +42,31 @@ def open_archive(paths: list[Path], out: Path) -> Iterator[Archive]:
         makedirs(parent)
     except OSError as e:
         raise UsageError(f"cannot create the folder: {e.strerror}", subject=str(parent)) from None
-    with safefs.temp_dir(out.absolute()) as work:
-        archive = Archive(paths, work / "index.sqlite")
+    with contextlib.ExitStack() as stack:
+        try:
+            work = stack.enter_context(safefs.temp_dir(out.absolute()))
+            archive = Archive(paths, work / "index.sqlite")
+        except (OSError, sqlite3.Error) as e:
+            raise _index_not_written(e, paths, out) from None
         try:
             yield archive
         finally:
             archive.close()
+
+
+def _index_not_written(e: OSError | sqlite3.Error, paths: list[Path], out: Path) -> BaseException:
+    """The records' index beside ``out`` could not be made (its private folder or its SQLite file:
+    a full, read-only or failing disk): a :class:`StoreError` naming ``out``, whatever temporary
+    file refused (the folder is removed already). Before, a traceback (exit 70). An input that
+    cannot be read is ``e`` as it came."""
+    if isinstance(e, OSError) and e.filename is not None and Path(e.filename) in paths:
+        return e
+    stop = store_error(e, str(out))
+    if stop is None:
+        return e
+    return StoreError(
+        f"{stop.message} (indexing the records beside it); nothing was written", subject=str(out)
+    )
 
 
 def _seeds(archive: Archive, given: list[str], more: bool = False) -> list[str]:
@@ -105,14 +125,30 @@ def imported_tree(
     options.setdefault("depth", PACK_DEPTH)
     with safefs.interruptible(), open_archive(files, out) as archive:  # SIGTERM cleans up as Ctrl-C
         tree = archive.db_path.parent / "tree"
-        report = capture(
-            _seeds(archive, seeds or []),
-            tree,
-            transport=archive.factory,
-            delay=0,
-            progress=progress,
-            **options,
-        )
+        try:
+            report = capture(
+                _seeds(archive, seeds or []),
+                tree,
+                transport=archive.factory,
+                delay=0,
+                progress=progress,
+                **options,
+            )
+        except (StoreError, sqlite3.Error) as e:  # the temporary tree: nothing to resume, named as out
+            raise _tree_not_written(e, out) from None
         if report.pages == 0:
             raise CaptureError(f"no page imported: {report.why_no_page()}", subject=str(files[0]))
         yield tree
+
+
+def _tree_not_written(e: StoreError | sqlite3.Error, out: Path) -> BaseException:
+    """``pack``'s temporary tree could not be written: a :class:`StoreError` naming ``out`` and the
+    first refusal (not the temporary folder, removed on the way out, nor the capture's "run the same
+    command again to resume": nothing of a pack is kept)."""
+    first = store_error(e.__context__, "") if e.__context__ is not None else None
+    stop = first or store_error(e, str(out))
+    if stop is None:
+        return e
+    return StoreError(
+        f"{stop.message} (importing the records beside it); nothing was written", subject=str(out)
+    )

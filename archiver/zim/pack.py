@@ -266,7 +266,24 @@ def _libzim_write(out: Path, tmp: Path, **kw: Any) -> list[Mismatch]:
         text = " ".join(str(e).split())
         if "no space left on device" in text.lower():
             text = "no space left on device"
+        else:  # libzim's writer thread can lose the reason ("Unknown exception"): the disk says it
+            text = _disk_refusal(tmp.parent) or text
         raise ArchiverError(f"libzim could not write the file: {text[:300]}", subject=str(out)) from None
+
+
+#: Free bytes (libzim's temporary files still there) below which a disk counts as full: a cluster.
+_FULL_BELOW = 4 << 20
+
+
+def _disk_refusal(folder: Path) -> str | None:
+    """Why ``folder``'s disk refuses writes (read-only, or full: :data:`_FULL_BELOW`), or None."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return "read-only file system"
+    return "no space left on device" if st.f_bavail * st.f_frsize < _FULL_BELOW else None
 
 
 def _fsync(path: Path, *, directory: bool = False) -> None:
