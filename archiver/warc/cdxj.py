@@ -122,6 +122,8 @@ def parse_line(line: str) -> IndexEntry | str:
         fields = json.loads(body)
     except ValueError:
         return "index line's JSON does not parse"
+    except RecursionError:  # arrays or objects nested past the decoder's stack
+        return "index line's JSON is nested too deep"
     if not isinstance(fields, dict):
         return "index line's JSON is not an object"
     return IndexEntry(key, ts, fields)

@@ -137,7 +137,7 @@ def _wacz(path: Path) -> tuple[list[Source], list[str]]:
                     found.append(Source(label, path, name, start, info.file_size, info.CRC))
             main = ""
             if "datapackage.json" in zf.namelist() and zf.getinfo("datapackage.json").file_size <= _MAX_JSON:
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):  # nested too deep: no main page
                     doc = json.loads(zf.read("datapackage.json"))
                     if isinstance(doc, dict):  # WACZ 1.0.0 has it in "metadata"
                         meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
@@ -148,7 +148,7 @@ def _wacz(path: Path) -> tuple[list[Source], list[str]]:
             if "pages/pages.jsonl" in zf.namelist():
                 with zf.open("pages/pages.jsonl") as f:
                     for line in _lines(f):
-                        with contextlib.suppress(ValueError):
+                        with contextlib.suppress(ValueError, RecursionError):
                             doc = json.loads(line)
                             url = doc.get("url") if isinstance(doc, dict) else None
                             if isinstance(url, str) and url and url not in pages:
