@@ -136,7 +136,7 @@ class _Shard:
         for path, blob in self._select("records", "SELECT path, record FROM records", (_TEXT, (bytes, str))):
             try:
                 record = _record_decoder.decode(blob)  # type: ignore[arg-type]
-            except msgspec.DecodeError as e:
+            except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
                 raise FormatError(
                     f"a malformed manifest record in the crawl state ({_shown(path)}): {e}",
                     subject=str(self.root),
