@@ -25,7 +25,6 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
@@ -34,6 +33,7 @@ from archiver.errors import UsageError
 from archiver.gwtar import refs
 from archiver.gwtar.layout import MemberSpec, Meta
 from archiver.gwtar.sources import TOOL, Source, _epoch, _fallback_created
+from archiver.html_close import Parser
 from archiver.html_refs import EMBEDDED, LAZY_SRC, LAZY_SRCSET, LAZY_TAGS, Found, attribute_refs
 
 __all__ = ["EXTENSIONS", "DataURI", "parse_data_uri", "rewrite", "safe_base", "singlefile_source"]
@@ -281,7 +281,7 @@ def _rewrite_tag(raw: str, tag: str, attrs: dict[str, str], assets: _Assets) -> 
     return head.group(0) + _ATTR.sub(replace, raw[head.end() :])
 
 
-class _Scanner(HTMLParser):
+class _Scanner(Parser):
     """Collects (start, end, kind, tag, attributes) spans of start tags and ``<style>`` text, in
     source order (attributes: the first value of each name, entities decoded)."""
 
