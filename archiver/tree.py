@@ -253,10 +253,42 @@ def hash_file(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-# compiled at their use (re keeps them), case-insensitive (the title's also re.DOTALL): a capture,
-# which imports this module at its start, never reads a title from bytes
-_TITLE = rb"<title[^>]*>(.*?)</title\s*>"
-_CHARSET = rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)"""
+# compiled at their use (re keeps them), case-insensitive: a capture, which imports this module at
+# its start, never reads a title from bytes. What they find is what rb"<title[^>]*>(.*?)</title\s*>"
+# (re.DOTALL) and rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""" searches found, in linear
+# time (:func:`_title_text`, :func:`_charset`): those were tried from every "<title" and "<meta", each
+# try running to the end of the bytes or the next ">" (1 MiB of "<title>" took minutes).
+_TITLE_END = rb"</title\s*>"
+_CHARSET_AT = rb"""(?=charset\s*=\s*["']?([A-Za-z0-9_\-]+))"""
+
+
+def _title_text(data: bytes) -> bytes | None:
+    """The bytes between the first ``<title...>`` and the next ``</title>``. A try from a later
+    ``<title`` reads from a later ``>`` and cannot find an end the first one did not."""
+    start = data.lower().find(b"<title")
+    gt = -1 if start < 0 else data.find(b">", start)
+    if gt < 0:
+        return None
+    end = re.compile(_TITLE_END, re.IGNORECASE).search(data, gt + 1)
+    return None if end is None else data[gt + 1 : end.start()]
+
+
+def _charset(data: bytes) -> bytes | None:
+    """The ``charset=`` of the first ``<meta`` that has one before its ``>``: the last one there (the
+    old pattern's ``[^>]+`` was greedy). The ``<meta`` after the first one before the same ``>`` see
+    only part of its span: once it has none, the search goes on past that ``>``."""
+    low = data.lower()
+    at = re.compile(_CHARSET_AT, re.IGNORECASE)
+    start = low.find(b"<meta")
+    while start >= 0:
+        gt = data.find(b">", start)
+        found = at.findall(data, start + 6, len(data) if gt < 0 else gt)
+        if found:
+            return found[-1]  # type: ignore[no-any-return]
+        if gt < 0:
+            return None
+        start = low.find(b"<meta", gt + 1)
+    return None
 
 
 def page_title(path: Path, *, limit: int = 1 << 20) -> str | None:
@@ -269,15 +301,15 @@ def page_title(path: Path, *, limit: int = 1 << 20) -> str | None:
 
 def title_from_html(data: bytes) -> str | None:
     """The ``<title>`` of an HTML document's bytes (see :func:`page_title`)."""
-    m = re.search(_TITLE, data, re.IGNORECASE | re.DOTALL)
-    if not m:
+    found = _title_text(data)
+    if found is None:
         return None
-    cs = re.search(_CHARSET, data, re.IGNORECASE)
-    encoding = cs.group(1).decode("ascii") if cs else "utf-8"
+    cs = _charset(data)
+    encoding = cs.decode("ascii") if cs else "utf-8"
     try:
-        text = m.group(1).decode(encoding, "replace")
+        text = found.decode(encoding, "replace")
     except LookupError:
-        text = m.group(1).decode("utf-8", "replace")
+        text = found.decode("utf-8", "replace")
     import html  # its entity table: only for a tree without a manifest
 
     title = " ".join(html.unescape(text).split())

@@ -25,7 +25,7 @@ GWTAR = {
     "__future__", "collections.abc", "dataclasses", "html.parser", "json", "posixpath", "re", "typing",
     "urllib.parse", "tinycss2", "archiver", "archiver.errors", "archiver.srcset", "archiver.tar",
     "archiver.gwtar.refs", "archiver.gwtar.rules", "contextlib", "archiver.css_refs", "archiver.html_refs",
-    "archiver.urls", "archiver.html_depth",
+    "archiver.urls", "archiver.html_depth", "archiver.html_close",
     "functools", "operator", "json.encoder",  # tar.py: cached header fields; layout.py: sort key, JSON
     "itertools",  # layout.py: the bundled files' offsets
 }  # fmt: skip
@@ -83,6 +83,7 @@ PURE: dict[str, set[str]] = {
     "media.py": CORE, "errors.py": CORE | {"errno"},  # errno: the constants store_error compares
     "frozen.py": CORE, "srcset.py": CORE, "zim/compressible.py": CORE,
     "css_refs.py": REFS, "html_refs.py": REFS, "html_depth.py": {"__future__", "re"},
+    "html_close.py": {"__future__", "html", "html.parser", "re"},
     "tar.py": GWTAR, "gwtar/rules.py": GWTAR, "gwtar/layout.py": GWTAR, "gwtar/parse.py": GWTAR,
     "gwtar/refs.py": GWTAR,
     "par2/packets.py": PAR2, "par2/layout.py": PAR2, "par2/results.py": PAR2,

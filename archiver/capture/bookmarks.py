@@ -3,7 +3,7 @@ module of its own so that a capture without ``--bookmarks`` does not import ``ht
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
+from archiver.html_close import Parser
 
 __all__ = ["Bookmarks"]
 
@@ -17,7 +17,7 @@ MAX_NAME = 256
 MAX_TITLE = 1024
 
 
-class Bookmarks(HTMLParser):
+class Bookmarks(Parser):
     """Collects ``items``: (href, folder path, title) of every ``<a>``, in file order. Bounded by the
     file's size: each level of folders holds its path once (shared by its bookmarks), at most
     :data:`MAX_DEPTH` names long, and names and titles are cut at :data:`MAX_NAME` and

@@ -83,11 +83,8 @@ class Crawler:
             raise UsageError("no seed URL given", subject="capture")
         self.options = options
         self.out = out
-        keys: list[str] = []
-        for seed in seeds:
-            key = urls.dedup_key(urls.parse_seed(seed))
-            if key not in keys:
-                keys.append(key)
+        # each seed's key once, in order (a list's 'in' was quadratic: 40,000 seeds took 5 s of CPU)
+        keys = list(dict.fromkeys(urls.dedup_key(urls.parse_seed(seed)) for seed in seeds))
         self.seed_keys = keys
         self.reserved = out / RESERVED_DIR
         self.tmp = self.reserved / "tmp"

@@ -47,14 +47,20 @@ def parse_seeds_file(text: str) -> list[str]:
     return out
 
 
-def parse_bookmarks(text: str) -> list[Seed]:
+def parse_bookmarks(text: str, source: str | None = None) -> list[Seed]:
     """Every http(s) bookmark of a Netscape bookmarks export, in file order, with its folder path and
-    title (URLs not yet canonicalised)."""
+    title (URLs not yet canonicalised). A file html.parser gives up on (an unknown ``<![name[``
+    section) is a :class:`UsageError` about ``source``, not a traceback."""
     from archiver.capture.bookmarks import Bookmarks  # html.parser: only for a bookmarks file
 
     parser = Bookmarks()
-    parser.feed(text)
-    parser.close()
+    try:
+        parser.feed(text)
+        parser.close()
+    except AssertionError:  # html.parser's way of giving up
+        raise UsageError(
+            "not a bookmarks file: markup html.parser cannot read (a '<![' section)", subject=source
+        ) from None
     out = []
     for href, folder, title in parser.items:
         if urls.ref_action(href) == "fetch" and "://" in href:
@@ -97,7 +103,9 @@ def collect_seeds(
     if seeds_file is not None:
         items += [(Seed(u), str(seeds_file)) for u in parse_seeds_file(_read(seeds_file, "seeds file"))]
     if bookmarks is not None:
-        items += [(s, str(bookmarks)) for s in parse_bookmarks(_read(bookmarks, "bookmarks file"))]
+        items += [
+            (s, str(bookmarks)) for s in parse_bookmarks(_read(bookmarks, "bookmarks file"), str(bookmarks))
+        ]
     checked = []
     for seed, source in items:
         try:

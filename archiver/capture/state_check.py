@@ -107,7 +107,7 @@ def check(db: sqlite3.Connection, path: Path) -> None:
         for stored, blob in db.execute("SELECT path, record FROM records"):
             try:
                 record = _decoder.decode(blob)
-            except msgspec.DecodeError as e:
+            except (msgspec.DecodeError, RecursionError) as e:  # msgspec: RecursionError when nested too deep
                 raise FormatError(
                     f"damaged crawl state: the record of {stored[:200]!r}: {e}", subject=str(path)
                 ) from None

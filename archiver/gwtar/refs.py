@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import unquote
 
 from archiver.css_refs import Reference, references_detailed
+from archiver.html_close import Parser
 from archiver.html_depth import bound_depth
 from archiver.html_refs import attribute_refs
 from archiver.srcset import urls as srcset_urls
@@ -49,7 +49,7 @@ def css_refs(text: str) -> list[Ref]:
     return [Ref(r.url, _category(r)) for r in references_detailed(text)]
 
 
-class _Collector(HTMLParser):
+class _Collector(Parser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.refs: list[Ref] = []

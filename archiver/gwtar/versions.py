@@ -246,7 +246,7 @@ def _records(reader: GwtarReader, e: Entry) -> tuple[bytes, Iterator[tuple[bytes
     first = f.readline()
     try:
         _header_decoder.decode(first)
-    except msgspec.DecodeError as err:
+    except (msgspec.DecodeError, RecursionError) as err:  # msgspec: RecursionError when nested too deep
         f.close()
         raise FormatError(f"line 1 is not a manifest header: {err}", subject=e.manifest) from None
 
@@ -256,7 +256,7 @@ def _records(reader: GwtarReader, e: Entry) -> tuple[bytes, Iterator[tuple[bytes
                 if line.strip():
                     try:
                         yield line, _record_decoder.decode(line)
-                    except msgspec.DecodeError as err:
+                    except (msgspec.DecodeError, RecursionError) as err:  # nested too deep
                         raise FormatError(f"line {n}: {err}", subject=e.manifest) from None
 
     return first, rows()

@@ -262,7 +262,7 @@ class Table:
         try:
             h = json.loads(bytes(view[len(MAGIC) + 4 : start]))
             ok = h["table"] == VERSION and h["identity"] == identity and h["documents"] == documents
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: nested too deep
             raise ValueError("its header is malformed") from None
         if not ok:
             raise ValueError("is of another index or version")

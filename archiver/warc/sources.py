@@ -87,6 +87,7 @@ def sources_of(paths: list[Path]) -> tuple[list[Source], list[str]]:
     seed pages of the WACZ files (their ``pages/pages.jsonl`` pages, the ``mainPageUrl`` first)."""
     out: list[Source] = []
     pages: list[str] = []
+    known: set[str] = set()  # the pages so far (a list's 'in' made 40,000 pages take 5 s of CPU)
     for path in paths:
         if not path.is_file():
             raise UsageError("no such file" if not path.exists() else "not a file", subject=str(path))
@@ -94,7 +95,10 @@ def sources_of(paths: list[Path]) -> tuple[list[Source], list[str]]:
         if path.name.lower().endswith(".wacz") or _zip_magic(path):
             found, listed = _wacz(path)
             out += found
-            pages += [p for p in listed if p not in pages]
+            for p in listed:
+                if p not in known:
+                    known.add(p)
+                    pages.append(p)
         else:
             out.append(Source(str(path), path))
     return out, pages
@@ -137,7 +141,7 @@ def _wacz(path: Path) -> tuple[list[Source], list[str]]:
                     found.append(Source(label, path, name, start, info.file_size, info.CRC))
             main = ""
             if "datapackage.json" in zf.namelist() and zf.getinfo("datapackage.json").file_size <= _MAX_JSON:
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):  # nested too deep: no main page
                     doc = json.loads(zf.read("datapackage.json"))
                     if isinstance(doc, dict):  # WACZ 1.0.0 has it in "metadata"
                         meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
@@ -145,13 +149,15 @@ def _wacz(path: Path) -> tuple[list[Source], list[str]]:
                             doc.get("mainPageUrl") or doc.get("mainPageURL") or meta.get("mainPageURL") or ""
                         )
             pages = [main] if main else []
+            listed = set(pages)  # the pages so far ('in' the list: 40,000 pages took 5 s of CPU)
             if "pages/pages.jsonl" in zf.namelist():
                 with zf.open("pages/pages.jsonl") as f:
                     for line in _lines(f):
-                        with contextlib.suppress(ValueError):
+                        with contextlib.suppress(ValueError, RecursionError):
                             doc = json.loads(line)
                             url = doc.get("url") if isinstance(doc, dict) else None
-                            if isinstance(url, str) and url and url not in pages:
+                            if isinstance(url, str) and url and url not in listed:
+                                listed.add(url)
                                 pages.append(url)
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, KeyError) as e:
             raise FormatError(f"damaged zip data: {e}", subject=str(path)) from None

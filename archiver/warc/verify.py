@@ -180,6 +180,9 @@ def _json_entry(zf: zipfile.ZipFile, name: str, report: Report) -> Any:
     except ValueError as e:
         report.problems.append(f"{name}: not JSON ({e})")
         return None
+    except RecursionError:  # arrays or objects nested past the decoder's stack (§6.2)
+        report.problems.append(f"{name}: JSON nested too deep")
+        return None
 
 
 def _check_wacz(zf: zipfile.ZipFile, report: Report) -> None:
@@ -285,6 +288,9 @@ def _check_pages(zf: zipfile.ZipFile, names: set[str], report: Report) -> None:
                 doc = json.loads(line)
             except ValueError:
                 report.problems.append(f"pages/pages.jsonl line {number}: not JSON")
+                continue
+            except RecursionError:  # nested past the decoder's stack (§6.2)
+                report.problems.append(f"pages/pages.jsonl line {number}: JSON nested too deep")
                 continue
             if number == 1:
                 if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith("json-pages-"):

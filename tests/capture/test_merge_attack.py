@@ -197,6 +197,14 @@ def _a_list(db: sqlite3.Connection) -> None:
     db.execute("UPDATE records SET record = ? WHERE path = ?", (json.dumps([path]), path))
 
 
+def _record_nested_deep(db: sqlite3.Connection) -> None:
+    """A record whose unknown field holds 5,000 nested arrays: msgspec raises RecursionError, which
+    the old code (dab4b1c) did not catch (a traceback, exit 70)."""
+    path, record = _one_record(db)
+    blob = json.dumps(record)[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    db.execute("UPDATE records SET record = ? WHERE path = ?", (blob, path))
+
+
 def _record_is_a_number(db: sqlite3.Connection) -> None:
     path, _ = _one_record(db)
     db.execute("UPDATE records SET record = 42 WHERE path = ?", (path,))
@@ -237,6 +245,7 @@ MALFORMED: dict[str, Callable[[sqlite3.Connection], None]] = {
     "record-wrong-shape": _wrong_shape,
     "record-a-list": _a_list,
     "record-a-number": _record_is_a_number,
+    "record-nested-deep": _record_nested_deep,
     "record-at-a-private-path": _private_path,
     "record-path-with-empty-segment": _empty_segment,
     "row-depth-not-a-number": _depth_not_a_number,

@@ -146,6 +146,9 @@ GARBAGE: dict[str, Callable[[redis.Redis], object]] = {
     "stats-not-a-number": lambda r: r.hset(P + "stats", "expired", "x"),
     "workers-entry-not-json": lambda r: r.hset(P + "workers", "w-1", "{"),
     "workers-entry-a-list": lambda r: r.hset(P + "workers", "w-1", "[]"),
+    # 5,000 nested arrays: json's RecursionError (the old code, dab4b1c: a traceback, exit 70)
+    "config-nested-deep": lambda r: r.set(P + "config", "[" * 5000 + "]" * 5000),
+    "workers-entry-nested-deep": lambda r: r.hset(P + "workers", "w-1", "[" * 5000 + "]" * 5000),
     "meta-not-utf8": lambda r: r.hset(P + "meta", "home", b"\xff"),
 }
 
@@ -238,6 +241,7 @@ ROBOTS: dict[str, Callable[[redis.Redis, str], object]] = {
     "not-json": lambda r, k: r.set(k, "{oops"),
     "wrong-shape": lambda r, k: r.set(k, '{"rules": [1], "crawl_delay": "soon"}'),
     "not-utf8": lambda r, k: r.set(k, b"\xff"),
+    "nested-deep": lambda r, k: r.set(k, "[" * 5000 + "]" * 5000),  # RecursionError (old: URLs failed)
     "a-hash": lambda r, k: _retype(r, k, "hash"),
     "a-lock-that-never-expires": lambda r, k: (r.delete(k), _retype(r, k + ":lock", "set")),
 }

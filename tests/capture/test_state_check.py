@@ -93,6 +93,9 @@ FORGED = {
     "climb": ("UPDATE paths SET path = '../victim.txt' WHERE path = 'b.html'",
               "table paths, column path: 1 row(s) not a relative tree path"),
     "record": ("UPDATE records SET record = x'00ff00'", "the record of 'index.html': JSON is malformed"),
+    # 5,000 nested arrays in an unknown field: msgspec raises RecursionError (the old code: exit 70)
+    "nested": ("UPDATE records SET record = '{\"x\":' || replace(hex(zeroblob(5000)), '00', '[')",
+               "the record of 'index.html': maximum recursion depth exceeded"),
     "moved": ("UPDATE records SET path = 'x.html' WHERE path = 'b.html'",
               "the record stored under 'x.html' names 'b.html'"),
     "found": ("UPDATE found SET step = 'a'", "table found, column step:"),

@@ -144,7 +144,11 @@ def _hostile(three: Path, tmp_path: Path, edit: str) -> Path:
         rec = json.loads(lines[1])
         rec["sha256"] = "ab" * 32
         lines[1] = json.dumps(rec).encode() + b"\n"
-    if edit in ("dotdot", "absent"):
+    elif edit == "header-nested":  # an unknown field of 5,000 nested arrays: msgspec's RecursionError
+        lines[0] = lines[0].rstrip()[:-1] + b', "x": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    elif edit == "record-nested":
+        lines[1] = lines[1].rstrip()[:-1] + b', "x": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    if edit in ("dotdot", "absent", "header-nested", "record-nested"):
         bad = work / "bad.jsonl"
         bad.write_bytes(b"".join(lines))
         source.files[manifest] = bad
@@ -195,6 +199,9 @@ def _hostile(three: Path, tmp_path: Path, edit: str) -> Path:
         ("table-month", "'20261399T000000Z' is not a version id"),
         ("table-date", "version 20261129T090000Z is dated"),
         ("table-tree-manifest", "as its manifest"),
+        # before (dab4b1c): a traceback, exit 70, from verify and extract --version
+        ("header-nested", "line 1 is not a manifest header: maximum recursion depth"),
+        ("record-nested", "line 2: maximum recursion depth"),
     ],
 )
 def test_hostile_versions_are_refused(three: Path, tmp_path: Path, edit: str, says: str) -> None:
@@ -202,7 +209,7 @@ def test_hostile_versions_are_refused(three: Path, tmp_path: Path, edit: str, sa
     r = _cli("verify", str(out))
     assert r.returncode == 1 and says in r.stdout + r.stderr, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
-    if edit in ("dotdot", "absent") or edit.startswith("table"):
+    if edit in ("dotdot", "absent", "header-nested", "record-nested") or edit.startswith("table"):
         target = tmp_path / "out" / "x"
         target.parent.mkdir()
         r = _cli("extract", str(out), "--version", IDS[0], "-o", str(target))

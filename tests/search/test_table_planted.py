@@ -42,6 +42,15 @@ def test_a_planted_header_is_refused_as_malformed(lie: str) -> None:
         table.Table(data, "x", 1)
 
 
+def test_a_header_nested_thousands_deep_is_refused_as_malformed() -> None:
+    """A header of 5,000 nested arrays: json raises RecursionError, which the old code (dab4b1c) let
+    out of Table (open_table removes a table that raises ValueError; this one ended the search)."""
+    raw = b"[" * 5000 + b"]" * 5000
+    data = table.MAGIC + len(raw).to_bytes(4, "little") + raw + _BODY
+    with pytest.raises(ValueError, match="malformed"):
+        table.Table(data, "x", 1)
+
+
 def test_a_table_whose_prefixes_lie_is_refused() -> None:
     """Version 2's prefix sections (a prefix's terms, its merged list) naming terms or documents past
     the table's, in a body whose SHA-256 was computed again: refused, not an IndexError at query time."""

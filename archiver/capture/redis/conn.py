@@ -205,6 +205,8 @@ def parse_config(text: str, crawl: str) -> dict[str, Any]:
         doc = json.loads(text)
     except ValueError:
         raise damaged(crawl, "its config is not JSON") from None
+    except RecursionError:  # arrays or objects nested past the decoder's stack
+        raise damaged(crawl, "its config is JSON nested too deep") from None
     if (
         not isinstance(doc, dict)
         or not isinstance(doc.get("version"), int)
@@ -245,7 +247,7 @@ def inspect(client: Any, url: str, crawl: str) -> dict[str, Any] | None:
     for value in workers:
         try:
             ok = isinstance(json.loads(value), dict)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             ok = False
         if not ok:
             raise damaged(crawl, f"an entry of {p}workers is not a JSON object")

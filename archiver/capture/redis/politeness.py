@@ -39,7 +39,10 @@ def robots_json(rules: Robots) -> str:
 
 def robots_from_json(text: str) -> Robots:
     """The rules :func:`robots_json` wrote; ValueError for anything else (a damaged cache entry)."""
-    doc = json.loads(text)
+    try:
+        doc = json.loads(text)
+    except RecursionError:  # arrays or objects nested past the decoder's stack
+        raise ValueError("JSON nested too deep") from None
     if not isinstance(doc, dict) or set(doc) - _FIELDS:
         raise ValueError("not the JSON of robots.txt rules")
     rules, sitemaps = doc.get("rules", []), doc.get("sitemaps", [])
