@@ -15,13 +15,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import brotli
+
+from tests.httpd import serving
 
 BOMB_SIZE = 512 << 20
 CODINGS = ("br", "gzip", "deflate")
@@ -115,27 +116,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a client that stopped reading at its size cap
-
-
 @contextlib.contextmanager
 def bomb_server() -> Iterator[str]:
     """A loopback server of :func:`bomb_home` and the nine bombs; yields its base URL."""
     for coding in CODINGS:
         bomb(coding)  # built before the first request
-    server = _Server(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with serving(_Handler) as base:
+        yield base
 
 
 _CHILD = r"""

@@ -8,19 +8,14 @@ each ``<`` of an unended construct: ``<a b='`` written 20,000 times took 18 s of
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from archiver.html_close import Parser
-
-ROOT = Path(__file__).resolve().parents[1]
-HANG = 60  # seconds: a guard against a hang, not a timing check
+from tests.timebox import child
 
 #: Pieces the documents are made of: every construct's start and end, quotes, text, references.
 PIECES = [
@@ -140,14 +135,7 @@ def test_unended_constructs_repeated_parse_in_linear_time(name: str) -> None:
         "page = '<html><body><img src=\"a.png\">' + piece * 200_000\n"
         "print([r.url for r in html_refs(page)])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, ATTACKS[name]],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    done = child("-c", code, ATTACKS[name])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[0].startswith("['a.png'"), done.stdout[:200]
 
@@ -160,22 +148,7 @@ def test_a_singlefile_page_ending_in_unended_comments_packs(tmp_path: Path) -> N
         "<!DOCTYPE html><html><!-- Page saved with SingleFile url: https://example.com/ -->"
         '<body><img src="data:image/png;base64,iVBORw0KGgo=">' + "<!--" * 200_000
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "archiver",
-            "pack",
-            str(page),
-            "--format",
-            "gwtar",
-            "-o",
-            str(tmp_path / "p.gwtar.html"),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
+    done = child(
+        "-m", "archiver", "pack", str(page), "--format", "gwtar", "-o", str(tmp_path / "p.gwtar.html")
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]

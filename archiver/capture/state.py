@@ -42,8 +42,7 @@ status, attempts, final_url, stylesheet)``
     never holds one), or redirected to it, ``step`` links deeper, naming ``src`` as its referrer or,
     with ``inherit``, ``src``'s own referrer. One row per unit that adds them (so a document done
     twice is there twice). The frontier's empty end gives every row the shortest depth and referrer
-    over these (:mod:`.depths`). A version 1 file gains the table when opened; the rows' stored
-    depth and referrer stand for the discoveries made before.
+    over these (:mod:`.depths`). A version 1 file gains the table when opened (its rows stand for before).
 ``verified(path TEXT PRIMARY KEY, sha256, size, mtime_ns, ctime_ns, ino)`` (version 2, optional)
     the status of each tree file when a run knew its bytes (wrote them, or read and hashed them):
     a re-capture trusts a file whose status is unchanged without reading it (:mod:`.stage`).
@@ -156,13 +155,11 @@ class State:
                 state_check.check(self.db, path)
             (self._seq,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()
         except sqlite3.Error as e:  # a damaged or foreign file under the state's name
-            stop = store_error(e, str(path))  # or a disk that cannot take it: full, read-only, failing
-            if stop is not None:
+            if (stop := store_error(e, str(path))) is not None:  # or a disk full, read-only, failing
                 raise stop from None
             raise FormatError(f"unreadable crawl state: {e}", subject=str(path)) from None
-        # key → (depth, referrer, stylesheet) the row is known to be at least as good as, for rows a
-        # later reference cannot bring back to the frontier (not skipped for a limit): a reference
-        # improving none of them changes nothing and costs no statement. Cleared on a rollback.
+        # key → (depth, referrer, stylesheet) a row not back to the frontier (not skipped for a limit) is at
+        # least as good as: a reference improving none changes nothing, no statement. Cleared on a rollback.
         self._settled: dict[str, tuple[int, str, bool]] = {}
         #: every host a row names (a superset after a rollback), read on the first claim (hosts.pick)
         self._hosts: set[str] | None = None

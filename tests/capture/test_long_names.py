@@ -12,15 +12,15 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
 
 from archiver.walk import files_below
+from tests.httpd import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 CJK = quote("中" * 120) + ".html"
@@ -59,14 +59,8 @@ class _Site(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Site) as base:
+        yield base
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -5,13 +5,7 @@ once, as before, in one pass; run in a child with a timeout."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-HANG = 60  # seconds: a guard against a hang, not a timing check
+from tests.timebox import child
 
 CODE = """
 from types import SimpleNamespace as N
@@ -26,13 +20,6 @@ print(len(seeds), seeds == a + ["http://example.test/last"])
 
 
 def test_the_seeds_of_shards_of_300000_seeds_merge_in_linear_time() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CODE],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    done = child("-c", CODE)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["300001", "True"], done.stdout

@@ -5,13 +5,9 @@ child with a timeout, as it was."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HANG = 60  # seconds: a guard against a hang, not a timing check
+from tests.timebox import child
 
 CODE = """
 import sys
@@ -33,13 +29,6 @@ print([p for p in ph.problems if "more than once" in str(p)])
 
 
 def test_a_manifest_of_400000_keys_with_one_repeated_is_read_in_linear_time(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CODE, str(tmp_path)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    done = child("-c", CODE, str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "manifest key 'k7' appears more than once" in done.stdout, done.stdout[-2000:]

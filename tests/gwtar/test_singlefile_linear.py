@@ -7,19 +7,16 @@ them on generated input."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from archiver.gwtar import singlefile
+from tests.timebox import child
 
-ROOT = Path(__file__).resolve().parents[2]
-HANG = 60  # seconds: a guard against a hang, not a timing check
 OLD_ATTR = re.compile(r"""(\s+)([^\s"'>/=]+)(\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
 OLD_SAVED_URL = re.compile(r"^\s*url:\s*(\S+)\s*$", re.MULTILINE)
 
@@ -41,23 +38,8 @@ def test_the_same_attributes_and_saved_url_as_the_old_patterns() -> None:
 def _pack(tmp_path: Path, page: str) -> subprocess.CompletedProcess[str]:
     src = tmp_path / "page.html"
     src.write_text(page)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "archiver",
-            "pack",
-            str(src),
-            "--format",
-            "gwtar",
-            "-o",
-            str(tmp_path / "p.gwtar.html"),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
+    return child(
+        "-m", "archiver", "pack", str(src), "--format", "gwtar", "-o", str(tmp_path / "p.gwtar.html")
     )
 
 

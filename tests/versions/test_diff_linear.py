@@ -7,18 +7,12 @@ below it, difflib's, as before. The attack runs in a child with a timeout."""
 from __future__ import annotations
 
 import difflib
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from archiver.versions import diff
-
-ROOT = Path(__file__).resolve().parents[2]
-HANG = 60  # seconds: a guard against a hang, not a timing check
+from tests.timebox import child
 
 
 def _difflib(a: list[str], b: list[str]) -> list[str]:
@@ -58,13 +52,6 @@ def test_a_line_added_after_each_of_100000_is_diffed_in_linear_time() -> None:
         "out = text_diff('\\n'.join(a), '\\n'.join(b))\n"
         "print(out[0]); print(out[1]); print(out[-1])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    done = child("-c", code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[:2] == ["@@ -1,100000 +1,200000 @@", " line 0"], done.stdout[:500]

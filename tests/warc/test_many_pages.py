@@ -5,17 +5,13 @@ child with a timeout."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
+from tests.timebox import child
 from tests.warc import corpus
 from tests.warc.test_warc import run
 
-ROOT = Path(__file__).resolve().parents[2]
-HANG = 60  # seconds: a guard against a hang, not a timing check
 PAGES = 300_000
 
 
@@ -36,14 +32,7 @@ def test_the_seed_pages_of_a_wacz_of_300000_pages_in_linear_time(tmp_path: Path)
         "_, pages = sources.sources_of([Path(sys.argv[1]), Path(sys.argv[1])])\n"
         "print(len(pages), pages[0], pages[-1])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "many.wacz")],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    done = child("-c", code, str(tmp_path / "many.wacz"))
     assert done.returncode == 0, done.stderr[-2000:]
     main = "http://example.test/p0"
     assert done.stdout.split() == [str(PAGES - 7 + 1), main, f"http://example.test/some/page/{PAGES - 8}"], (
