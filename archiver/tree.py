@@ -265,8 +265,8 @@ _CHARSET_AT = rb"""(?=charset\s*=\s*["']?([A-Za-z0-9_\-]+))"""
 def _title_text(data: bytes) -> bytes | None:
     """The bytes between the first ``<title...>`` and the next ``</title>``. A try from a later
     ``<title`` reads from a later ``>`` and cannot find an end the first one did not."""
-    start = data.lower().find(b"<title")
-    gt = -1 if start < 0 else data.find(b">", start)
+    first = re.compile(rb"<title", re.IGNORECASE).search(data)  # no lowered copy of a MiB a page
+    gt = -1 if first is None else data.find(b">", first.start())
     if gt < 0:
         return None
     end = re.compile(_TITLE_END, re.IGNORECASE).search(data, gt + 1)
@@ -277,17 +277,18 @@ def _charset(data: bytes) -> bytes | None:
     """The ``charset=`` of the first ``<meta`` that has one before its ``>``: the last one there (the
     old pattern's ``[^>]+`` was greedy). The ``<meta`` after the first one before the same ``>`` see
     only part of its span: once it has none, the search goes on past that ``>``."""
-    low = data.lower()
     at = re.compile(_CHARSET_AT, re.IGNORECASE)
-    start = low.find(b"<meta")
-    while start >= 0:
+    meta = re.compile(rb"<meta", re.IGNORECASE)
+    found_meta = meta.search(data)
+    while found_meta is not None:
+        start = found_meta.start()
         gt = data.find(b">", start)
         found = at.findall(data, start + 6, len(data) if gt < 0 else gt)
         if found:
             return found[-1]  # type: ignore[no-any-return]
         if gt < 0:
             return None
-        start = low.find(b"<meta", gt + 1)
+        found_meta = meta.search(data, gt + 1)
     return None
 
 
