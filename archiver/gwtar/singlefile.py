@@ -287,6 +287,14 @@ def _rewrite_tag(raw: str, tag: str, attrs: dict[str, str], assets: _Assets) -> 
     return head.group(0) + _ATTR.sub(replace, raw[head.end() :])
 
 
+#: An "&#" that starts no character reference. Python 3.11's HTMLParser with convert_charrefs off stops
+#: its parse there (its goahead breaks out of its loop): after two of them the rest of the page was
+#: text, and its data: URIs stayed inline. The scanner reads "&\x01" in their place: it takes only
+#: where the tags are, with their names and attributes, from what it reads; the bytes it rewrites
+#: are the page's own.
+_NOT_A_CHARREF = re.compile(r"&#(?!(?:[0-9]+|[xX][0-9a-fA-F]+)[^0-9a-fA-F])")
+
+
 class _Scanner(Parser):
     """Collects (start, end, kind, tag, attributes) spans of start tags and ``<style>`` text, in
     source order (attributes: the first value of each name, entities decoded)."""
@@ -340,8 +348,8 @@ def rewrite(text: str, assets: _Assets) -> tuple[str, str | None]:
     """The page with its data: URIs replaced and the CSP meta removed, and the URL SingleFile recorded
     in its "Page saved with SingleFile" comment (None when there is none)."""
     scanner = _Scanner(text)
-    try:
-        scanner.feed(text)
+    try:  # the parser reads a copy of the same length: positions are the page's
+        scanner.feed(_NOT_A_CHARREF.sub("&\x01", text))
         scanner.close()
     except (AssertionError, RecursionError):
         pass

@@ -294,3 +294,15 @@ def test_long_payloads_in_css(tmp_path: Path) -> None:
         f'{comment}@font-face {{ font-family: F; src: url("in/in-asset-1.woff2") }}'
         f'.a {{ background: url(in/in-asset-2.dat) }}.b::after {{ content: "{font64}" }}'
     )
+
+
+@pytest.mark.parametrize("broken", ["&#;", "&#x;", "&#q", "&#"])
+def test_a_malformed_character_reference_does_not_hide_the_rest(tmp_path: Path, broken: str) -> None:
+    # Python 3.11's HTMLParser, with convert_charrefs off (the scanner's), stops a parse at an "&#" no
+    # character reference follows; after two of them everything was text: the images after them kept
+    # their data: URIs inline (dab4b1c: members == [], the page 2 data: URIs heavier)
+    images = f"<img src='data:image/png;base64,{PNG64}'><img src='data:image/gif;base64,{GIF64}'>"
+    body = f"<p>a {broken} b {broken} c</p>{images}"
+    page, members = _split(tmp_path, "", body)
+    assert members == [PNG, GIF]
+    assert "data:image" not in page and f"<p>a {broken} b {broken} c</p>" in page
