@@ -177,20 +177,20 @@ class ClusterGuard:
         out = bytearray()
         need = width
         pos = start
+        short = f"its {kind} data ends inside its blob table"
         try:
             while len(out) < need:
+                if d.eof:  # the stream ended (a decompressor at its end takes no more input)
+                    return short
+                chunk = b""
                 if d.needs_input:
-                    if d.eof or pos >= stop:
-                        return f"its {kind} data ends inside its blob table"
-                    chunk = self._src.read(pos, min(_INPUT, stop - pos))
+                    chunk = self._src.read(pos, min(_INPUT, stop - pos)) if pos < stop else b""
                     if not chunk:
-                        return f"its {kind} data ends inside its blob table"
+                        return short
                     pos += len(chunk)
-                else:
-                    chunk = b""
                 got = d.decompress(chunk, max_length=need - len(out))
-                if not got and d.eof:
-                    return f"its {kind} data ends inside its blob table"
+                if not got and not chunk and not d.eof:  # no input taken, no output given: never again
+                    return f"its {kind} data is damaged (the decoder makes no progress)"
                 out += got
                 if need == width and len(out) >= width:
                     size = table_size(bytes(out[:width]), width)

@@ -190,3 +190,36 @@ def test_reach_is_the_end_of_the_blob(sizes: list[int], data: st.DataObject, wid
     assert reach(_table(offsets, width), width, blob) == offsets[blob + 1]
     assert table_size(_table(offsets, width)[:width], width) == offsets[0]
     assert struct.calcsize("<Q") == 8
+
+
+def _last_cluster_at(data: bytes) -> int:
+    clusters, pointers = struct.unpack_from("<I", data, 28)[0], struct.unpack_from("<Q", data, 48)[0]
+    return struct.unpack_from("<Q", data, pointers + 8 * (clusters - 1))[0]
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda b, at: b[: at + 1] + b"JUNK" + b[at + 5 :], "its zstd data is damaged"),
+        (
+            lambda b, at: b[: at + 7] + bytes([17, 0, 0]) + b[at + 10 :],
+            "its zstd data ends inside its blob table",
+        ),
+    ],
+    ids=["not-zstd", "raw-block-cut"],
+)
+def test_a_damaged_compressed_cluster_is_named_not_read(
+    tmp_path: Path, mini_zim: Path, damage: object, says: str
+) -> None:
+    from libzim.reader import Archive
+
+    data = corpus.cluster_bomb_blobs(mini_zim.read_bytes(), b"index.html", [1 << 20] * 4, 3)
+    path = tmp_path / "damaged.zim"
+    path.write_bytes(damage(data, _last_cluster_at(data)))  # type: ignore[operator]
+    index = Archive(path).get_entry_by_path("index.html").get_item()._index
+    guard = ClusterGuard([path])
+    try:
+        why = guard.check(index)
+    finally:
+        guard.close()
+    assert why is not None and why.startswith("its compressed cluster 2: ") and says in why, why
