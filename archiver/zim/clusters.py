@@ -105,6 +105,11 @@ class ClusterGuard:
             self._src.close()
             self._tables.clear()
 
+    def __del__(self) -> None:  # a reader's entries may outlive its close(): the last one closes the files
+        src = getattr(self, "_src", None)
+        if src is not None:
+            src.close()
+
     def check(self, index: int) -> str | None:
         """None when directory entry ``index`` is not in a compressed cluster or ends within
         :data:`MAX_REACH` of its start; else what is wrong (without the entry's name)."""

@@ -90,6 +90,15 @@ class Entry:
             raise error from None
 
 
+def _refusal(guard: ClusterGuard, file: str, item: Any, what: str) -> FormatError | None:
+    """The one-line :class:`FormatError` when libzim would decompress more than
+    :data:`archiver.zim.clusters.MAX_REACH` bytes of a cluster to hand ``item`` out."""
+    why = guard.check(int(item._index))
+    if why is None:
+        return None
+    return FormatError(f"damaged ZIM: entry {what!r} is not read: {why}", subject=file)
+
+
 def _damaged(path: str, e: Exception) -> FormatError:
     return FormatError(f"damaged ZIM: entry {path!r} cannot be read ({e})")
 
@@ -125,17 +134,13 @@ class ZimReader:
         except Exception:  # unreadable as our own reader sees it: libzim opened it, it answers
             self._guard = None
 
-    def _why(self, item: Any, what: str) -> FormatError | None:
-        """The one-line :class:`FormatError` when libzim would decompress more than
-        :data:`archiver.zim.clusters.MAX_REACH` bytes of a cluster to hand ``item`` out."""
-        guard = self._guard
-        why = None if guard is None else guard.check(int(item._index))
-        if why is None:
-            return None
-        return FormatError(f"damaged ZIM: entry {what!r} is not read: {why}", subject=str(self.path))
+        #: the check each entry handed out carries (it keeps the guard open as long as it lives)
+        self._why: Callable[[Any, str], FormatError | None] | None = (
+            None if self._guard is None else functools.partial(_refusal, self._guard, str(self.path))
+        )
 
     def _allowed(self, item: Any, what: str) -> None:
-        refused = self._why(item, what)
+        refused = None if self._why is None else self._why(item, what)
         if refused is not None:
             raise refused
 
@@ -319,9 +324,7 @@ class ZimReader:
     def close(self) -> None:
         """Release the archive (entries already handed out keep it alive until they go)."""
         self._archive = None
-        if self._guard is not None:
-            self._guard.close()
-            self._guard = None
+        self._guard = self._why = None  # closed when the last entry handed out goes too
 
     def __enter__(self) -> ZimReader:
         return self

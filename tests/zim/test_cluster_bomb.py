@@ -223,3 +223,19 @@ def test_a_damaged_compressed_cluster_is_named_not_read(
     finally:
         guard.close()
     assert why is not None and why.startswith("its compressed cluster 2: ") and says in why, why
+
+
+def test_an_entry_read_after_its_reader_closed_is_still_refused(bombs: dict[str, Path]) -> None:
+    # the entry carries the guard (it keeps it open): a reader's close() does not let libzim at the bomb
+    code = (
+        "import sys\nfrom archiver import zim\nfrom archiver.errors import FormatError\n"
+        "r = zim.open(sys.argv[1]); e = r.get('index.html'); r.close()\n"
+        "try:\n    e.read(0, 10)\nexcept FormatError as x:\n    print(x.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(bombs["blobs"])], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_limited,
+    )  # fmt: skip
+    assert "entry 'index.html' is not read: it ends 3355443236 bytes" in done.stdout, (
+        done.stdout + done.stderr
+    )
