@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.walk import files_below, walk
+from archiver.walk import files_below, makedirs, rmtree, walk
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 1500  # 3,000 characters of path: under PATH_MAX, over the recursion limit
@@ -67,36 +67,13 @@ def deep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("deep") / "tree"
     root.mkdir()
     (root / "index.html").write_text("<html><body><a href='d/x.html'>x</a></body></html>")
-    here = os.getcwd()
-    try:  # one level at a time (os.makedirs and Path.mkdir(parents=True) recurse)
-        os.chdir(root)
-        for _ in range(DEPTH):
-            os.mkdir("d")
-            os.chdir("d")
-        Path("x.html").write_text("<html><body><p>abyssalword</p></body></html>")
-    finally:
-        os.chdir(here)
+    bottom = root / "/".join(["d"] * DEPTH)
+    makedirs(bottom)  # os.makedirs and Path.mkdir(parents=True) recurse: archiver.walk's loops
+    (bottom / "x.html").write_text("<html><body><p>abyssalword</p></body></html>")
     yield root
-    _remove_chain(root)
-
-
-def _remove_chain(root: Path) -> None:
-    """Remove the folders ``d/d/…`` one level at a time from the bottom: shutil.rmtree recurses too
-    (pytest's own clean-up of its temporary folders ended in a RecursionError)."""
-    here = os.getcwd()
-    try:
-        os.chdir(root)
-        depth = 0
-        while os.path.isdir("d"):
-            os.chdir("d")
-            depth += 1
-        for name in os.listdir("."):
-            os.unlink(name)
-        for _ in range(depth):
-            os.chdir("..")
-            os.rmdir("d")
-    finally:
-        os.chdir(here)
+    # shutil.rmtree recurses too (pytest's own clean-up of its temporary folders ended in a
+    # RecursionError): removed here
+    rmtree(root / "d")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
